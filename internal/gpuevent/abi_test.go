@@ -1,0 +1,86 @@
+package gpuevent
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/bpf"
+)
+
+// TestLayoutMatchesBTF checks the Go view of the wire records against the
+// layout clang gave them in the compiled BPF object, so gpuext_abi.h stays
+// the one definition.
+func TestLayoutMatchesBTF(t *testing.T) {
+	spec, err := bpf.LoadCuda()
+	require.NoError(t, err)
+
+	var ev *btf.Struct
+	require.NoError(t, spec.Types.TypeByName("gpuext_event", &ev))
+	require.Equal(t, uint32(EventSize), ev.Size)
+
+	want := map[string]uint32{
+		"kind": offKind, "api": offAPI, "source": offSource, "flags": offFlags,
+		"pid": offPID, "tid": offTID, "start_ns": offStart, "end_ns": offEnd,
+		"cgroup_id": offCgroupID, "result": offResult, "args": offArgs,
+		"out": offOut, "aux": offAux,
+	}
+	got := map[string]uint32{}
+	for _, m := range ev.Members {
+		if !strings.HasPrefix(m.Name, "_") {
+			got[m.Name] = m.Offset.Bytes()
+		}
+	}
+	require.Equal(t, want, got)
+
+	var named *btf.Struct
+	require.NoError(t, spec.Types.TypeByName("gpuext_named_event", &named))
+	require.Equal(t, uint32(NamedSize), named.Size)
+
+	var launch *btf.Struct
+	require.NoError(t, spec.Types.TypeByName("gpuext_launch_aux", &launch))
+	require.Equal(t, uint32(launchAuxLen), launch.Size)
+	var cp *btf.Struct
+	require.NoError(t, spec.Types.TypeByName("gpuext_copy_aux", &cp))
+	require.Equal(t, uint32(auxRawWords*8), cp.Size)
+}
+
+// TestAPIEnumMatchesBTF checks that Go knows every API id of gpuext_abi.h by
+// the same number and name, and no other.
+func TestAPIEnumMatchesBTF(t *testing.T) {
+	spec, err := bpf.LoadCuda()
+	require.NoError(t, err)
+	var enum *btf.Enum
+	require.NoError(t, spec.Types.TypeByName("gpuext_api", &enum))
+
+	fromC := map[string]uint64{}
+	for _, v := range enum.Values {
+		name := strings.TrimPrefix(v.Name, "GPUEXT_API_")
+		if name == "NONE" || name == "MAX" {
+			continue
+		}
+		fromC[name] = v.Value
+	}
+	fromGo := map[string]uint64{}
+	for _, a := range APIs() {
+		fromGo[a.EnumName()] = uint64(a)
+	}
+	require.Equal(t, fromC, fromGo)
+}
+
+func TestKindAndDropEnumsMatchBTF(t *testing.T) {
+	spec, err := bpf.LoadCuda()
+	require.NoError(t, err)
+	var enum *btf.Enum
+	require.NoError(t, spec.Types.TypeByName("gpuext_kind", &enum))
+	got := map[string]uint64{}
+	for _, v := range enum.Values {
+		got[v.Name] = v.Value
+	}
+	require.Equal(t, map[string]uint64{
+		"GPUEXT_KIND_CALL": uint64(KindCall), "GPUEXT_KIND_CALL_NAMED": uint64(KindCallNamed),
+		"GPUEXT_KIND_EXEC": uint64(KindExec), "GPUEXT_KIND_EXIT": uint64(KindExit),
+	}, got)
+}
