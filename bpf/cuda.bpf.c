@@ -246,13 +246,13 @@ static __always_inline int process_event(__u16 kind)
 	return 0;
 }
 
-SEC("tracepoint/sched/sched_process_exec")
+SEC("raw_tracepoint/sched_process_exec")
 int proc_exec(void *ctx)
 {
 	return process_event(GPUEXT_KIND_EXEC);
 }
 
-SEC("tracepoint/sched/sched_process_exit")
+SEC("raw_tracepoint/sched_process_exit")
 int proc_exit(void *ctx)
 {
 	return process_event(GPUEXT_KIND_EXIT);

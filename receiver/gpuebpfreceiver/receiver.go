@@ -2,36 +2,58 @@ package gpuebpfreceiver
 
 import (
 	"context"
+	"errors"
+	"os"
 	"sync"
+	"time"
 
+	"github.com/cilium/ebpf/ringbuf"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
+	"go.uber.org/zap"
+
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/symtab"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/translate"
 )
 
 // gpuReceiver owns the signal sources of one configuration and the single
-// place where their events become pdata.
+// goroutine where their events become pdata.
 type gpuReceiver struct {
 	cfg     *Config
 	set     receiver.Settings
+	log     *zap.Logger
 	release func()
 
-	mu       sync.Mutex
-	traces   consumer.Traces
-	metrics  consumer.Metrics
-	starts   int
-	cancel   context.CancelFunc
-	stopped  chan struct{}
+	mu      sync.Mutex
+	traces  consumer.Traces
+	metrics consumer.Metrics
+	starts  int
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	tracer   *cudaprobe.Tracer
+	tr       *translate.Translator
+	resolver *procattr.Resolver
+	scanCh   chan uint32 // processes whose maps to scan for CUDA libraries
+	forgetCh chan uint32 // exited processes whose kernel state to drop
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, release func()) *gpuReceiver {
-	return &gpuReceiver{cfg: cfg, set: set, release: release}
+	return &gpuReceiver{cfg: cfg, set: set, log: set.Logger, release: release}
 }
 
 func (r *gpuReceiver) setTraces(c consumer.Traces)   { r.mu.Lock(); r.traces = c; r.mu.Unlock() }
 func (r *gpuReceiver) setMetrics(c consumer.Metrics) { r.mu.Lock(); r.metrics = c; r.mu.Unlock() }
 
 // Start starts the sources once, however many pipelines share the receiver.
+// A source that cannot start is reported (status and one log line) and the
+// receiver keeps running without it.
 func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -39,17 +61,61 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	if r.starts > 1 {
 		return nil
 	}
+	cfg := r.cfg
+	resolver, err := procattr.NewResolver(cfg.ProcRoot)
+	if err != nil {
+		return err
+	}
+	r.resolver = resolver
+	r.scanCh = make(chan uint32, 4096)
+	r.forgetCh = make(chan uint32, 4096)
+	hostName, _ := os.Hostname()
+	r.tr = translate.New(translate.Config{
+		Spans:        cfg.Spans.Enabled && r.traces != nil,
+		SpanClasses:  cfg.Spans.Classes,
+		CallDuration: translate.HistogramConfig(cfg.Histograms.CallDuration),
+		GridSize:     translate.HistogramConfig(cfg.Histograms.GridSize),
+		BlockSize:    translate.HistogramConfig(cfg.Histograms.BlockSize),
+		Metrics:      cfg.MetricsBuilderConfig,
+		HostName:     hostName,
+	}, r.set, resolver, symtab.New(cfg.ProcRoot, 256), translate.Hooks{
+		Select:   cfg.CUDA.selector(),
+		Skipped:  r.skip,
+		Released: func(pid uint32) { trySend(r.forgetCh, pid) },
+	})
+
+	if cfg.CUDA.Enabled {
+		t, err := cudaprobe.New(cudaprobe.Options{
+			RingBufferSize: cfg.CUDA.RingBufferSize,
+			MaxInflight:    cfg.CUDA.MaxInflight,
+			Logger:         r.log,
+		})
+		if err != nil {
+			r.log.Error("CUDA uprobe source unavailable; other sources keep running", zap.Error(err))
+			componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+		} else {
+			r.tracer = t
+		}
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	r.stopped = make(chan struct{})
-	go func() {
-		defer close(r.stopped)
-		<-ctx.Done()
-	}()
+	if r.tracer != nil {
+		r.attachInitial()
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); r.discover(ctx) }()
+		stop := context.AfterFunc(ctx, func() { _ = r.tracer.CloseReader() })
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); defer stop(); r.loop(ctx) }()
+	} else {
+		r.wg.Add(1)
+		go func() { defer r.wg.Done(); r.loop(ctx) }()
+	}
 	return nil
 }
 
-// Shutdown stops the sources when the last pipeline using them shuts down.
+// Shutdown stops the sources when the last pipeline using them shuts down,
+// after handing over what was gathered.
 func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	r.starts--
@@ -57,7 +123,7 @@ func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 		r.mu.Unlock()
 		return nil
 	}
-	cancel, stopped := r.cancel, r.stopped
+	cancel := r.cancel
 	r.mu.Unlock()
 	if r.release != nil {
 		r.release()
@@ -66,10 +132,221 @@ func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	cancel()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
 	select {
-	case <-stopped:
-		return nil
+	case <-done:
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	if r.tracer != nil {
+		return r.tracer.Close()
+	}
+	return nil
+}
+
+// loop is the only goroutine that touches the translator: it reads the ring,
+// hands over spans every flush_interval (or max_batch spans) and metrics
+// every collection_interval.
+func (r *gpuReceiver) loop(ctx context.Context) {
+	now := time.Now()
+	nextFlush := now.Add(r.cfg.Spans.FlushInterval)
+	nextMetrics := now.Add(r.cfg.CollectionInterval)
+	var (
+		rec ringbuf.Record
+		e   ev.Event
+		n   uint
+	)
+	tick := func(now time.Time) {
+		if !now.Before(nextFlush) {
+			r.flushSpans(ctx)
+			nextFlush = now.Add(r.cfg.Spans.FlushInterval)
+		}
+		if !now.Before(nextMetrics) {
+			r.emitMetrics(ctx)
+			nextMetrics = now.Add(r.cfg.CollectionInterval)
+		}
+	}
+	defer func() {
+		// Final hand-over on shutdown, so nothing decoded is lost.
+		r.flushSpans(context.Background())
+		r.emitMetrics(context.Background())
+	}()
+	for {
+		deadline := nextFlush
+		if nextMetrics.Before(deadline) {
+			deadline = nextMetrics
+		}
+		if r.tracer == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-time.After(time.Until(deadline)):
+				tick(now)
+			}
+			continue
+		}
+		err := r.tracer.ReadInto(&rec, deadline)
+		switch {
+		case err == nil:
+			r.handle(rec.RawSample, &e)
+			n++
+			if n%1024 == 0 || r.tr.PendingSpans() >= r.cfg.Spans.MaxBatch {
+				if r.tr.PendingSpans() >= r.cfg.Spans.MaxBatch {
+					r.flushSpans(ctx)
+				}
+				tick(time.Now())
+			}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			tick(time.Now())
+		case errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed):
+			return
+		default:
+			r.log.Warn("ring buffer read failed", zap.Error(err))
+			tick(time.Now())
+		}
+	}
+}
+
+func (r *gpuReceiver) handle(raw []byte, e *ev.Event) {
+	if err := ev.Decode(raw, e); err != nil {
+		r.tr.DecodeError()
+		r.log.Debug("malformed record", zap.Error(err), zap.Int("bytes", len(raw)))
+		return
+	}
+	if e.Kind == ev.KindExec {
+		trySend(r.scanCh, e.PID)
+	}
+	r.tr.Handle(e)
+}
+
+func (r *gpuReceiver) flushSpans(ctx context.Context) {
+	if r.tr.PendingSpans() == 0 {
+		return
+	}
+	td, _ := r.tr.TakeSpans()
+	if r.traces == nil {
+		return
+	}
+	if err := r.traces.ConsumeTraces(ctx, td); err != nil {
+		r.log.Debug("traces refused downstream", zap.Error(err))
+	}
+}
+
+func (r *gpuReceiver) emitMetrics(ctx context.Context) {
+	var st translate.SelfStats
+	if r.tracer != nil {
+		var err error
+		st.RingFull, st.InflightFull, st.Unmatched, err = r.tracer.Drops()
+		if err != nil {
+			r.log.Debug("reading drop counters failed", zap.Error(err))
+		}
+		st.Probes = r.tracer.Probes()
+	}
+	md := r.tr.Metrics(st)
+	if r.metrics == nil {
+		return
+	}
+	if err := r.metrics.ConsumeMetrics(ctx, md); err != nil {
+		r.log.Debug("metrics refused downstream", zap.Error(err))
+	}
+}
+
+// skip stops the kernel from reporting a process the rules exclude.
+func (r *gpuReceiver) skip(pid uint32) {
+	if r.tracer != nil {
+		if err := r.tracer.SetTraced(pid, false); err != nil {
+			r.log.Debug("pid filter update failed", zap.Uint32("pid", pid), zap.Error(err))
+		}
+	}
+}
+
+// attachInitial probes the host's driver and the configured libraries, then
+// every CUDA library already mapped by a running process.
+func (r *gpuReceiver) attachInitial() {
+	libs := append(findDrivers(hostRoot(r.cfg.ProcRoot)), r.cfg.CUDA.Libraries...)
+	for _, path := range libs {
+		r.attach(path, 0)
+	}
+	if len(libs) == 0 {
+		r.log.Info("no CUDA driver library on the host; attaching to processes as they map one")
+	}
+	pids, err := procmaps.ListPIDs(r.cfg.ProcRoot)
+	if err != nil {
+		r.log.Warn("cannot list processes", zap.Error(err))
+		return
+	}
+	match := procmaps.LibraryMatcher(r.cfg.CUDA.LibraryGlobs...)
+	for _, pid := range pids {
+		r.scan(pid, match)
+	}
+}
+
+func (r *gpuReceiver) attach(path string, pid int) {
+	key, err := cudaprobe.StatKey(path)
+	if err != nil || r.tracer.Attached(key) {
+		return
+	}
+	lib, err := r.tracer.AttachLibrary(path)
+	switch {
+	case err != nil:
+		r.log.Warn("cannot probe library", zap.String("path", path), zap.Int("pid", pid), zap.Error(err))
+	case lib != nil:
+		r.log.Info("probed CUDA library", zap.String("path", path), zap.Int("pid", pid),
+			zap.Int("functions", lib.Probes), zap.Int("aliases", lib.Aliases))
+	}
+}
+
+func (r *gpuReceiver) scan(pid int, match func(string) bool) {
+	libs, err := procmaps.Scan(r.cfg.ProcRoot, pid, match)
+	if err != nil {
+		return // gone, or not ours to read
+	}
+	for _, l := range libs {
+		r.attach(l.MapFilesPath, pid)
+	}
+}
+
+// discover finds libraries mapped later: new programs shortly after exec
+// (once the dynamic loader has run, and again for dlopen at start-up) and
+// the periodic backstop rescan. It also drops kernel state of exited
+// processes, which means walking a map and so stays off the reading path.
+func (r *gpuReceiver) discover(ctx context.Context) {
+	match := procmaps.LibraryMatcher(r.cfg.CUDA.LibraryGlobs...)
+	var rescan <-chan time.Time
+	if r.cfg.CUDA.RescanInterval > 0 {
+		t := time.NewTicker(r.cfg.CUDA.RescanInterval)
+		defer t.Stop()
+		rescan = t.C
+	}
+	delayed := make(chan uint32, 4096)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case pid := <-r.scanCh:
+			for _, d := range []time.Duration{250 * time.Millisecond, 2 * time.Second} {
+				time.AfterFunc(d, func() { trySend(delayed, pid) })
+			}
+		case pid := <-delayed:
+			r.scan(int(pid), match)
+		case pid := <-r.forgetCh:
+			r.tracer.ForgetProcess(pid)
+		case <-rescan:
+			pids, err := procmaps.ListPIDs(r.cfg.ProcRoot)
+			if err != nil {
+				continue
+			}
+			for _, pid := range pids {
+				r.scan(pid, match)
+			}
+		}
+	}
+}
+
+func trySend(ch chan uint32, v uint32) {
+	select {
+	case ch <- v:
+	default:
 	}
 }

@@ -103,8 +103,9 @@ const (
 	_ AttributeReason = iota
 	AttributeReasonRingFull
 	AttributeReasonInflightFull
+	AttributeReasonUnmatched
 	AttributeReasonDecodeError
-	AttributeReasonQueueFull
+	AttributeReasonProcessLimit
 )
 
 // String returns the string representation of the AttributeReason.
@@ -114,10 +115,12 @@ func (av AttributeReason) String() string {
 		return "ring_full"
 	case AttributeReasonInflightFull:
 		return "inflight_full"
+	case AttributeReasonUnmatched:
+		return "unmatched"
 	case AttributeReasonDecodeError:
 		return "decode_error"
-	case AttributeReasonQueueFull:
-		return "queue_full"
+	case AttributeReasonProcessLimit:
+		return "process_limit"
 	}
 	return ""
 }
@@ -126,8 +129,9 @@ func (av AttributeReason) String() string {
 var MapAttributeReason = map[string]AttributeReason{
 	"ring_full":     AttributeReasonRingFull,
 	"inflight_full": AttributeReasonInflightFull,
+	"unmatched":     AttributeReasonUnmatched,
 	"decode_error":  AttributeReasonDecodeError,
-	"queue_full":    AttributeReasonQueueFull,
+	"process_limit": AttributeReasonProcessLimit,
 }
 
 // AttributeSource specifies the value source attribute.
@@ -136,6 +140,7 @@ type AttributeSource int
 const (
 	_ AttributeSource = iota
 	AttributeSourceUprobe
+	AttributeSourceDevrt
 )
 
 // String returns the string representation of the AttributeSource.
@@ -143,6 +148,8 @@ func (av AttributeSource) String() string {
 	switch av {
 	case AttributeSourceUprobe:
 		return "uprobe"
+	case AttributeSourceDevrt:
+		return "devrt"
 	}
 	return ""
 }
@@ -150,6 +157,7 @@ func (av AttributeSource) String() string {
 // MapAttributeSource is a helper map of string to AttributeSource attribute value.
 var MapAttributeSource = map[string]AttributeSource{
 	"uprobe": AttributeSourceUprobe,
+	"devrt":  AttributeSourceDevrt,
 }
 
 var MetricsInfo = metricsInfo{

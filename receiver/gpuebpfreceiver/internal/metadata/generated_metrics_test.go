@@ -126,13 +126,13 @@ func TestMetricsBuilder(t *testing.T) {
 			allMetricsCount++
 			mb.RecordGpuEbpfEventsDroppedDataPoint(ts, 1, AttributeSourceUprobe, AttributeReasonRingFull)
 			if tt.name == "reaggregate_set" {
-				mb.RecordGpuEbpfEventsDroppedDataPoint(ts, 3, AttributeSourceUprobe, AttributeReasonInflightFull)
+				mb.RecordGpuEbpfEventsDroppedDataPoint(ts, 3, AttributeSourceDevrt, AttributeReasonInflightFull)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordGpuEbpfEventsReceivedDataPoint(ts, 1, AttributeSourceUprobe)
 			if tt.name == "reaggregate_set" {
-				mb.RecordGpuEbpfEventsReceivedDataPoint(ts, 3, AttributeSourceUprobe)
+				mb.RecordGpuEbpfEventsReceivedDataPoint(ts, 3, AttributeSourceDevrt)
 			}
 			defaultMetricsCount++
 			allMetricsCount++

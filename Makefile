@@ -1,0 +1,63 @@
+# otelcol-gpu: GPU observability collector.
+#
+#   make run       build the distribution and run it with deploy/config/default.yaml
+#   make test      everything CI runs (installs what it needs)
+#   make demo      the collector against the fake CUDA workload (no GPU needed)
+#   make bench     side-by-side benchmarks
+#   make generate  rebuild BPF objects (bpf2go, clang-19) and mdatagen code
+
+SHELL := /bin/bash
+GO ?= go
+export GOFLAGS := -buildvcs=false
+FAKECUDA := $(CURDIR)/build/fakecuda
+
+.DEFAULT_GOAL := build
+include mk/dist.mk
+
+.PHONY: deps generate check-generated fakecuda vet unit test run demo bench clean
+
+deps:
+	@scripts/install-deps.sh
+
+# Generated code: BPF objects and their Go bindings, mdatagen packages.
+generate: deps
+	$(GO) generate ./bpf/ ./receiver/... ./processor/...
+
+# make test fails when the committed generated files differ from a fresh run.
+check-generated: generate
+	@if ! git diff --quiet -- bpf receiver processor; then \
+		echo "generated files are stale; run 'make generate' and commit:"; \
+		git diff --stat -- bpf receiver processor; exit 1; fi
+
+fakecuda: deps
+	$(MAKE) -C testdata/fakecuda OUT=$(FAKECUDA)
+
+vet:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+# Unit and integration tests. The integration tests load real BPF programs
+# and attach real uprobes to the fake driver, so they need root; FAKECUDA
+# tells them where the fake driver is.
+unit: fakecuda
+	FAKECUDA=$(FAKECUDA) $(GO) test -count=1 -timeout 20m ./...
+
+test: deps check-generated vet unit build
+	bin/otelcol-gpu validate --config deploy/config/default.yaml
+	FAKECUDA_LIB=$(FAKECUDA)/libcuda.so.1 bin/otelcol-gpu validate --config deploy/config/demo.yaml
+	@echo "make test: all checks passed"
+
+run: build
+	bin/otelcol-gpu --config deploy/config/default.yaml
+
+# The collector traces the fake driver while the workload runs every
+# scenario; the spans and metrics land in build/demo.jsonl and on stdout.
+demo: build fakecuda
+	scripts/demo.sh
+
+bench: fakecuda
+	scripts/bench.sh
+
+clean: dist-clean
+	rm -rf build bin

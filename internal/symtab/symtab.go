@@ -1,0 +1,151 @@
+// Package symtab names code addresses inside a running process from the ELF
+// symbol tables of the files it maps. The collector uses it for the host
+// stubs that cudaLaunchKernel receives, whose names are the kernels' names.
+package symtab
+
+import (
+	"bufio"
+	"debug/elf"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
+)
+
+type fileKey struct{ dev, ino uint64 }
+
+type sym struct {
+	addr, size uint64
+	name       string
+}
+
+// table is one file's function symbols sorted by address, and its
+// executable segments for file offset → virtual address conversion.
+type table struct {
+	syms  []sym
+	progs []elf.ProgHeader
+}
+
+// Symbolizer caches symbol tables per file (device and inode), so every
+// process mapping the same file shares one table.
+type Symbolizer struct {
+	procRoot string
+	maxFiles int
+
+	mu    sync.Mutex
+	files map[fileKey]*table
+}
+
+// New returns a symbolizer reading processes under procRoot, keeping at
+// most maxFiles tables.
+func New(procRoot string, maxFiles int) *Symbolizer {
+	if maxFiles <= 0 {
+		maxFiles = 256
+	}
+	return &Symbolizer{procRoot: procRoot, maxFiles: maxFiles, files: map[fileKey]*table{}}
+}
+
+// Symbolize returns the name of the function containing addr in process
+// pid, as the symbol table spells it (mangled).
+func (s *Symbolizer) Symbolize(pid uint32, addr uint64) (string, bool) {
+	m, err := s.mappingOf(pid, addr)
+	if err != nil {
+		return "", false
+	}
+	key := fileKey{m.Dev(), m.Inode}
+	s.mu.Lock()
+	t, ok := s.files[key]
+	s.mu.Unlock()
+	if !ok {
+		path := fmt.Sprintf("%s/%d/map_files/%x-%x", s.procRoot, pid, m.Start, m.End)
+		if t, err = load(path); err != nil {
+			return "", false
+		}
+		s.mu.Lock()
+		if len(s.files) >= s.maxFiles {
+			for k := range s.files { // evict an arbitrary entry
+				delete(s.files, k)
+				break
+			}
+		}
+		s.files[key] = t
+		s.mu.Unlock()
+	}
+	return t.lookup(addr - m.Start + m.Offset)
+}
+
+func (s *Symbolizer) mappingOf(pid uint32, addr uint64) (procmaps.Mapping, error) {
+	f, err := os.Open(s.procRoot + "/" + strconv.FormatUint(uint64(pid), 10) + "/maps")
+	if err != nil {
+		return procmaps.Mapping{}, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		m, err := procmaps.ParseMapsLine(sc.Bytes())
+		if err != nil || m.Inode == 0 {
+			continue
+		}
+		if addr >= m.Start && addr < m.End {
+			return m, nil
+		}
+	}
+	return procmaps.Mapping{}, fmt.Errorf("address %#x not in a file mapping of pid %d", addr, pid)
+}
+
+func load(path string) (*table, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t := &table{}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			t.progs = append(t.progs, p.ProgHeader)
+		}
+	}
+	add := func(syms []elf.Symbol) {
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 && s.Name != "" {
+				t.syms = append(t.syms, sym{s.Value, s.Size, s.Name})
+			}
+		}
+	}
+	if syms, err := f.Symbols(); err == nil {
+		add(syms)
+	}
+	if syms, err := f.DynamicSymbols(); err == nil {
+		add(syms)
+	}
+	sort.Slice(t.syms, func(i, j int) bool { return t.syms[i].addr < t.syms[j].addr })
+	return t, nil
+}
+
+// lookup finds the function containing the file offset off.
+func (t *table) lookup(off uint64) (string, bool) {
+	var vaddr uint64
+	found := false
+	for _, p := range t.progs {
+		if off >= p.Off && off < p.Off+p.Filesz {
+			vaddr, found = off-p.Off+p.Vaddr, true
+			break
+		}
+	}
+	if !found {
+		return "", false
+	}
+	i := sort.Search(len(t.syms), func(i int) bool { return t.syms[i].addr > vaddr }) - 1
+	if i < 0 {
+		return "", false
+	}
+	s := t.syms[i]
+	if vaddr >= s.addr && (vaddr < s.addr+s.size || (s.size == 0 && vaddr == s.addr)) {
+		return s.name, true
+	}
+	return "", false
+}

@@ -1,0 +1,9 @@
+// Package translate is the one place where decoded GPU events become pdata:
+// spans per API call, cumulative gpu.cuda.* metrics and the receiver's own
+// telemetry. It keeps the per-process state that meaning needs (handle →
+// kernel name tables, live allocations for frees and leak finding) and
+// bounds all of it.
+//
+// A Translator is not safe for concurrent use: the receiver drives it from
+// one goroutine, which is also what makes it fast.
+package translate

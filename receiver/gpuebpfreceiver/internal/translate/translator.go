@@ -1,0 +1,409 @@
+package translate
+
+import (
+	"sort"
+
+	"github.com/ianlancetaylor/demangle"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/receiver"
+
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
+)
+
+// HistogramConfig enables one histogram metric and sets its bounds.
+type HistogramConfig struct {
+	Enabled bool
+	Buckets []float64
+}
+
+// Config is what the translator needs from the receiver's configuration.
+type Config struct {
+	Spans       bool
+	SpanClasses []string // empty: all
+	// Histograms, by metric.
+	CallDuration HistogramConfig
+	GridSize     HistogramConfig
+	BlockSize    HistogramConfig
+	Metrics      metadata.MetricsBuilderConfig
+	HostName     string
+	// Buckets on per-process state; zero picks the default.
+	MaxProcesses        int // default 16384
+	MaxNamesPerProcess  int // default 65536
+	MaxAllocsPerProcess int // default 1 << 20
+}
+
+// Resolver tells who a process is (procattr.Resolver in production).
+type Resolver interface {
+	Resolve(pid int) (procattr.Process, error)
+	Forget(pid int)
+}
+
+// Symbolizer names a code address in a process (runtime launch stubs).
+type Symbolizer interface {
+	Symbolize(pid uint32, addr uint64) (string, bool)
+}
+
+// Hooks connect the translator to the probe side. All are optional.
+type Hooks struct {
+	// Select decides whether a newly seen process is traced.
+	Select func(procattr.Process) bool
+	// Skipped is called once for a process Select rejected, so the kernel
+	// can stop reporting it.
+	Skipped func(pid uint32)
+	// Released is called when an exited process's state is dropped.
+	Released func(pid uint32)
+}
+
+// SelfStats are the receiver's own counters that the translator does not
+// see: kernel-side losses and attachment state.
+type SelfStats struct {
+	RingFull, InflightFull, Unmatched uint64
+	Probes                            int64
+}
+
+// Translator turns events into pdata. See the package comment.
+type Translator struct {
+	cfg        Config
+	res        Resolver
+	sym        Symbolizer
+	hooks      Hooks
+	spanClass  [8]bool
+	mb         *metadata.MetricsBuilder
+	hostRes    pcommon.Resource
+	clock      *Clock
+	ids        idSource
+	procs      map[uint32]*process
+	demangled  map[string]string
+	start      pcommon.Timestamp
+	traces     ptrace.Traces
+	nspans     int
+	gen        uint64 // span batch generation
+	received   uint64
+	decodeErrs uint64
+	procLimit  uint64
+}
+
+// New returns a translator. res and sym may be nil (no attribution beyond
+// the pid; no symbolization).
+func New(cfg Config, set receiver.Settings, res Resolver, sym Symbolizer, hooks Hooks) *Translator {
+	if cfg.MaxProcesses <= 0 {
+		cfg.MaxProcesses = 16384
+	}
+	if cfg.MaxNamesPerProcess <= 0 {
+		cfg.MaxNamesPerProcess = 65536
+	}
+	if cfg.MaxAllocsPerProcess <= 0 {
+		cfg.MaxAllocsPerProcess = 1 << 20
+	}
+	t := &Translator{
+		cfg: cfg, res: res, sym: sym, hooks: hooks,
+		clock:     NewClock(),
+		ids:       newIDSource(),
+		procs:     map[uint32]*process{},
+		demangled: map[string]string{},
+		traces:    ptrace.NewTraces(),
+	}
+	for _, c := range cfg.SpanClasses {
+		t.spanClass[ev.ClassByName(c)] = true
+	}
+	if len(cfg.SpanClasses) == 0 {
+		for i := range t.spanClass {
+			t.spanClass[i] = true
+		}
+	}
+	t.start = pcommon.NewTimestampFromTime(t.clock.Now())
+	t.mb = metadata.NewMetricsBuilder(cfg.Metrics, set, metadata.WithStartTime(t.start))
+	rb := t.mb.NewResourceBuilder()
+	rb.SetHostName(cfg.HostName)
+	t.hostRes = rb.Emit()
+	return t
+}
+
+// process is the state kept per traced process.
+type process struct {
+	pid      uint32
+	skip     bool
+	exited   bool
+	resource pcommon.Resource
+
+	names    map[uint64]string // function/kernel/stub handle → mangled name
+	kernelOf map[uint64]uint64 // function handle → kernel handle
+	allocs   map[uint64]allocation
+
+	okCalls   [ev.APIMax]uint64
+	errCalls  map[callKey]uint64
+	launches  [ev.APIMax]uint64
+	durations [ev.APIMax]*histogram
+	grids     [ev.APIMax]*histogram
+	blocks    [ev.APIMax]*histogram
+	copied    [ev.DirDefault + 1]uint64
+	set       uint64
+	allocated [ev.MemPool + 1]uint64
+	freed     [ev.MemPool + 1]uint64
+	outstand  [ev.MemPool + 1]int64
+	untracked uint64 // allocations not remembered (table full)
+	namesFull uint64
+
+	spans    ptrace.SpanSlice
+	spansGen uint64
+}
+
+type allocation struct {
+	bytes uint64
+	kind  ev.MemKind
+}
+
+type callKey struct {
+	api    ev.API
+	result int32
+}
+
+// DecodeError counts a record that could not be decoded.
+func (t *Translator) DecodeError() { t.decodeErrs++; t.received++ }
+
+// Processes is the number of processes with state.
+func (t *Translator) Processes() int { return len(t.procs) }
+
+// PendingSpans is the number of spans waiting in the current batch.
+func (t *Translator) PendingSpans() int { return t.nspans }
+
+func (t *Translator) process(pid uint32) *process {
+	if p, ok := t.procs[pid]; ok {
+		return p
+	}
+	if len(t.procs) >= t.cfg.MaxProcesses {
+		return nil
+	}
+	p := &process{pid: pid, names: map[uint64]string{}, kernelOf: map[uint64]uint64{},
+		allocs: map[uint64]allocation{}, errCalls: map[callKey]uint64{}}
+	rb := t.mb.NewResourceBuilder()
+	rb.SetProcessPid(int64(pid))
+	rb.SetHostName(t.cfg.HostName)
+	var info procattr.Process
+	if t.res != nil {
+		var err error
+		if info, err = t.res.Resolve(int(pid)); err == nil {
+			rb.SetProcessExecutableName(info.ExeName)
+			if info.Cgroup.ContainerID != "" {
+				rb.SetContainerID(info.Cgroup.ContainerID)
+			}
+			if info.Cgroup.PodUID != "" {
+				rb.SetK8sPodUID(info.Cgroup.PodUID)
+			}
+		}
+		info.PID = int(pid)
+	}
+	p.resource = rb.Emit()
+	if t.hooks.Select != nil && !t.hooks.Select(info) {
+		p.skip = true
+		if t.hooks.Skipped != nil {
+			t.hooks.Skipped(pid)
+		}
+	}
+	t.procs[pid] = p
+	return p
+}
+
+// Handle takes one decoded event.
+func (t *Translator) Handle(e *ev.Event) {
+	t.received++
+	switch e.Kind {
+	case ev.KindExec:
+		// A new program image: earlier names and allocations mean nothing
+		// now, and the identity (executable, rules) must be read again.
+		if p, ok := t.procs[e.PID]; ok {
+			p.exited = true
+			t.release(p)
+		}
+		return
+	case ev.KindExit:
+		if p, ok := t.procs[e.PID]; ok {
+			p.exited = true
+		}
+		return
+	}
+	p := t.process(e.PID)
+	if p == nil {
+		t.procLimit++
+		return
+	}
+	if p.skip {
+		return
+	}
+	t.account(p, e)
+	if t.cfg.Spans && t.spanClass[e.API.Class()] {
+		t.addSpan(p, e)
+	}
+}
+
+// account updates the process's counters and tables.
+func (t *Translator) account(p *process, e *ev.Event) {
+	api := e.API
+	ok := e.OK()
+	if ok {
+		p.okCalls[api]++
+	} else {
+		p.errCalls[callKey{api, e.Result}]++
+	}
+	if t.cfg.CallDuration.Enabled {
+		h := p.durations[api]
+		if h == nil {
+			h = newHistogram(t.cfg.CallDuration.Buckets)
+			p.durations[api] = h
+		}
+		h.record(t.cfg.CallDuration.Buckets, float64(e.Duration())/1e9)
+	}
+	if !ok {
+		return
+	}
+	switch api.Class() {
+	case ev.ClassLaunch:
+		p.launches[api]++
+		if api == ev.APICuGraphLaunch || api == ev.APICudaGraphLaunch {
+			return
+		}
+		if t.cfg.GridSize.Enabled && e.GridSize() > 0 {
+			h := p.grids[api]
+			if h == nil {
+				h = newHistogram(t.cfg.GridSize.Buckets)
+				p.grids[api] = h
+			}
+			h.record(t.cfg.GridSize.Buckets, float64(e.GridSize()))
+		}
+		if t.cfg.BlockSize.Enabled && e.BlockSize() > 0 {
+			h := p.blocks[api]
+			if h == nil {
+				h = newHistogram(t.cfg.BlockSize.Buckets)
+				p.blocks[api] = h
+			}
+			h.record(t.cfg.BlockSize.Buckets, float64(e.BlockSize()))
+		}
+	case ev.ClassMemory:
+		switch api {
+		case ev.APICuMemAlloc, ev.APICuMemAllocManaged, ev.APICuMemAllocAsync, ev.APICuMemAllocHost, ev.APICuMemHostAlloc:
+			p.allocated[e.MemKind] += e.Bytes
+			p.outstand[e.MemKind] += int64(e.Bytes)
+			if e.Addr != 0 {
+				if len(p.allocs) < t.cfg.MaxAllocsPerProcess {
+					p.allocs[e.Addr] = allocation{bytes: e.Bytes, kind: e.MemKind}
+				} else {
+					p.untracked++
+				}
+			}
+		case ev.APICuMemFree, ev.APICuMemFreeAsync, ev.APICuMemFreeHost:
+			if a, found := p.allocs[e.Addr]; found {
+				delete(p.allocs, e.Addr)
+				p.freed[a.kind] += a.bytes
+				p.outstand[a.kind] -= int64(a.bytes)
+				e.Bytes, e.MemKind = a.bytes, a.kind
+			}
+		}
+	case ev.ClassCopy:
+		if api >= ev.APICuMemsetD8 && api <= ev.APICuMemsetD2D32Async {
+			p.set += e.Bytes
+			return
+		}
+		if e.Direction == ev.DirDefault {
+			e.Direction = p.direction(e.Src, e.Addr)
+		}
+		p.copied[e.Direction] += e.Bytes
+	case ev.ClassModule:
+		switch api {
+		case ev.APICuModuleGetFunction, ev.APICuLibraryGetKernel, ev.APICudaRegisterFunction:
+			if e.Handle != 0 && e.Name != "" {
+				p.remember(t, e.Handle, e.Name)
+			}
+		case ev.APICuKernelGetFunction:
+			if e.Handle != 0 && len(p.kernelOf) < t.cfg.MaxNamesPerProcess {
+				p.kernelOf[e.Handle] = e.Parent
+			}
+		}
+	}
+}
+
+func (p *process) remember(t *Translator, handle uint64, name string) {
+	if _, ok := p.names[handle]; !ok && len(p.names) >= t.cfg.MaxNamesPerProcess {
+		p.namesFull++
+		return
+	}
+	p.names[handle] = name
+}
+
+// direction classifies a unified-addressing copy by the allocations seen at
+// exactly its source and destination addresses.
+func (p *process) direction(src, dst uint64) ev.Direction {
+	where := func(addr uint64) ev.MemKind {
+		if a, ok := p.allocs[addr]; ok {
+			return a.kind
+		}
+		return ev.MemNone
+	}
+	s, d := where(src), where(dst)
+	isDev := func(k ev.MemKind) bool { return k == ev.MemDevice || k == ev.MemPool }
+	switch {
+	case s == ev.MemHost && isDev(d):
+		return ev.DirHtoD
+	case isDev(s) && d == ev.MemHost:
+		return ev.DirDtoH
+	case isDev(s) && isDev(d):
+		return ev.DirDtoD
+	case s == ev.MemHost && d == ev.MemHost:
+		return ev.DirHtoH
+	}
+	return ev.DirDefault
+}
+
+// kernelName returns the mangled name launched by a launch event, or "".
+func (t *Translator) kernelName(p *process, e *ev.Event) string {
+	if n, ok := p.names[e.Handle]; ok {
+		return n
+	}
+	if k, ok := p.kernelOf[e.Handle]; ok {
+		if n, ok := p.names[k]; ok {
+			return n
+		}
+	}
+	if e.API == ev.APICudaLaunchKernel && t.sym != nil {
+		if n, ok := t.sym.Symbolize(p.pid, e.Handle); ok {
+			p.remember(t, e.Handle, n)
+			return n
+		}
+	}
+	return ""
+}
+
+// demangle returns the readable form of a mangled name, cached.
+func (t *Translator) demangle(name string) string {
+	if d, ok := t.demangled[name]; ok {
+		return d
+	}
+	d := demangle.Filter(name, demangle.NoClones)
+	if len(t.demangled) < 1<<16 {
+		t.demangled[name] = d
+	}
+	return d
+}
+
+// release drops an exited process's state.
+func (t *Translator) release(p *process) {
+	delete(t.procs, p.pid)
+	if t.res != nil {
+		t.res.Forget(int(p.pid))
+	}
+	if t.hooks.Released != nil {
+		t.hooks.Released(p.pid)
+	}
+}
+
+// sortedPIDs gives a stable emission order.
+func (t *Translator) sortedPIDs() []uint32 {
+	pids := make([]uint32, 0, len(t.procs))
+	for pid := range t.procs {
+		pids = append(pids, pid)
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	return pids
+}

@@ -1,0 +1,193 @@
+package translate
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
+)
+
+type fakeResolver map[int]procattr.Process
+
+func (f fakeResolver) Resolve(pid int) (procattr.Process, error) { return f[pid], nil }
+func (f fakeResolver) Forget(int)                                {}
+
+func testConfig() Config {
+	return Config{
+		Spans:        true,
+		CallDuration: HistogramConfig{true, []float64{1e-6, 1e-3}},
+		GridSize:     HistogramConfig{true, []float64{1, 100}},
+		BlockSize:    HistogramConfig{true, []float64{32, 256}},
+		Metrics:      metadata.DefaultMetricsBuilderConfig(),
+		HostName:     "node-1",
+	}
+}
+
+func newTestTranslator(t *testing.T, hooks Hooks) *Translator {
+	res := fakeResolver{100: {PID: 100, ExeName: "python3", Cgroup: procattr.Cgroup{
+		ContainerID: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		PodUID:      "0b6ecbb1-3f46-4e0a-9d1f-6e9b0c6a1a2b"}}}
+	return New(testConfig(), receivertest.NewNopSettings(metadata.Type), res, nil, hooks)
+}
+
+func rec(api ev.API, kind ev.Kind, args ...uint64) *ev.Event {
+	e := &ev.Event{Kind: kind, API: api, Source: ev.SourceUprobe, PID: 100, TID: 101, Start: 1000, End: 3000}
+	copy(e.Args[:], args)
+	return e
+}
+
+// decoded runs the event through the real decoder, as the receiver does.
+func decoded(t *testing.T, e *ev.Event) *ev.Event {
+	var out ev.Event
+	require.NoError(t, ev.Decode(ev.AppendRecord(nil, e), &out))
+	return &out
+}
+
+func withOut(e *ev.Event, v uint64) *ev.Event { e.Out = v; e.Flags |= ev.FlagOutValid; return e }
+
+func sumValue(t *testing.T, md pmetric.Metrics, name string, attrs map[string]string) int64 {
+	t.Helper()
+	var total int64
+	found := false
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				if m.Name() != name {
+					continue
+				}
+				dps := m.Sum().DataPoints()
+				for d := 0; d < dps.Len(); d++ {
+					dp := dps.At(d)
+					match := true
+					for k, v := range attrs {
+						got, ok := dp.Attributes().Get(k)
+						if !ok || got.Str() != v {
+							match = false
+						}
+					}
+					if match {
+						total += dp.IntValue()
+						found = true
+					}
+				}
+			}
+		}
+	}
+	require.True(t, found, "no %s %v", name, attrs)
+	return total
+}
+
+func TestAllocationsFreesAndLeaks(t *testing.T) {
+	tr := newTestTranslator(t, Hooks{})
+	for i := uint64(0); i < 10; i++ {
+		tr.Handle(decoded(t, withOut(rec(ev.APICuMemAlloc, ev.KindCall, 0x7ffc, 1<<20), 0xd000+i*0x100000)))
+	}
+	for i := uint64(0); i < 7; i++ {
+		tr.Handle(decoded(t, rec(ev.APICuMemFree, ev.KindCall, 0xd000+i*0x100000)))
+	}
+	// A free of an address never allocated changes nothing but the call count.
+	tr.Handle(decoded(t, rec(ev.APICuMemFree, ev.KindCall, 0xbad)))
+	md := tr.Metrics(SelfStats{})
+	dev := map[string]string{"gpu.cuda.memory.kind": "device"}
+	require.Equal(t, int64(10<<20), sumValue(t, md, "gpu.cuda.memory.allocated", dev))
+	require.Equal(t, int64(7<<20), sumValue(t, md, "gpu.cuda.memory.freed", dev))
+	require.Equal(t, int64(3<<20), sumValue(t, md, "gpu.cuda.memory.outstanding", dev))
+	require.Equal(t, int64(10), sumValue(t, md, "gpu.cuda.calls", map[string]string{"gpu.cuda.api": "cuMemAlloc"}))
+	require.Equal(t, int64(8), sumValue(t, md, "gpu.cuda.calls", map[string]string{"gpu.cuda.api": "cuMemFree"}))
+
+	// Resource attribution.
+	rm := md.ResourceMetrics().At(0)
+	want := map[string]any{
+		"process.pid": int64(100), "process.executable.name": "python3", "host.name": "node-1",
+		"container.id": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"k8s.pod.uid":  "0b6ecbb1-3f46-4e0a-9d1f-6e9b0c6a1a2b",
+	}
+	require.Equal(t, want, rm.Resource().Attributes().AsRaw())
+}
+
+func TestLaunchSpansNameKernels(t *testing.T) {
+	tr := newTestTranslator(t, Hooks{})
+	named := withOut(rec(ev.APICuModuleGetFunction, ev.KindCallNamed, 0x7ffc, 0xe0, 0x5000), 0xf00)
+	named.Name = "_Z6vecAddPfS_S_i"
+	tr.Handle(decoded(t, named))
+	l := rec(ev.APICuLaunchKernel, ev.KindCall, 0xf00, 128, 1, 1, 256, 1, 1, 1024, 0x5)
+	l.Flags = ev.FlagStackValid
+	tr.Handle(decoded(t, l))
+	bad := rec(ev.APICuLaunchKernel, ev.KindCall, 0, 1, 1, 1, 1, 1, 1, 0, 0)
+	bad.Result = 400
+	tr.Handle(decoded(t, bad))
+
+	td, n := tr.TakeSpans()
+	require.Equal(t, 3, n)
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	launch := spans.At(1)
+	require.Equal(t, "cuLaunchKernel", launch.Name())
+	require.Equal(t, map[string]any{
+		"thread.id": int64(101), "gpu.cuda.kernel.name": "vecAdd(float*, float*, float*, int)",
+		"gpu.cuda.grid": "128x1x1", "gpu.cuda.block": "256x1x1", "gpu.cuda.shared_memory": int64(1024),
+		"gpu.cuda.stream": int64(5),
+	}, launch.Attributes().AsRaw())
+	require.Equal(t, pcommon.Timestamp(2000), launch.EndTimestamp()-launch.StartTimestamp())
+	failed := spans.At(2)
+	require.Equal(t, ptrace.StatusCodeError, failed.Status().Code())
+	require.Equal(t, "CUDA_ERROR_INVALID_HANDLE", failed.Status().Message())
+	require.NotEqual(t, launch.TraceID(), failed.TraceID())
+
+	md := tr.Metrics(SelfStats{})
+	require.Equal(t, int64(1), sumValue(t, md, "gpu.cuda.launches", map[string]string{"gpu.cuda.api": "cuLaunchKernel"}))
+	require.Equal(t, int64(1), sumValue(t, md, "gpu.cuda.calls", map[string]string{"gpu.cuda.result": "CUDA_ERROR_INVALID_HANDLE"}))
+
+	_, n = tr.TakeSpans()
+	require.Zero(t, n, "batch was handed over")
+}
+
+func TestSelectionSkipsProcesses(t *testing.T) {
+	var skipped []uint32
+	tr := newTestTranslator(t, Hooks{
+		Select:  func(p procattr.Process) bool { return p.ExeName != "python3" },
+		Skipped: func(pid uint32) { skipped = append(skipped, pid) },
+	})
+	tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
+	tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
+	_, n := tr.TakeSpans()
+	require.Zero(t, n)
+	require.Equal(t, []uint32{100}, skipped)
+}
+
+func TestExitReleasesAfterFinalEmission(t *testing.T) {
+	var released []uint32
+	tr := newTestTranslator(t, Hooks{Released: func(pid uint32) { released = append(released, pid) }})
+	tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
+	tr.Handle(&ev.Event{Kind: ev.KindExit, PID: 100})
+	require.Equal(t, 1, tr.Processes())
+	md := tr.Metrics(SelfStats{RingFull: 3, Probes: 8})
+	require.Equal(t, int64(1), sumValue(t, md, "gpu.cuda.calls", map[string]string{"gpu.cuda.api": "cuCtxSynchronize"}))
+	require.Equal(t, int64(3), sumValue(t, md, "gpu.ebpf.events.dropped", map[string]string{"reason": "ring_full"}))
+	require.Equal(t, int64(2), sumValue(t, md, "gpu.ebpf.events.received", nil))
+	require.Zero(t, tr.Processes())
+	require.Equal(t, []uint32{100}, released)
+}
+
+func TestHistogramBuckets(t *testing.T) {
+	b := []float64{1, 10}
+	h := newHistogram(b)
+	for _, v := range []float64{0.5, 1, 5, 10, 11} {
+		h.record(b, v)
+	}
+	require.Equal(t, []uint64{2, 2, 1}, h.counts)
+	require.Equal(t, uint64(5), h.count)
+	require.Equal(t, 27.5, h.sum)
+	require.Equal(t, 0.5, h.min)
+	require.Equal(t, 11.0, h.max)
+}

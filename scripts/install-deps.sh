@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what building and testing otelcol-gpu needs on Debian 12, and
+# nothing when it is already there: clang-19 and llvm-19 (BPF objects), bpftool,
+# libbpf headers, gcc/make (fake CUDA driver), and linux-perf for benchmarks.
+set -euo pipefail
+need=()
+command -v clang-19 >/dev/null || need+=(clang-19 llvm-19)
+command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ] || need+=(bpftool)
+[ -f /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
+[ -f /usr/include/x86_64-linux-gnu/asm/types.h ] || need+=(linux-libc-dev)
+command -v gcc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
+if [ ${#need[@]} -gt 0 ]; then
+	echo "installing: ${need[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
