@@ -26,11 +26,16 @@ const enum gpuext_api *unused_api __attribute__((unused));
 const enum gpuext_drop *unused_drop __attribute__((unused));
 const enum gpuext_kind *unused_kind __attribute__((unused));
 
-/* Calls in progress, per thread and API. Sized from userspace (max_inflight). */
+/*
+ * Calls in progress, keyed by thread and by the stack pointer at entry, so
+ * nested and recursive calls of one function (a _ptsz variant calling the
+ * plain one, say) each keep their own entry. At the return probe the return
+ * address has been popped: sp is the entry's sp + 8.
+ * Sized from userspace (max_inflight).
+ */
 struct inflight_key {
 	__u64 pid_tgid;
-	__u32 api;
-	__u32 _pad;
+	__u64 sp;
 };
 
 struct {
@@ -150,7 +155,7 @@ int cuda_enter(struct pt_regs *ctx)
 	}
 
 	key.pid_tgid = pid_tgid;
-	key.api = ev->api;
+	key.sp = REG_SP(ctx);
 	ev->start_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&inflight, &key, ev, BPF_ANY) != 0)
 		count_drop(GPUEXT_DROP_INFLIGHT_FULL);
@@ -174,9 +179,9 @@ int cuda_exit(struct pt_regs *ctx)
 	struct gpuext_event *ev;
 
 	key.pid_tgid = bpf_get_current_pid_tgid();
-	key.api = cookie & GPUEXT_CK_API_MASK;
+	key.sp = REG_SP(ctx) - 8;
 	ev = bpf_map_lookup_elem(&inflight, &key);
-	if (!ev) {
+	if (!ev || ev->api != (cookie & GPUEXT_CK_API_MASK)) {
 		/* Attached while the call was running, or filtered at entry. */
 		if (traced(key.pid_tgid >> 32))
 			count_drop(GPUEXT_DROP_UNMATCHED);
@@ -242,6 +247,9 @@ static __always_inline int process_event(__u16 kind)
 	ev->start_ns = bpf_ktime_get_ns();
 	ev->end_ns = ev->start_ns;
 	ev->cgroup_id = bpf_get_current_cgroup_id();
+	/* The new program's name, for rules on processes that exit before the
+	 * collector can read /proc (args[0..1], NUL-padded, 16 bytes). */
+	bpf_get_current_comm(&ev->args[0], 16);
 	bpf_ringbuf_submit(ev, 0);
 	return 0;
 }

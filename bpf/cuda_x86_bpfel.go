@@ -37,8 +37,7 @@ type CudaGpuextEvent struct {
 type CudaInflightKey struct {
 	_       structs.HostLayout
 	PidTgid uint64
-	Api     uint32
-	Pad     uint32
+	Sp      uint64
 }
 
 // LoadCuda returns the embedded CollectionSpec for Cuda.

@@ -21,7 +21,8 @@
 enum gpuext_kind {
 	GPUEXT_KIND_CALL = 1,       /* struct gpuext_event: one completed API call */
 	GPUEXT_KIND_CALL_NAMED = 2, /* struct gpuext_named_event: a call that names a handle */
-	GPUEXT_KIND_EXEC = 3,       /* struct gpuext_event: a process called execve */
+	GPUEXT_KIND_EXEC = 3,       /* struct gpuext_event: a process called execve;
+	                             * args[0..1] hold its new comm (16 bytes) */
 	GPUEXT_KIND_EXIT = 4,       /* struct gpuext_event: a process (thread group) exited */
 };
 

@@ -63,7 +63,7 @@ type Event struct {
 	Args     [NArgs]uint64
 	Out      uint64
 	Aux      [auxRawWords]uint64
-	Name     string // named records: the function or kernel name
+	Name     string // named records: the function or kernel name; exec records: the comm
 
 	// Handle is the object the call is about: the function, kernel or graph
 	// launched; the module, library, context or function created or looked

@@ -32,6 +32,7 @@ const (
 	NamedSize    = EventSize + NameMax
 	auxRawWords  = 5
 	launchAuxLen = 40
+	commLen      = 16
 )
 
 // Kind is enum gpuext_kind.
@@ -116,6 +117,14 @@ func Decode(b []byte, ev *Event) error {
 	case KindExec, KindExit:
 		if len(b) != EventSize {
 			return fmt.Errorf("%w: kind %d with %d bytes", ErrSize, ev.Kind, len(b))
+		}
+		if ev.Kind == KindExec {
+			// The new program's comm, NUL-padded in args[0..1].
+			comm := b[offArgs : offArgs+commLen]
+			if n := indexNUL(comm); n >= 0 {
+				comm = comm[:n]
+			}
+			ev.Name = string(comm)
 		}
 		return nil
 	case KindCall:

@@ -82,6 +82,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		Select:   cfg.CUDA.selector(),
 		Skipped:  r.skip,
 		Released: func(pid uint32) { trySend(r.forgetCh, pid) },
+		Cgroups:  procattr.NewCgroupIndex(hostRoot(cfg.ProcRoot)+"/sys/fs/cgroup", time.Second),
 	})
 
 	if cfg.CUDA.Enabled {

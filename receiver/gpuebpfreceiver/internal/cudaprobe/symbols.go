@@ -143,3 +143,9 @@ var symbols = map[string]probe{
 	"cuLibraryGetKernel":       {ev.APICuLibraryGetKernel, out(1) | name(3)},
 	"cuKernelGetFunction":      {ev.APICuKernelGetFunction, out(1)},
 }
+
+// APIOfSymbol returns the API that the probe on an exported symbol reports.
+func APIOfSymbol(symbol string) (ev.API, bool) {
+	p, ok := symbols[symbol]
+	return p.api, ok
+}

@@ -52,6 +52,12 @@ type Tracer struct {
 	links []link.Link
 
 	probes atomic.Int64
+	// multi: the programs are attached with uprobe_multi links (Linux 6.6+):
+	// one link per library and direction, attached and detached in one
+	// step. Single perf-event uprobes cost a synchronisation each on detach
+	// (about 0.1 s apiece here), so a library of ~100 functions would take
+	// tens of seconds to let go of.
+	multi bool
 }
 
 // ErrPermission wraps load failures caused by missing privileges.
@@ -75,8 +81,21 @@ func New(opts Options) (*Tracer, error) {
 		spec.Maps["inflight"].MaxEntries = uint32(opts.MaxInflight)
 	}
 
-	t := &Tracer{log: opts.Logger, libs: map[FileKey]*Library{}}
-	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+	t := &Tracer{log: opts.Logger, libs: map[FileKey]*Library{}, multi: true}
+	for _, name := range []string{"cuda_enter", "cuda_exit"} {
+		spec.Programs[name].AttachType = ebpf.AttachTraceUprobeMulti
+	}
+	err = spec.LoadAndAssign(&t.objs, nil)
+	if err != nil && !errors.Is(err, os.ErrPermission) && !errors.Is(err, syscall.EPERM) {
+		// A kernel without uprobe_multi: fall back to one uprobe per function.
+		t.log.Info("uprobe_multi links unavailable, attaching single uprobes", zap.Error(err))
+		t.multi = false
+		for _, name := range []string{"cuda_enter", "cuda_exit"} {
+			spec.Programs[name].AttachType = ebpf.AttachNone
+		}
+		err = spec.LoadAndAssign(&t.objs, nil)
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EPERM) {
 			return nil, fmt.Errorf("%w: %v", ErrPermission, err)
 		}
@@ -149,10 +168,51 @@ func (t *Tracer) AttachLibrary(path string) (*Library, error) {
 	}
 	lib := &Library{Path: path, Key: key, Aliases: aliases}
 	var links []link.Link
+	if t.multi {
+		links, lib.Probes, err = t.attachMulti(ex, tgts)
+	} else {
+		links, lib.Probes = t.attachSingle(ex, path, tgts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if lib.Probes == 0 {
+		return nil, fmt.Errorf("%s: no probe could be attached (uprobe support or permissions?)", path)
+	}
+	t.links = append(t.links, links...)
+	t.libs[key] = lib
+	t.probes.Add(int64(2 * lib.Probes))
+	return lib, nil
+}
+
+// attachMulti attaches all targets with one return and one entry link.
+// The return link goes first: a call entering between the two is then seen
+// whole or not at all.
+func (t *Tracer) attachMulti(ex *link.Executable, tgts []target) ([]link.Link, int, error) {
+	opts := &link.UprobeMultiOptions{}
+	for _, tg := range tgts {
+		opts.Addresses = append(opts.Addresses, tg.offset)
+		opts.Cookies = append(opts.Cookies, tg.probe.cookie())
+	}
+	ret, err := ex.UretprobeMulti(nil, t.objs.CudaExit, opts)
+	if err != nil {
+		return nil, 0, fmt.Errorf("uretprobe_multi: %w", err)
+	}
+	ent, err := ex.UprobeMulti(nil, t.objs.CudaEnter, opts)
+	if err != nil {
+		ret.Close()
+		return nil, 0, fmt.Errorf("uprobe_multi: %w", err)
+	}
+	return []link.Link{ret, ent}, len(tgts), nil
+}
+
+// attachSingle attaches each target with its own pair of perf-event uprobes,
+// skipping (and logging) those the kernel refuses.
+func (t *Tracer) attachSingle(ex *link.Executable, path string, tgts []target) ([]link.Link, int) {
+	var links []link.Link
+	n := 0
 	for _, tg := range tgts {
 		opts := &link.UprobeOptions{Address: tg.offset, Cookie: tg.probe.cookie()}
-		// Return probe first: a call that enters between the two attaches is
-		// then seen whole or not at all (entry without return never happens).
 		ret, err := ex.Uretprobe(tg.symbol, t.objs.CudaExit, opts)
 		if err != nil {
 			t.log.Debug("uretprobe failed", zap.String("library", path), zap.String("symbol", tg.symbol), zap.Error(err))
@@ -165,15 +225,9 @@ func (t *Tracer) AttachLibrary(path string) (*Library, error) {
 			continue
 		}
 		links = append(links, ret, ent)
-		lib.Probes++
+		n++
 	}
-	if lib.Probes == 0 {
-		return nil, fmt.Errorf("%s: no probe could be attached (uprobe support or permissions?)", path)
-	}
-	t.links = append(t.links, links...)
-	t.libs[key] = lib
-	t.probes.Add(int64(2 * lib.Probes))
-	return lib, nil
+	return links, n
 }
 
 // Libraries returns the probed files.

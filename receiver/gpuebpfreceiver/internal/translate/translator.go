@@ -41,6 +41,12 @@ type Resolver interface {
 	Forget(pid int)
 }
 
+// Cgroups attributes a cgroup id to a container and pod
+// (procattr.CgroupIndex in production), for processes gone from /proc.
+type Cgroups interface {
+	Attribute(id uint64) (procattr.Cgroup, bool)
+}
+
 // Symbolizer names a code address in a process (runtime launch stubs).
 type Symbolizer interface {
 	Symbolize(pid uint32, addr uint64) (string, bool)
@@ -55,6 +61,9 @@ type Hooks struct {
 	Skipped func(pid uint32)
 	// Released is called when an exited process's state is dropped.
 	Released func(pid uint32)
+	// Cgroups, when set, attributes processes that exited before /proc
+	// could be read.
+	Cgroups Cgroups
 }
 
 // SelfStats are the receiver's own counters that the translator does not
@@ -76,6 +85,7 @@ type Translator struct {
 	clock      *Clock
 	ids        idSource
 	procs      map[uint32]*process
+	execComm   map[uint32]string // comm of recent execs, for short-lived processes
 	demangled  map[string]string
 	start      pcommon.Timestamp
 	traces     ptrace.Traces
@@ -103,6 +113,7 @@ func New(cfg Config, set receiver.Settings, res Resolver, sym Symbolizer, hooks 
 		clock:     NewClock(),
 		ids:       newIDSource(),
 		procs:     map[uint32]*process{},
+		execComm:  map[uint32]string{},
 		demangled: map[string]string{},
 		traces:    ptrace.NewTraces(),
 	}
@@ -170,7 +181,8 @@ func (t *Translator) Processes() int { return len(t.procs) }
 // PendingSpans is the number of spans waiting in the current batch.
 func (t *Translator) PendingSpans() int { return t.nspans }
 
-func (t *Translator) process(pid uint32) *process {
+func (t *Translator) process(e *ev.Event) *process {
+	pid := e.PID
 	if p, ok := t.procs[pid]; ok {
 		return p
 	}
@@ -182,19 +194,15 @@ func (t *Translator) process(pid uint32) *process {
 	rb := t.mb.NewResourceBuilder()
 	rb.SetProcessPid(int64(pid))
 	rb.SetHostName(t.cfg.HostName)
-	var info procattr.Process
-	if t.res != nil {
-		var err error
-		if info, err = t.res.Resolve(int(pid)); err == nil {
-			rb.SetProcessExecutableName(info.ExeName)
-			if info.Cgroup.ContainerID != "" {
-				rb.SetContainerID(info.Cgroup.ContainerID)
-			}
-			if info.Cgroup.PodUID != "" {
-				rb.SetK8sPodUID(info.Cgroup.PodUID)
-			}
-		}
-		info.PID = int(pid)
+	info := t.identify(e)
+	if info.ExeName != "" {
+		rb.SetProcessExecutableName(info.ExeName)
+	}
+	if info.Cgroup.ContainerID != "" {
+		rb.SetContainerID(info.Cgroup.ContainerID)
+	}
+	if info.Cgroup.PodUID != "" {
+		rb.SetK8sPodUID(info.Cgroup.PodUID)
 	}
 	p.resource = rb.Emit()
 	if t.hooks.Select != nil && !t.hooks.Select(info) {
@@ -205,6 +213,24 @@ func (t *Translator) process(pid uint32) *process {
 	}
 	t.procs[pid] = p
 	return p
+}
+
+// identify reads who the process of e is from /proc, or, when it is
+// already gone, from what the kernel told: its comm at exec and its cgroup.
+func (t *Translator) identify(e *ev.Event) procattr.Process {
+	info := procattr.Process{PID: int(e.PID)}
+	if t.res != nil {
+		if p, err := t.res.Resolve(int(e.PID)); err == nil {
+			return p
+		}
+	}
+	info.ExeName = t.execComm[e.PID]
+	if t.hooks.Cgroups != nil {
+		if cg, ok := t.hooks.Cgroups.Attribute(e.CgroupID); ok {
+			info.Cgroup = cg
+		}
+	}
+	return info
 }
 
 // Handle takes one decoded event.
@@ -218,14 +244,18 @@ func (t *Translator) Handle(e *ev.Event) {
 			p.exited = true
 			t.release(p)
 		}
+		if len(t.execComm) < t.cfg.MaxProcesses {
+			t.execComm[e.PID] = e.Name
+		}
 		return
 	case ev.KindExit:
+		delete(t.execComm, e.PID)
 		if p, ok := t.procs[e.PID]; ok {
 			p.exited = true
 		}
 		return
 	}
-	p := t.process(e.PID)
+	p := t.process(e)
 	if p == nil {
 		t.procLimit++
 		return

@@ -1,0 +1,463 @@
+package gpuebpfreceiver
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
+)
+
+// These tests load the real BPF programs, attach real uprobes to the fake
+// CUDA driver (testdata/fakecuda), run its workload and compare what the
+// receiver reports with what the workload did. They need root.
+
+var (
+	fakeOnce sync.Once
+	fakeDir  string
+	fakeErr  error
+)
+
+// fakeCUDA returns the directory of the built fake driver: $FAKECUDA (set by
+// make test) or a fresh build.
+func fakeCUDA(t *testing.T) string {
+	t.Helper()
+	fakeOnce.Do(func() {
+		if d := os.Getenv("FAKECUDA"); d != "" {
+			fakeDir = d
+			return
+		}
+		fakeDir = filepath.Join(os.TempDir(), "otelcol-gpu-fakecuda")
+		out, err := exec.Command("make", "-s", "-C", "../../testdata/fakecuda", "OUT="+fakeDir).CombinedOutput()
+		if err != nil {
+			fakeErr = err
+			fakeDir = string(out)
+		}
+	})
+	require.NoError(t, fakeErr, fakeDir)
+	return fakeDir
+}
+
+func requireRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("loading BPF programs needs root")
+	}
+}
+
+type harness struct {
+	t       *testing.T
+	dir     string
+	traces  *consumertest.TracesSink
+	metrics *consumertest.MetricsSink
+	rcv     *gpuReceiver
+}
+
+func startHarness(t *testing.T, mutate func(*Config)) *harness {
+	requireRoot(t)
+	dir := fakeCUDA(t)
+	cfg := createDefaultConfig().(*Config)
+	cfg.CollectionInterval = 100 * time.Millisecond
+	cfg.Spans.FlushInterval = 20 * time.Millisecond
+	cfg.CUDA.Libraries = []string{dir + "/libcuda.so.1", dir + "/libcudart.so.12"}
+	cfg.CUDA.RescanInterval = 0
+	// Other tests may run fake workloads at the same time: only ours count.
+	cfg.CUDA.Include = []ProcessRule{{Executable: "workload"}}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	require.NoError(t, cfg.Validate())
+	h := &harness{t: t, dir: dir, traces: new(consumertest.TracesSink), metrics: new(consumertest.MetricsSink)}
+	set := receivertest.NewNopSettings(metadata.Type)
+	tr, err := createTraces(context.Background(), set, cfg, h.traces)
+	require.NoError(t, err)
+	_, err = createMetrics(context.Background(), set, cfg, h.metrics)
+	require.NoError(t, err)
+	h.rcv = tr.(*gpuReceiver)
+	require.NoError(t, h.rcv.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, h.rcv.Start(context.Background(), componenttest.NewNopHost()))
+	require.NotNil(t, h.rcv.tracer, "the CUDA source must have started")
+	t.Cleanup(func() {
+		require.NoError(t, h.rcv.Shutdown(context.Background()))
+		require.NoError(t, h.rcv.Shutdown(context.Background()))
+	})
+	return h
+}
+
+// workloadResult is the JSON line the fake workload prints.
+type workloadResult struct {
+	Scenario    string           `json:"scenario"`
+	PID         int              `json:"pid"`
+	OK          bool             `json:"ok"`
+	Calls       map[string]int   `json:"calls"`
+	DriverCalls map[string]int   `json:"driver_calls"`
+	Launches    int              `json:"launches"`
+	Bytes       map[string]int64 `json:"bytes"`
+	Memory      map[string]int64 `json:"memory"`
+	TIDs        []int            `json:"tids"`
+	Child       *childResult     `json:"child"`
+}
+
+// childResult is how fork-child reports the program it started.
+type childResult struct {
+	PID    int            `json:"pid"`
+	Result workloadResult `json:"result"`
+}
+
+func (h *harness) run(env []string, args ...string) workloadResult {
+	h.t.Helper()
+	cmd := exec.Command(h.dir+"/workload", args...)
+	cmd.Env = append(os.Environ(), append(env, "LD_LIBRARY_PATH="+h.dir)...)
+	out, err := cmd.Output()
+	require.NoError(h.t, err, "workload %v: %s", args, out)
+	var res workloadResult
+	require.NoError(h.t, json.Unmarshal(out, &res), string(out))
+	require.True(h.t, res.OK, string(out))
+	return res
+}
+
+// spansOf returns the spans of process pid, waiting until want of them
+// arrived (and a little longer, to catch extra ones).
+func (h *harness) spansOf(pid, want int) []ptrace.Span {
+	h.t.Helper()
+	var got []ptrace.Span
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got = got[:0]
+		for _, td := range h.traces.AllTraces() {
+			rss := td.ResourceSpans()
+			for i := 0; i < rss.Len(); i++ {
+				rs := rss.At(i)
+				if p, _ := rs.Resource().Attributes().Get("process.pid"); p.Int() != int64(pid) {
+					continue
+				}
+				ss := rs.ScopeSpans().At(0).Spans()
+				for j := 0; j < ss.Len(); j++ {
+					got = append(got, ss.At(j))
+				}
+			}
+		}
+		if len(got) >= want || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Equal(h.t, want, len(got), "spans of pid %d", pid)
+	// Nothing more may arrive: each call is reported once.
+	time.Sleep(100 * time.Millisecond)
+	n := 0
+	for _, td := range h.traces.AllTraces() {
+		rss := td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			if p, _ := rss.At(i).Resource().Attributes().Get("process.pid"); p.Int() == int64(pid) {
+				n += rss.At(i).ScopeSpans().At(0).Spans().Len()
+			}
+		}
+	}
+	require.Equal(h.t, want, n, "spans of pid %d after settling", pid)
+	return got
+}
+
+// lastMetrics returns the latest metrics emitted for process pid, waiting
+// for an emission after its exit, and the receiver's own latest metrics.
+func (h *harness) lastMetrics(pid int) (proc, self pmetric.ResourceMetrics) {
+	h.t.Helper()
+	n := len(h.metrics.AllMetrics())
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.metrics.AllMetrics()) < n+2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	all := h.metrics.AllMetrics()
+	for i := len(all) - 1; i >= 0; i-- {
+		rms := all[i].ResourceMetrics()
+		for j := 0; j < rms.Len(); j++ {
+			rm := rms.At(j)
+			p, ok := rm.Resource().Attributes().Get("process.pid")
+			if !ok && self == (pmetric.ResourceMetrics{}) {
+				self = rm
+			}
+			if ok && p.Int() == int64(pid) && proc == (pmetric.ResourceMetrics{}) {
+				proc = rm
+			}
+		}
+		if proc != (pmetric.ResourceMetrics{}) && self != (pmetric.ResourceMetrics{}) {
+			return proc, self
+		}
+	}
+	h.t.Fatalf("no metrics for pid %d", pid)
+	return
+}
+
+func metricSum(rm pmetric.ResourceMetrics, name string, attrs map[string]string) (int64, bool) {
+	var total int64
+	found := false
+	ms := rm.ScopeMetrics().At(0).Metrics()
+	for i := 0; i < ms.Len(); i++ {
+		m := ms.At(i)
+		if m.Name() != name || m.Type() != pmetric.MetricTypeSum {
+			continue
+		}
+		for d := 0; d < m.Sum().DataPoints().Len(); d++ {
+			dp := m.Sum().DataPoints().At(d)
+			ok := true
+			for k, v := range attrs {
+				if got, has := dp.Attributes().Get(k); !has || got.AsString() != v {
+					ok = false
+				}
+			}
+			if ok {
+				total += dp.IntValue()
+				found = true
+			}
+		}
+	}
+	return total, found
+}
+
+func countBy(spans []ptrace.Span, key func(ptrace.Span) string) map[string]int {
+	out := map[string]int{}
+	for _, s := range spans {
+		out[key(s)]++
+	}
+	return out
+}
+
+func attr(s ptrace.Span, k string) string {
+	v, _ := s.Attributes().Get(k)
+	return v.AsString()
+}
+
+// expectedSpans maps the driver's own call counts to the API names our
+// probes report, keeping only probed functions.
+func expectedSpans(t *testing.T, calls map[string]int) (map[string]int, int) {
+	out := map[string]int{}
+	total := 0
+	for sym, n := range calls {
+		if api, ok := cudaprobe.APIOfSymbol(sym); ok {
+			out[api.String()] += n
+			total += n
+		}
+	}
+	return out, total
+}
+
+func requireNoLoss(t *testing.T, self pmetric.ResourceMetrics) {
+	t.Helper()
+	for _, reason := range []string{"ring_full", "inflight_full", "unmatched", "decode_error", "process_limit"} {
+		n, found := metricSum(self, "gpu.ebpf.events.dropped", map[string]string{"reason": reason})
+		require.True(t, found, reason)
+		require.Zero(t, n, "dropped: %s", reason)
+	}
+}
+
+func TestEndToEndFakeDriver(t *testing.T) {
+	h := startHarness(t, nil)
+	if runtime.NumCPU() < 1 {
+		t.Skip()
+	}
+
+	t.Run("launch storm: names, geometry, attribution, no loss", func(t *testing.T) {
+		res := h.run(nil, "launch-storm", "1000")
+		want, total := expectedSpans(t, res.DriverCalls)
+		spans := h.spansOf(res.PID, total)
+		require.Equal(t, want, countBy(spans, ptrace.Span.Name))
+		require.Equal(t, 1000, want["cuLaunchKernel"])
+		for _, s := range spans {
+			if s.Name() != "cuLaunchKernel" {
+				continue
+			}
+			require.Equal(t, "vecAdd(float*, float*, float*, int)", attr(s, "gpu.cuda.kernel.name"))
+			require.Equal(t, "128x1x1", attr(s, "gpu.cuda.grid"))
+			require.Equal(t, "256x1x1", attr(s, "gpu.cuda.block"))
+			require.Equal(t, "1024", attr(s, "gpu.cuda.shared_memory"))
+			require.NotEmpty(t, attr(s, "gpu.cuda.stream"))
+			require.Equal(t, ptrace.StatusCodeUnset, s.Status().Code())
+		}
+		proc, self := h.lastMetrics(res.PID)
+		attrs := proc.Resource().Attributes().AsRaw()
+		require.Equal(t, "workload", attrs["process.executable.name"])
+		require.Equal(t, int64(res.PID), attrs["process.pid"])
+		n, _ := metricSum(proc, "gpu.cuda.launches", map[string]string{"gpu.cuda.api": "cuLaunchKernel"})
+		require.Equal(t, int64(1000), n)
+		n, _ = metricSum(proc, "gpu.cuda.calls", map[string]string{"gpu.cuda.api": "cuLaunchKernel", "gpu.cuda.result": "CUDA_SUCCESS"})
+		require.Equal(t, int64(1000), n)
+		requireNoLoss(t, self)
+	})
+
+	t.Run("alloc-leak: frees matched, leak found", func(t *testing.T) {
+		res := h.run(nil, "alloc-leak")
+		_, total := expectedSpans(t, res.DriverCalls)
+		h.spansOf(res.PID, total)
+		proc, _ := h.lastMetrics(res.PID)
+		for _, tt := range []struct {
+			metric, kind string
+			want         int64
+		}{
+			{"gpu.cuda.memory.allocated", "device", 10 << 20},
+			{"gpu.cuda.memory.freed", "device", 7 << 20},
+			{"gpu.cuda.memory.outstanding", "device", 3 << 20},
+			{"gpu.cuda.memory.allocated", "managed", 4 << 20},
+			{"gpu.cuda.memory.outstanding", "managed", 0},
+			{"gpu.cuda.memory.allocated", "host", 64 << 10},
+			{"gpu.cuda.memory.freed", "host", 64 << 10},
+			{"gpu.cuda.memory.allocated", "pool", 2 << 20},
+			{"gpu.cuda.memory.freed", "pool", 2 << 20},
+		} {
+			n, found := metricSum(proc, tt.metric, map[string]string{"gpu.cuda.memory.kind": tt.kind})
+			require.True(t, found, "%s %s", tt.metric, tt.kind)
+			require.Equal(t, tt.want, n, "%s %s", tt.metric, tt.kind)
+		}
+		require.Equal(t, res.Memory["device_alloc"]-res.Memory["device_free"], int64(3<<20))
+	})
+
+	t.Run("copies: bytes by direction", func(t *testing.T) {
+		res := h.run(nil, "copies")
+		want, total := expectedSpans(t, res.DriverCalls)
+		spans := h.spansOf(res.PID, total)
+		require.Equal(t, want, countBy(spans, ptrace.Span.Name))
+		proc, _ := h.lastMetrics(res.PID)
+		for dir, key := range map[string]string{"htod": "htod", "dtoh": "dtoh", "dtod": "dtod", "peer": "peer"} {
+			n, _ := metricSum(proc, "gpu.cuda.memory.copied", map[string]string{"gpu.cuda.copy.direction": dir})
+			require.Equal(t, res.Bytes[key], n, dir)
+		}
+		n, _ := metricSum(proc, "gpu.cuda.memory.set", nil)
+		require.Equal(t, res.Bytes["memset"], n)
+		require.Equal(t, int64(14312), res.Bytes["htod"])
+	})
+
+	t.Run("errors: CUresult names on spans and metrics", func(t *testing.T) {
+		res := h.run(nil, "errors")
+		_, total := expectedSpans(t, res.DriverCalls)
+		spans := h.spansOf(res.PID, total)
+		failed := map[string]string{}
+		for _, s := range spans {
+			if s.Status().Code() == ptrace.StatusCodeError {
+				failed[s.Name()] = s.Status().Message()
+			}
+		}
+		require.Equal(t, map[string]string{
+			"cuMemAlloc":          "CUDA_ERROR_INVALID_VALUE",
+			"cuMemFree":           "CUDA_ERROR_INVALID_VALUE",
+			"cuModuleGetFunction": "CUDA_ERROR_NOT_FOUND",
+			"cuCtxDestroy":        "CUDA_ERROR_INVALID_CONTEXT",
+			"cuLaunchKernel":      "CUDA_ERROR_INVALID_HANDLE",
+		}, failed)
+		proc, _ := h.lastMetrics(res.PID)
+		n, _ := metricSum(proc, "gpu.cuda.calls", map[string]string{"gpu.cuda.result": "CUDA_ERROR_INVALID_VALUE"})
+		require.Equal(t, int64(2), n)
+	})
+
+	t.Run("delay: span durations cover the driver's time", func(t *testing.T) {
+		res := h.run([]string{"FAKECUDA_DELAY_US=300"}, "copies")
+		_, total := expectedSpans(t, res.DriverCalls)
+		for _, s := range h.spansOf(res.PID, total) {
+			d := s.EndTimestamp() - s.StartTimestamp()
+			require.GreaterOrEqual(t, d, pcommon.Timestamp(300*time.Microsecond), s.Name())
+			require.Less(t, d, pcommon.Timestamp(time.Second), s.Name())
+		}
+	})
+
+	t.Run("runtime: cudaLaunchKernel named from the registered stub", func(t *testing.T) {
+		res := h.run(nil, "runtime", "10")
+		want, total := expectedSpans(t, res.DriverCalls)
+		want["cudaLaunchKernel"] = 10
+		want["__cudaRegisterFunction"] = 1
+		total += 11
+		spans := h.spansOf(res.PID, total)
+		require.Equal(t, want, countBy(spans, ptrace.Span.Name))
+		for _, s := range spans {
+			if s.Name() == "cudaLaunchKernel" {
+				require.Equal(t, "saxpyKernel(float, float const*, float*)", attr(s, "gpu.cuda.kernel.name"))
+				require.Equal(t, "64x1x1", attr(s, "gpu.cuda.grid"))
+				require.Equal(t, "128x1x1", attr(s, "gpu.cuda.block"))
+			}
+		}
+	})
+
+	t.Run("threads: thread ids on spans", func(t *testing.T) {
+		res := h.run(nil, "threads", "4", "500")
+		_, total := expectedSpans(t, res.DriverCalls)
+		spans := h.spansOf(res.PID, total)
+		byTID := countBy(spans, func(s ptrace.Span) string {
+			if s.Name() != "cuLaunchKernel" {
+				return ""
+			}
+			return attr(s, "thread.id")
+		})
+		delete(byTID, "")
+		require.Len(t, byTID, 4)
+		for _, tid := range res.TIDs {
+			require.Equal(t, 500, byTID[itoa(tid)], "tid %d", tid)
+		}
+	})
+
+	t.Run("procaddr: calls through cuGetProcAddress pointers", func(t *testing.T) {
+		res := h.run(nil, "procaddr", "50")
+		want, total := expectedSpans(t, res.DriverCalls)
+		spans := h.spansOf(res.PID, total)
+		got := countBy(spans, ptrace.Span.Name)
+		require.Equal(t, want, got)
+		require.Equal(t, 50, got["cuLaunchKernel"])
+		require.Equal(t, 50, got["cuMemAlloc"])
+	})
+
+	t.Run("fork-child: a process started later is traced from its first call", func(t *testing.T) {
+		res := h.run(nil, "fork-child", "100")
+		require.NotNil(t, res.Child)
+		require.Equal(t, res.Child.PID, res.Child.Result.PID)
+		_, total := expectedSpans(t, res.Child.Result.DriverCalls)
+		require.Positive(t, total)
+		spans := h.spansOf(res.Child.PID, total)
+		require.Equal(t, 100, countBy(spans, ptrace.Span.Name)["cuLaunchKernel"])
+	})
+
+	t.Run("every-api: each probed function reported as often as the driver saw it", func(t *testing.T) {
+		res := h.run(nil, "every-api")
+		want, total := expectedSpans(t, res.DriverCalls)
+		if n := res.Calls["__cudaRegisterFunction"]; n > 0 {
+			want["__cudaRegisterFunction"] += n
+			total += n
+		}
+		for _, rt := range []string{"cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaGraphLaunch", "cudaGraphLaunch_ptsz"} {
+			if n := res.Calls[rt]; n > 0 {
+				api, _ := cudaprobe.APIOfSymbol(rt)
+				want[api.String()] += n
+				total += n
+			}
+		}
+		spans := h.spansOf(res.PID, total)
+		require.Equal(t, want, countBy(spans, ptrace.Span.Name))
+	})
+}
+
+func TestExcludedProcessIsNotReported(t *testing.T) {
+	h := startHarness(t, func(c *Config) {
+		c.CUDA.Include = nil
+		c.CUDA.Exclude = []ProcessRule{{Executable: "workload"}}
+	})
+	res := h.run(nil, "launch-storm", "200")
+	time.Sleep(300 * time.Millisecond)
+	for _, td := range h.traces.AllTraces() {
+		rss := td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			p, _ := rss.At(i).Resource().Attributes().Get("process.pid")
+			require.NotEqual(t, int64(res.PID), p.Int())
+		}
+	}
+}
+
+func itoa(v int) string { return pcommon.NewValueInt(int64(v)).AsString() }

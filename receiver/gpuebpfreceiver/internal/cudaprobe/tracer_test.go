@@ -1,0 +1,103 @@
+package cudaprobe
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func buildLib(t *testing.T, src string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "lib.so")
+	b, err := exec.Command("gcc", "-shared", "-fPIC", "-O1", "-o", out, src).CombinedOutput()
+	require.NoError(t, err, string(b))
+	return out
+}
+
+func TestTargetsProbeEachAddressOnce(t *testing.T) {
+	lib := buildLib(t, "testdata/alias.c")
+	tgts, aliases, err := targets(lib)
+	require.NoError(t, err)
+	var names []string
+	for _, tg := range tgts {
+		names = append(names, tg.symbol)
+	}
+	sort.Strings(names)
+	// cuStreamSynchronize and cuStreamSynchronize_ptsz share an address.
+	require.Equal(t, []string{"cuCtxSynchronize", "cuStreamSynchronize"}, names)
+	require.Equal(t, 1, aliases)
+	require.NotEqual(t, tgts[0].offset, tgts[1].offset)
+}
+
+func TestTargetsRejectsNonELF(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "not-elf")
+	require.NoError(t, os.WriteFile(p, []byte("hello"), 0o644))
+	_, _, err := targets(p)
+	require.ErrorContains(t, err, "open ELF")
+}
+
+func fakeDriver(t *testing.T) string {
+	if d := os.Getenv("FAKECUDA"); d != "" {
+		return d + "/libcuda.so.1"
+	}
+	dir := t.TempDir()
+	b, err := exec.Command("make", "-s", "-C", "../../../../testdata/fakecuda", "OUT="+dir).CombinedOutput()
+	require.NoError(t, err, string(b))
+	return dir + "/libcuda.so.1"
+}
+
+func TestAttachOncePerInode(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	driver := fakeDriver(t)
+	tr, err := New(Options{RingBufferSize: 1 << 16, MaxInflight: 1024})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tr.Close()) }()
+
+	tgts, _, err := targets(driver)
+	require.NoError(t, err)
+
+	lib, err := tr.AttachLibrary(driver)
+	require.NoError(t, err)
+	require.Equal(t, len(tgts), lib.Probes)
+	require.Equal(t, int64(2*len(tgts)), tr.Probes())
+
+	// A symlink to the same file is the same inode: nothing new.
+	link := filepath.Join(t.TempDir(), "libcuda.so.1")
+	require.NoError(t, os.Symlink(driver, link))
+	again, err := tr.AttachLibrary(link)
+	require.NoError(t, err)
+	require.Nil(t, again)
+	require.Len(t, tr.Libraries(), 1)
+
+	_, err = tr.AttachLibrary("/nonexistent/libcuda.so.1")
+	require.ErrorContains(t, err, "no such file")
+
+	// A library without any CUDA function gets no probe and says why.
+	other := filepath.Join(t.TempDir(), "empty.c")
+	require.NoError(t, os.WriteFile(other, []byte("int unrelated(void) { return 1; }\n"), 0o644))
+	_, err = tr.AttachLibrary(buildLib(t, other))
+	require.ErrorContains(t, err, "defines none of the CUDA functions probed")
+
+	ringFull, inflightFull, unmatched, err := tr.Drops()
+	require.NoError(t, err)
+	require.Zero(t, ringFull+inflightFull+unmatched)
+}
+
+// TestSymbolTableCoversEveryAPI makes sure every API id has at least one
+// probed symbol and every symbol names a known API.
+func TestSymbolTableCoversEveryAPI(t *testing.T) {
+	seen := map[string]bool{}
+	for sym, p := range symbols {
+		require.True(t, p.api.Known(), sym)
+		seen[p.api.EnumName()] = true
+	}
+	for _, a := range apisForTest() {
+		require.True(t, seen[a.EnumName()], "no symbol probes %s", a.EnumName())
+	}
+}

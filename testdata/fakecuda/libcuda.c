@@ -1,0 +1,2373 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * libcuda.c - a stand-in for the CUDA driver (libcuda.so.1) without a GPU.
+ *
+ * Why this exists: the gpuebpf receiver attaches uprobes to libcuda.so.1 and
+ * reads the arguments of cuLaunchKernel, cuMemAlloc_v2, cuMemcpyHtoD_v2 ...
+ * On a machine without a GPU there is no libcuda to probe, so this library
+ * exports the same ELF symbols with the same signatures and behaves the way a
+ * test needs:
+ *
+ *   - every probed entry point is its own out-of-line function with its own
+ *     address (no inlining, no identical-code folding), so one uprobe fires
+ *     exactly once per call;
+ *   - handles are non-NULL and look like driver heap pointers; "device memory"
+ *     is a table of fake addresses that remembers sizes, so frees and copies
+ *     of unknown or out-of-range pointers fail the way the real driver does;
+ *   - errors use the real CUresult numbers, and the rules a real program
+ *     must follow hold: before cuInit calls fail with
+ *     CUDA_ERROR_NOT_INITIALIZED, and work that needs a context fails with
+ *     CUDA_ERROR_INVALID_CONTEXT on a thread that has none current (retaining
+ *     the primary context does not make it current: cuCtxSetCurrent does);
+ *   - cuGetProcAddress resolves base names to the versioned symbol a CUDA 12+
+ *     caller would get (cuMemAlloc -> cuMemAlloc_v2, _ptsz with the
+ *     per-thread flag), which is how libcudart reaches the driver.
+ *
+ * Nothing is computed and no device memory exists: copies and memsets only
+ * validate their arguments.
+ *
+ * Environment, read once when the library is loaded:
+ *   FAKECUDA_DELAY_US   microseconds every API call sleeps (default 0);
+ *                       nanosleep() also waits out the thread's timer slack
+ *                       (50 us by default), so a caller that wants short
+ *                       delays to be accurate lowers it with
+ *                       prctl(PR_SET_TIMERSLACK), as workload.c does
+ *   FAKECUDA_DELAY_SPIN=1  busy-wait the delay instead of sleeping, which
+ *                       is accurate without touching the timer slack and,
+ *                       like a real driver's launch path, keeps a CPU busy
+ *   FAKECUDA_MEM_BYTES  size of the fake device memory (default 80 GiB)
+ *   FAKECUDA_COUNT=0    turn off the per-API call counters
+ *
+ * Build: see Makefile (-O2 -g -fPIC -shared -fno-ipa-icf, SONAME libcuda.so.1).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api_list.h"
+#include "cuda_api.h"
+
+/* Exported, never inlined or folded into another symbol. */
+#define FC_API __attribute__((noinline, used, visibility("default")))
+
+#define FAKE_DRIVER_VERSION	13000		/* cuDriverGetVersion */
+#define MAX_DYN_SHARED_MEM	(48u * 1024)	/* no cuFuncSetAttribute here */
+#define MAX_COOP_BLOCKS		(132u * 16)	/* 132 SMs x 16 blocks */
+
+/* ------------------------------------------------------------------------ */
+/* Configuration and call counters                                          */
+/* ------------------------------------------------------------------------ */
+
+enum fc_api_id {
+#define FC_ID(name) FC_ID_##name,
+	FAKECUDA_DRIVER_APIS(FC_ID)
+#undef FC_ID
+	FC_NUM_APIS
+};
+
+static const char *const fc_api_names[FC_NUM_APIS] = {
+#define FC_NAME(name) #name,
+	FAKECUDA_DRIVER_APIS(FC_NAME)
+#undef FC_NAME
+};
+
+static unsigned long long fc_calls[FC_NUM_APIS];
+static int fc_count_on = 1;
+static int fc_delay_on;
+static int fc_delay_spin;
+static struct timespec fc_delay;
+static unsigned long long fc_delay_ns;
+static unsigned long long fc_mem_limit = 80ULL << 30;
+
+static unsigned long long env_ull(const char *name, unsigned long long def)
+{
+	const char *s = getenv(name);
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s)
+		return def;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return def;
+	return v;
+}
+
+__attribute__((constructor)) static void fc_load(void)
+{
+	unsigned long long us = env_ull("FAKECUDA_DELAY_US", 0);
+
+	fc_delay.tv_sec = us / 1000000;
+	fc_delay.tv_nsec = (us % 1000000) * 1000;
+	fc_delay_on = us != 0;
+	fc_delay_ns = us * 1000;
+	fc_delay_spin = env_ull("FAKECUDA_DELAY_SPIN", 0) != 0;
+	fc_mem_limit = env_ull("FAKECUDA_MEM_BYTES", fc_mem_limit);
+	fc_count_on = env_ull("FAKECUDA_COUNT", 1) != 0;
+}
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void fc_sleep(void)
+{
+	struct timespec left = fc_delay;
+	unsigned long long end;
+
+	/*
+	 * No pause instruction in the loop: in a VM, pause-loop exiting turns
+	 * each one into a trap that costs microseconds.
+	 */
+	if (fc_delay_spin) {
+		end = now_ns() + fc_delay_ns;
+		while (now_ns() < end)
+			;
+		return;
+	}
+	while (nanosleep(&left, &left) == -1 && errno == EINTR)
+		;
+}
+
+/* First statement of every exported function: count, then pretend to work. */
+#define ENTER(name)							\
+	do {								\
+		if (fc_count_on)					\
+			__atomic_fetch_add(&fc_calls[FC_ID_##name], 1,	\
+					   __ATOMIC_RELAXED);		\
+		if (fc_delay_on)					\
+			fc_sleep();					\
+	} while (0)
+
+/* Not a CUDA API: the call counters, for tests (see cuda_api.h). */
+__attribute__((visibility("default")))
+int fakecuda_call_counts(const char *const **names,
+			 const unsigned long long **counts)
+{
+	if (names)
+		*names = fc_api_names;
+	if (counts)
+		*counts = fc_calls;
+	return FC_NUM_APIS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Handles                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A handle is an address-like value: base + kind << 28 + seq << 6.  It looks
+ * like a pointer into the driver's heap, is never dereferenced, and lets us
+ * tell a stream from a module without any table.
+ */
+enum hkind {
+	HK_NONE,
+	HK_CONTEXT,
+	HK_MODULE,
+	HK_FUNCTION,
+	HK_LIBRARY,
+	HK_KERNEL,
+	HK_STREAM,
+	HK_EVENT,
+	HK_GRAPH,
+	HK_GRAPH_EXEC,
+	HK_MAX,
+};
+
+#define HANDLE_BASE		0x0000555a00000000ULL
+#define HANDLE_KIND_SHIFT	28
+#define HANDLE_SEQ_SHIFT	6
+#define HANDLE_SEQ_MASK	((1ULL << (HANDLE_KIND_SHIFT - HANDLE_SEQ_SHIFT)) - 1)
+
+static unsigned long long fc_handle_seq;
+
+static void *handle_make(enum hkind kind, unsigned long long seq)
+{
+	unsigned long long v = HANDLE_BASE;
+
+	v += (unsigned long long)kind << HANDLE_KIND_SHIFT;
+	v += (seq & HANDLE_SEQ_MASK) << HANDLE_SEQ_SHIFT;
+	return (void *)(uintptr_t)v;
+}
+
+static void *handle_new(enum hkind kind)
+{
+	unsigned long long seq;
+
+	do	/* seq 0 is reserved for the primary context */
+		seq = __atomic_add_fetch(&fc_handle_seq, 1, __ATOMIC_RELAXED) &
+		      HANDLE_SEQ_MASK;
+	while (seq == 0);
+	return handle_make(kind, seq);
+}
+
+static enum hkind handle_kind(const void *h)
+{
+	uintptr_t v = (uintptr_t)h;
+	unsigned long long off, kind;
+
+	if (v < HANDLE_BASE)
+		return HK_NONE;
+	off = v - HANDLE_BASE;
+	kind = off >> HANDLE_KIND_SHIFT;
+	if (kind == HK_NONE || kind >= HK_MAX ||
+	    (off & ((1ULL << HANDLE_SEQ_SHIFT) - 1)))
+		return HK_NONE;
+	return (enum hkind)kind;
+}
+
+static unsigned long long handle_seq(const void *h)
+{
+	return (((uintptr_t)h - HANDLE_BASE) &
+		((1ULL << HANDLE_KIND_SHIFT) - 1)) >> HANDLE_SEQ_SHIFT;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Initialization and contexts                                              */
+/* ------------------------------------------------------------------------ */
+
+#define CTX_STACK_DEPTH 16
+
+static int fc_initialized;
+static pthread_mutex_t fc_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fc_primary_refs;
+
+/* Each thread has its own context stack, as in the real driver. */
+static __thread CUcontext t_ctx_stack[CTX_STACK_DEPTH];
+static __thread int t_ctx_depth;
+
+#define PRIMARY_CTX ((CUcontext)handle_make(HK_CONTEXT, 0))
+
+static CUresult need_init(void)
+{
+	return __atomic_load_n(&fc_initialized, __ATOMIC_ACQUIRE) ?
+	       CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static CUresult need_ctx(void)
+{
+	if (!__atomic_load_n(&fc_initialized, __ATOMIC_ACQUIRE))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return t_ctx_depth ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static CUresult ctx_push(CUcontext ctx)
+{
+	if (t_ctx_depth == CTX_STACK_DEPTH)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	t_ctx_stack[t_ctx_depth++] = ctx;
+	return CUDA_SUCCESS;
+}
+
+static CUresult ctx_create(CUcontext *pctx, CUdevice dev)
+{
+	CUresult r = need_init();
+	CUcontext ctx;
+
+	if (r)
+		return r;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	ctx = handle_new(HK_CONTEXT);
+	r = ctx_push(ctx);	/* a new context becomes current */
+	if (r == CUDA_SUCCESS)
+		*pctx = ctx;
+	return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device memory: fake addresses that remember their sizes                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Addresses only grow and are never reused, so the table stays sorted by
+ * address and a lookup is a binary search.  Freed entries stay as tombstones
+ * until they outnumber the live ones.
+ */
+#define DEVICE_VA_BASE	0x00007e1000000000ULL
+#define DEVICE_ALIGN	512ULL
+
+enum mkind { MK_DEVICE = 1, MK_MANAGED, MK_ASYNC };
+
+struct dev_alloc {
+	CUdeviceptr addr;
+	size_t size;
+	unsigned char kind;
+	unsigned char live;
+};
+
+static pthread_mutex_t fc_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dev_alloc *fc_allocs;
+static size_t fc_nallocs, fc_allocs_cap, fc_ndead;
+static CUdeviceptr fc_next_va = DEVICE_VA_BASE;
+static unsigned long long fc_mem_used;
+
+/* Index of the last entry with addr <= p, or -1.  Caller holds the lock. */
+static long dev_find(CUdeviceptr p)
+{
+	size_t lo = 0, hi = fc_nallocs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fc_allocs[mid].addr <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+static void dev_compact(void)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < fc_nallocs; i++)
+		if (fc_allocs[i].live)
+			fc_allocs[n++] = fc_allocs[i];
+	fc_nallocs = n;
+	fc_ndead = 0;
+}
+
+static CUresult dev_alloc(CUdeviceptr *dptr, size_t size, enum mkind kind)
+{
+	CUresult r = CUDA_SUCCESS;
+	CUdeviceptr addr;
+
+	if (!dptr || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc_mem_lock);
+	if (size > fc_mem_limit - fc_mem_used) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	if (fc_nallocs == fc_allocs_cap) {
+		size_t cap = fc_allocs_cap ? fc_allocs_cap * 2 : 256;
+		struct dev_alloc *a = realloc(fc_allocs, cap * sizeof(*a));
+
+		if (!a) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+			goto out;
+		}
+		fc_allocs = a;
+		fc_allocs_cap = cap;
+	}
+	addr = fc_next_va;
+	fc_next_va += (size + DEVICE_ALIGN - 1) & ~(DEVICE_ALIGN - 1);
+	fc_allocs[fc_nallocs++] = (struct dev_alloc){
+		.addr = addr, .size = size, .kind = kind, .live = 1,
+	};
+	fc_mem_used += size;
+	*dptr = addr;
+out:
+	pthread_mutex_unlock(&fc_mem_lock);
+	return r;
+}
+
+static CUresult dev_free(CUdeviceptr p)
+{
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	long i;
+
+	pthread_mutex_lock(&fc_mem_lock);
+	i = dev_find(p);
+	if (i >= 0 && fc_allocs[i].addr == p && fc_allocs[i].live) {
+		fc_allocs[i].live = 0;
+		fc_mem_used -= fc_allocs[i].size;
+		fc_ndead++;
+		if (fc_ndead > 64 && fc_ndead * 2 > fc_nallocs)
+			dev_compact();
+		r = CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&fc_mem_lock);
+	return r;
+}
+
+/*
+ * Is [p, p+n) inside one live allocation?  Returns its kind, or 0.
+ * A zero-length range only needs p itself to be inside.
+ */
+static int dev_range_kind(CUdeviceptr p, size_t n)
+{
+	int kind = 0;
+	long i;
+
+	pthread_mutex_lock(&fc_mem_lock);
+	i = dev_find(p);
+	if (i >= 0 && fc_allocs[i].live) {
+		const struct dev_alloc *a = &fc_allocs[i];
+		size_t off = p - a->addr;
+
+		if (off < a->size && n <= a->size - off)
+			kind = a->kind;
+	}
+	pthread_mutex_unlock(&fc_mem_lock);
+	return kind;
+}
+
+static CUresult check_dev(CUdeviceptr p, size_t n)
+{
+	return dev_range_kind(p, n) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult check_managed(CUdeviceptr p, size_t n)
+{
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	return dev_range_kind(p, n) == MK_MANAGED ? CUDA_SUCCESS :
+						    CUDA_ERROR_INVALID_VALUE;
+}
+
+/*
+ * A unified-address-space pointer: device memory if it falls in the table,
+ * host memory otherwise (anything non-NULL).
+ */
+static CUresult check_unified(CUdeviceptr p, size_t n)
+{
+	if (dev_range_kind(p, 0))
+		return check_dev(p, n);
+	return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Page-locked host memory: real malloc'd memory, remembered for frees      */
+/* ------------------------------------------------------------------------ */
+
+struct host_alloc {
+	void *p;
+	size_t size;
+};
+
+static struct host_alloc *fc_hosts;
+static size_t fc_nhosts, fc_hosts_cap;
+
+static CUresult host_alloc(void **pp, size_t size)
+{
+	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+	void *p;
+
+	if (!pp || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (posix_memalign(&p, 4096, size))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&fc_mem_lock);
+	if (fc_nhosts == fc_hosts_cap) {
+		size_t cap = fc_hosts_cap ? fc_hosts_cap * 2 : 16;
+		struct host_alloc *h = realloc(fc_hosts, cap * sizeof(*h));
+
+		if (!h)
+			goto out;
+		fc_hosts = h;
+		fc_hosts_cap = cap;
+	}
+	fc_hosts[fc_nhosts++] = (struct host_alloc){ .p = p, .size = size };
+	*pp = p;
+	p = NULL;
+	r = CUDA_SUCCESS;
+out:
+	pthread_mutex_unlock(&fc_mem_lock);
+	free(p);
+	return r;
+}
+
+static CUresult host_free(void *p)
+{
+	size_t i;
+
+	pthread_mutex_lock(&fc_mem_lock);
+	for (i = 0; i < fc_nhosts; i++)
+		if (fc_hosts[i].p == p)
+			break;
+	if (i == fc_nhosts || !p) {
+		pthread_mutex_unlock(&fc_mem_lock);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	fc_hosts[i] = fc_hosts[--fc_nhosts];
+	pthread_mutex_unlock(&fc_mem_lock);
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events: the host time of the last record, for cuEventElapsedTime         */
+/* ------------------------------------------------------------------------ */
+
+#define EVENT_SLOTS 4096
+
+struct event_slot {
+	unsigned long long seq;
+	unsigned long long ns;	/* 0: not recorded */
+};
+
+static pthread_mutex_t fc_event_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct event_slot fc_events[EVENT_SLOTS];
+
+static void event_set(CUevent e, unsigned long long ns)
+{
+	unsigned long long seq = handle_seq(e);
+
+	pthread_mutex_lock(&fc_event_lock);
+	fc_events[seq % EVENT_SLOTS] = (struct event_slot){ seq, ns };
+	pthread_mutex_unlock(&fc_event_lock);
+}
+
+static unsigned long long event_get(CUevent e)
+{
+	unsigned long long seq = handle_seq(e), ns = 0;
+
+	pthread_mutex_lock(&fc_event_lock);
+	if (fc_events[seq % EVENT_SLOTS].seq == seq)
+		ns = fc_events[seq % EVENT_SLOTS].ns;
+	pthread_mutex_unlock(&fc_event_lock);
+	return ns;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Argument checks shared by several entry points                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are always valid.  The
+ * _ptsz/_ptds variants read NULL as the per-thread stream, which changes
+ * nothing here since no work is queued anywhere.
+ */
+static CUresult check_stream(CUstream s)
+{
+	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+		return CUDA_SUCCESS;
+	return handle_kind(s) == HK_STREAM ? CUDA_SUCCESS :
+					     CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult check_location(CUmemLocation loc)
+{
+	switch (loc.type) {
+	case CU_MEM_LOCATION_TYPE_DEVICE:
+		return loc.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+		return loc.id >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	case CU_MEM_LOCATION_TYPE_HOST:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+/* A module image: cubin (ELF), fat binary, or PTX text. */
+static CUresult check_image(const void *image)
+{
+	const unsigned char *p = image;
+	uint32_t magic;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(&magic, p, sizeof(magic));
+	if (magic == FATBIN_DATA_MAGIC)
+		return CUDA_SUCCESS;
+	if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')
+		return CUDA_SUCCESS;
+	if (p[0] == '/' || p[0] == '.' || p[0] == '\n' || p[0] == ' ' ||
+	    p[0] == '\t')
+		return CUDA_SUCCESS;
+	return CUDA_ERROR_INVALID_IMAGE;
+}
+
+static CUresult check_options(unsigned int n, const void *keys,
+			      void *const *values)
+{
+	return n && (!keys || !values) ? CUDA_ERROR_INVALID_VALUE :
+					 CUDA_SUCCESS;
+}
+
+static CUresult launch_check(CUfunction f, unsigned int gx, unsigned int gy,
+			     unsigned int gz, unsigned int bx, unsigned int by,
+			     unsigned int bz, unsigned int shmem, CUstream s,
+			     void **params, void **extra)
+{
+	CUresult r = need_ctx();
+
+	if (r)
+		return r;
+	if (handle_kind(f) != HK_FUNCTION)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!gx || !gy || !gz || !bx || !by || !bz)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (gx > 0x7fffffffu || gy > 65535 || gz > 65535 || bz > 64 ||
+	    (unsigned long long)bx * by * bz > 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (shmem > MAX_DYN_SHARED_MEM)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (params && extra)
+		return CUDA_ERROR_INVALID_VALUE;
+	return check_stream(s);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f,
+			  void **params, void **extra)
+{
+	if (!c || (c->numAttrs && !c->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	return launch_check(f, c->gridDimX, c->gridDimY, c->gridDimZ,
+			    c->blockDimX, c->blockDimY, c->blockDimZ,
+			    c->sharedMemBytes, c->hStream, params, extra);
+}
+
+static CUresult launch_coop(CUfunction f, unsigned int gx, unsigned int gy,
+			    unsigned int gz, unsigned int bx, unsigned int by,
+			    unsigned int bz, unsigned int shmem, CUstream s,
+			    void **params)
+{
+	CUresult r = launch_check(f, gx, gy, gz, bx, by, bz, shmem, s, params,
+				  NULL);
+
+	if (r)
+		return r;
+	if ((unsigned long long)gx * gy * gz > MAX_COOP_BLOCKS)
+		return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+	return CUDA_SUCCESS;
+}
+
+static CUresult graph_launch(CUgraphExec g, CUstream s)
+{
+	CUresult r = need_ctx();
+
+	if (r)
+		return r;
+	if (handle_kind(g) != HK_GRAPH_EXEC)
+		return CUDA_ERROR_INVALID_VALUE;
+	return check_stream(s);
+}
+
+/* ---- copies ---- */
+
+static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n,
+			  CUstream s)
+{
+	CUresult r = need_ctx();
+
+	if (!r)
+		r = check_stream(s);
+	if (r || !n)
+		return r;
+	if (!src)
+		return CUDA_ERROR_INVALID_VALUE;
+	return check_dev(dst, n);
+}
+
+static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	CUresult r = need_ctx();
+
+	if (!r)
+		r = check_stream(s);
+	if (r || !n)
+		return r;
+	if (!dst)
+		return CUDA_ERROR_INVALID_VALUE;
+	return check_dev(src, n);
+}
+
+static CUresult copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n,
+			  CUstream s)
+{
+	CUresult r = need_ctx();
+
+	if (!r)
+		r = check_stream(s);
+	if (r || !n)
+		return r;
+	r = check_dev(dst, n);
+	return r ? r : check_dev(src, n);
+}
+
+static CUresult copy_unified(CUdeviceptr dst, CUdeviceptr src, size_t n,
+			     CUstream s)
+{
+	CUresult r = need_ctx();
+
+	if (!r)
+		r = check_stream(s);
+	if (r || !n)
+		return r;
+	r = check_unified(dst, n);
+	return r ? r : check_unified(src, n);
+}
+
+static CUresult copy_peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+			  CUcontext sctx, size_t n, CUstream s)
+{
+	CUresult r = need_ctx();
+
+	if (r)
+		return r;
+	if (handle_kind(dctx) != HK_CONTEXT || handle_kind(sctx) != HK_CONTEXT)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return copy_dtod(dst, src, n, s);
+}
+
+/* One side of a 2D/3D copy.  2D copies pass z = 0, height = 0, depth = 1. */
+struct copy_side {
+	CUmemorytype type;
+	const void *host;
+	CUdeviceptr dev;
+	CUarray array;
+	size_t x, y, z, pitch, height;
+};
+
+static CUresult check_side(const struct copy_side *s, size_t width,
+			   size_t rows, size_t depth)
+{
+	size_t off, extent;
+
+	if (s->type == CU_MEMORYTYPE_ARRAY)	/* opaque: nothing to check */
+		return s->array ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	if (s->type < CU_MEMORYTYPE_HOST || s->type > CU_MEMORYTYPE_UNIFIED)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((rows > 1 || depth > 1) && s->pitch < s->x + width)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (depth > 1 && s->height < s->y + rows)
+		return CUDA_ERROR_INVALID_VALUE;
+	off = (s->z * s->height + s->y) * s->pitch + s->x;
+	extent = ((depth - 1) * s->height + (rows - 1)) * s->pitch + width;
+	switch (s->type) {
+	case CU_MEMORYTYPE_HOST:
+		return s->host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	case CU_MEMORYTYPE_DEVICE:
+		return check_dev(s->dev + off, extent);
+	default:
+		return check_unified(s->dev + off, extent);
+	}
+}
+
+static CUresult copy_2d(const CUDA_MEMCPY2D *c, CUstream s)
+{
+	struct copy_side src, dst;
+	CUresult r = need_ctx();
+
+	if (!r)
+		r = check_stream(s);
+	if (r)
+		return r;
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!c->WidthInBytes || !c->Height)
+		return CUDA_SUCCESS;
+	src = (struct copy_side){ c->srcMemoryType, c->srcHost, c->srcDevice,
+				  c->srcArray, c->srcXInBytes, c->srcY, 0,
+				  c->srcPitch, 0 };
+	dst = (struct copy_side){ c->dstMemoryType, c->dstHost, c->dstDevice,
+				  c->dstArray, c->dstXInBytes, c->dstY, 0,
+				  c->dstPitch, 0 };
+	r = check_side(&src, c->WidthInBytes, c->Height, 1);
+	return r ? r : check_side(&dst, c->WidthInBytes, c->Height, 1);
+}
+
+static CUresult copy_3d(const CUDA_MEMCPY3D *c, CUstream s)
+{
+	struct copy_side src, dst;
+	CUresult r = need_ctx();
+
+	if (!r)
+		r = check_stream(s);
+	if (r)
+		return r;
+	if (!c || c->reserved0 || c->reserved1 || c->srcLOD || c->dstLOD)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!c->WidthInBytes || !c->Height || !c->Depth)
+		return CUDA_SUCCESS;
+	src = (struct copy_side){ c->srcMemoryType, c->srcHost, c->srcDevice,
+				  c->srcArray, c->srcXInBytes, c->srcY,
+				  c->srcZ, c->srcPitch, c->srcHeight };
+	dst = (struct copy_side){ c->dstMemoryType, c->dstHost, c->dstDevice,
+				  c->dstArray, c->dstXInBytes, c->dstY,
+				  c->dstZ, c->dstPitch, c->dstHeight };
+	r = check_side(&src, c->WidthInBytes, c->Height, c->Depth);
+	return r ? r : check_side(&dst, c->WidthInBytes, c->Height, c->Depth);
+}
+
+/* ---- memsets: elem is 1, 2 or 4 bytes ---- */
+
+static CUresult memset_1d(CUdeviceptr dst, size_t n, size_t elem, CUstream s)
+{
+	CUresult r = need_ctx();
+
+	if (!r)
+		r = check_stream(s);
+	if (r || !n)
+		return r;
+	if (dst % elem || n > SIZE_MAX / elem)
+		return CUDA_ERROR_INVALID_VALUE;
+	return check_dev(dst, n * elem);
+}
+
+static CUresult memset_2d(CUdeviceptr dst, size_t pitch, size_t elem,
+			  size_t width, size_t height, CUstream s)
+{
+	CUresult r = need_ctx();
+
+	if (!r)
+		r = check_stream(s);
+	if (r || !width || !height)
+		return r;
+	if (dst % elem || pitch % elem || width > SIZE_MAX / elem / height)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (height > 1 && pitch < width * elem)
+		return CUDA_ERROR_INVALID_VALUE;
+	return check_dev(dst, (height - 1) * pitch + width * elem);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Initialization, version, devices, errors                                 */
+/* ------------------------------------------------------------------------ */
+
+FC_API CUresult cuInit(unsigned int Flags)
+{
+	ENTER(cuInit);
+	if (Flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	__atomic_store_n(&fc_initialized, 1, __ATOMIC_RELEASE);
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuDriverGetVersion(int *driverVersion)
+{
+	ENTER(cuDriverGetVersion);
+	if (!driverVersion)
+		return CUDA_ERROR_INVALID_VALUE;
+	*driverVersion = FAKE_DRIVER_VERSION;
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+	CUresult r;
+
+	ENTER(cuDeviceGet);
+	if ((r = need_init()))
+		return r;
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ordinal != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*device = 0;
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuDeviceGetCount(int *count)
+{
+	CUresult r;
+
+	ENTER(cuDeviceGetCount);
+	if ((r = need_init()))
+		return r;
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	*count = 1;
+	return CUDA_SUCCESS;
+}
+
+static const struct {
+	CUresult code;
+	const char *name;
+	const char *text;
+} fc_errors[] = {
+	{ CUDA_SUCCESS, "CUDA_SUCCESS", "no error" },
+	{ CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE",
+	  "invalid argument" },
+	{ CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY",
+	  "out of memory" },
+	{ CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED",
+	  "initialization error" },
+	{ CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED",
+	  "driver shutting down" },
+	{ CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
+	  "no CUDA-capable device is detected" },
+	{ CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
+	  "invalid device ordinal" },
+	{ CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE",
+	  "device kernel image is invalid" },
+	{ CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
+	  "invalid device context" },
+	{ CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
+	  "invalid resource handle" },
+	{ CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND",
+	  "named symbol not found" },
+	{ CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready" },
+	{ CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED",
+	  "unspecified launch failure" },
+	{ CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+	  "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+	  "too many blocks in cooperative launch" },
+	{ CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error" },
+};
+
+static CUresult error_lookup(CUresult error, const char **pStr, int text)
+{
+	size_t i;
+
+	if (!pStr)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (i = 0; i < sizeof(fc_errors) / sizeof(fc_errors[0]); i++) {
+		if (fc_errors[i].code == error) {
+			*pStr = text ? fc_errors[i].text : fc_errors[i].name;
+			return CUDA_SUCCESS;
+		}
+	}
+	*pStr = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_API CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+	ENTER(cuGetErrorName);
+	return error_lookup(error, pStr, 0);
+}
+
+FC_API CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+	ENTER(cuGetErrorString);
+	return error_lookup(error, pStr, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Contexts                                                                 */
+/* ------------------------------------------------------------------------ */
+
+FC_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	CUresult r;
+
+	ENTER(cuDevicePrimaryCtxRetain);
+	if ((r = need_init()))
+		return r;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&fc_ctx_lock);
+	fc_primary_refs++;
+	pthread_mutex_unlock(&fc_ctx_lock);
+	*pctx = PRIMARY_CTX;
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	CUresult r;
+
+	ENTER(cuDevicePrimaryCtxRelease_v2);
+	if ((r = need_init()))
+		return r;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&fc_ctx_lock);
+	if (fc_primary_refs > 0)
+		fc_primary_refs--;
+	else
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_unlock(&fc_ctx_lock);
+	return r;
+}
+
+FC_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags,
+			       CUdevice dev)
+{
+	ENTER(cuCtxCreate_v2);
+	(void)flags;
+	return ctx_create(pctx, dev);
+}
+
+FC_API CUresult cuCtxCreate_v3(CUcontext *pctx,
+			       CUexecAffinityParam *paramsArray, int numParams,
+			       unsigned int flags, CUdevice dev)
+{
+	ENTER(cuCtxCreate_v3);
+	(void)flags;
+	if (numParams < 0 || (numParams && !paramsArray))
+		return CUDA_ERROR_INVALID_VALUE;
+	return ctx_create(pctx, dev);
+}
+
+FC_API CUresult cuCtxCreate_v4(CUcontext *pctx,
+			       CUctxCreateParams *ctxCreateParams,
+			       unsigned int flags, CUdevice dev)
+{
+	ENTER(cuCtxCreate_v4);
+	(void)ctxCreateParams;	/* optional */
+	(void)flags;
+	return ctx_create(pctx, dev);
+}
+
+FC_API CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+	CUresult r;
+
+	ENTER(cuCtxDestroy_v2);
+	if ((r = need_init()))
+		return r;
+	if (handle_kind(ctx) != HK_CONTEXT || ctx == PRIMARY_CTX)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (t_ctx_depth && t_ctx_stack[t_ctx_depth - 1] == ctx)
+		t_ctx_depth--;	/* destroying the current context pops it */
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	CUresult r;
+
+	ENTER(cuCtxSetCurrent);
+	if ((r = need_init()))
+		return r;
+	if (!ctx) {		/* unbind */
+		if (t_ctx_depth)
+			t_ctx_depth--;
+		return CUDA_SUCCESS;
+	}
+	if (handle_kind(ctx) != HK_CONTEXT)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!t_ctx_depth)
+		return ctx_push(ctx);
+	t_ctx_stack[t_ctx_depth - 1] = ctx;	/* replaces the top */
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+	CUresult r;
+
+	ENTER(cuCtxGetCurrent);
+	if ((r = need_init()))
+		return r;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pctx = t_ctx_depth ? t_ctx_stack[t_ctx_depth - 1] : NULL;
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuCtxSynchronize(void)
+{
+	ENTER(cuCtxSynchronize);
+	return need_ctx();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Modules, libraries, kernels                                              */
+/* ------------------------------------------------------------------------ */
+
+static CUresult module_load(CUmodule *module, const void *image)
+{
+	CUresult r = need_ctx();
+
+	if (r)
+		return r;
+	if (!module)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = check_image(image)))
+		return r;
+	*module = handle_new(HK_MODULE);
+	return CUDA_SUCCESS;
+}
+
+/* Any name resolves except those starting with "missing". */
+static int name_missing(const char *name)
+{
+	return strncmp(name, "missing", 7) == 0;
+}
+
+FC_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	ENTER(cuModuleLoadData);
+	return module_load(module, image);
+}
+
+FC_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
+				   unsigned int numOptions,
+				   CUjit_option *options, void **optionValues)
+{
+	ENTER(cuModuleLoadDataEx);
+	if (check_options(numOptions, options, optionValues))
+		return CUDA_ERROR_INVALID_VALUE;
+	return module_load(module, image);
+}
+
+FC_API CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+	ENTER(cuModuleLoadFatBinary);
+	return module_load(module, fatCubin);
+}
+
+FC_API CUresult cuModuleUnload(CUmodule hmod)
+{
+	CUresult r;
+
+	ENTER(cuModuleUnload);
+	if ((r = need_ctx()))
+		return r;
+	return handle_kind(hmod) == HK_MODULE ? CUDA_SUCCESS :
+						CUDA_ERROR_INVALID_HANDLE;
+}
+
+FC_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
+				    const char *name)
+{
+	CUresult r;
+
+	ENTER(cuModuleGetFunction);
+	if ((r = need_ctx()))
+		return r;
+	if (!hfunc || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (handle_kind(hmod) != HK_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (name_missing(name))
+		return CUDA_ERROR_NOT_FOUND;
+	*hfunc = handle_new(HK_FUNCTION);
+	return CUDA_SUCCESS;
+}
+
+/* Libraries are context-independent: they need cuInit, not a context. */
+FC_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+				  CUjit_option *jitOptions,
+				  void **jitOptionsValues,
+				  unsigned int numJitOptions,
+				  CUlibraryOption *libraryOptions,
+				  void **libraryOptionValues,
+				  unsigned int numLibraryOptions)
+{
+	CUresult r;
+
+	ENTER(cuLibraryLoadData);
+	if ((r = need_init()))
+		return r;
+	if (!library ||
+	    check_options(numJitOptions, jitOptions, jitOptionsValues) ||
+	    check_options(numLibraryOptions, libraryOptions,
+			  libraryOptionValues))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = check_image(code)))
+		return r;
+	*library = handle_new(HK_LIBRARY);
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuLibraryUnload(CUlibrary library)
+{
+	CUresult r;
+
+	ENTER(cuLibraryUnload);
+	if ((r = need_init()))
+		return r;
+	return handle_kind(library) == HK_LIBRARY ? CUDA_SUCCESS :
+						    CUDA_ERROR_INVALID_HANDLE;
+}
+
+FC_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
+				   const char *name)
+{
+	CUresult r;
+
+	ENTER(cuLibraryGetKernel);
+	if ((r = need_init()))
+		return r;
+	if (!pKernel || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (handle_kind(library) != HK_LIBRARY)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (name_missing(name))
+		return CUDA_ERROR_NOT_FOUND;
+	*pKernel = handle_new(HK_KERNEL);
+	return CUDA_SUCCESS;
+}
+
+/* The function of a kernel in the current context: same seq, other kind. */
+FC_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+	CUresult r;
+
+	ENTER(cuKernelGetFunction);
+	if ((r = need_ctx()))
+		return r;
+	if (!pFunc)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (handle_kind(kernel) != HK_KERNEL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pFunc = handle_make(HK_FUNCTION, handle_seq(kernel));
+	return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streams and events                                                       */
+/* ------------------------------------------------------------------------ */
+
+FC_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+	CUresult r;
+
+	ENTER(cuStreamCreate);
+	if ((r = need_ctx()))
+		return r;
+	if (!phStream || (Flags & ~CU_STREAM_NON_BLOCKING))
+		return CUDA_ERROR_INVALID_VALUE;
+	*phStream = handle_new(HK_STREAM);
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+	CUresult r;
+
+	ENTER(cuStreamDestroy_v2);
+	if ((r = need_ctx()))
+		return r;
+	return handle_kind(hStream) == HK_STREAM ? CUDA_SUCCESS :
+						   CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult stream_sync(CUstream s)
+{
+	CUresult r = need_ctx();
+
+	return r ? r : check_stream(s);
+}
+
+FC_API CUresult cuStreamSynchronize(CUstream hStream)
+{
+	ENTER(cuStreamSynchronize);
+	return stream_sync(hStream);
+}
+
+FC_API CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+	ENTER(cuStreamSynchronize_ptsz);
+	return stream_sync(hStream);
+}
+
+static CUresult stream_wait_event(CUstream s, CUevent e, unsigned int flags)
+{
+	CUresult r = stream_sync(s);
+
+	if (r)
+		return r;
+	if (handle_kind(e) != HK_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return flags & ~CU_EVENT_WAIT_EXTERNAL ? CUDA_ERROR_INVALID_VALUE :
+						 CUDA_SUCCESS;
+}
+
+FC_API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
+				  unsigned int Flags)
+{
+	ENTER(cuStreamWaitEvent);
+	return stream_wait_event(hStream, hEvent, Flags);
+}
+
+FC_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent,
+				       unsigned int Flags)
+{
+	ENTER(cuStreamWaitEvent_ptsz);
+	return stream_wait_event(hStream, hEvent, Flags);
+}
+
+FC_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+	CUresult r;
+
+	ENTER(cuEventCreate);
+	if ((r = need_ctx()))
+		return r;
+	if (!phEvent || (Flags & ~(CU_EVENT_BLOCKING_SYNC |
+				   CU_EVENT_DISABLE_TIMING |
+				   CU_EVENT_INTERPROCESS)))
+		return CUDA_ERROR_INVALID_VALUE;
+	*phEvent = handle_new(HK_EVENT);
+	event_set(*phEvent, 0);
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent e, CUstream s)
+{
+	CUresult r = stream_sync(s);
+
+	if (r)
+		return r;
+	if (handle_kind(e) != HK_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	event_set(e, now_ns());
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+	ENTER(cuEventRecord);
+	return event_record(hEvent, hStream);
+}
+
+FC_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+	ENTER(cuEventRecord_ptsz);
+	return event_record(hEvent, hStream);
+}
+
+FC_API CUresult cuEventSynchronize(CUevent hEvent)
+{
+	CUresult r;
+
+	ENTER(cuEventSynchronize);
+	if ((r = need_ctx()))
+		return r;
+	return handle_kind(hEvent) == HK_EVENT ? CUDA_SUCCESS :
+						 CUDA_ERROR_INVALID_HANDLE;
+}
+
+FC_API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
+				   CUevent hEnd)
+{
+	unsigned long long t0, t1;
+	CUresult r;
+
+	ENTER(cuEventElapsedTime);
+	if ((r = need_ctx()))
+		return r;
+	if (!pMilliseconds)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (handle_kind(hStart) != HK_EVENT || handle_kind(hEnd) != HK_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	t0 = event_get(hStart);
+	t1 = event_get(hEnd);
+	if (!t0 || !t1)		/* never recorded */
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pMilliseconds = (float)((double)(long long)(t1 - t0) / 1e6);
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+	CUresult r;
+
+	ENTER(cuEventDestroy_v2);
+	if ((r = need_ctx()))
+		return r;
+	if (handle_kind(hEvent) != HK_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	event_set(hEvent, 0);
+	return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Launches and graphs                                                      */
+/* ------------------------------------------------------------------------ */
+
+FC_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
+			       unsigned int gridDimY, unsigned int gridDimZ,
+			       unsigned int blockDimX, unsigned int blockDimY,
+			       unsigned int blockDimZ,
+			       unsigned int sharedMemBytes, CUstream hStream,
+			       void **kernelParams, void **extra)
+{
+	ENTER(cuLaunchKernel);
+	return launch_check(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			    blockDimY, blockDimZ, sharedMemBytes, hStream,
+			    kernelParams, extra);
+}
+
+FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
+				    unsigned int gridDimY,
+				    unsigned int gridDimZ,
+				    unsigned int blockDimX,
+				    unsigned int blockDimY,
+				    unsigned int blockDimZ,
+				    unsigned int sharedMemBytes,
+				    CUstream hStream, void **kernelParams,
+				    void **extra)
+{
+	ENTER(cuLaunchKernel_ptsz);
+	return launch_check(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			    blockDimY, blockDimZ, sharedMemBytes, hStream,
+			    kernelParams, extra);
+}
+
+FC_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+				 void **kernelParams, void **extra)
+{
+	ENTER(cuLaunchKernelEx);
+	return launch_ex(config, f, kernelParams, extra);
+}
+
+FC_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config,
+				      CUfunction f, void **kernelParams,
+				      void **extra)
+{
+	ENTER(cuLaunchKernelEx_ptsz);
+	return launch_ex(config, f, kernelParams, extra);
+}
+
+FC_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+					  unsigned int gridDimY,
+					  unsigned int gridDimZ,
+					  unsigned int blockDimX,
+					  unsigned int blockDimY,
+					  unsigned int blockDimZ,
+					  unsigned int sharedMemBytes,
+					  CUstream hStream,
+					  void **kernelParams)
+{
+	ENTER(cuLaunchCooperativeKernel);
+	return launch_coop(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			   blockDimY, blockDimZ, sharedMemBytes, hStream,
+			   kernelParams);
+}
+
+FC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f,
+					       unsigned int gridDimX,
+					       unsigned int gridDimY,
+					       unsigned int gridDimZ,
+					       unsigned int blockDimX,
+					       unsigned int blockDimY,
+					       unsigned int blockDimZ,
+					       unsigned int sharedMemBytes,
+					       CUstream hStream,
+					       void **kernelParams)
+{
+	ENTER(cuLaunchCooperativeKernel_ptsz);
+	return launch_coop(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			   blockDimY, blockDimZ, sharedMemBytes, hStream,
+			   kernelParams);
+}
+
+/* Graphs exist only so that cuGraphLaunch has something valid to launch. */
+FC_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	CUresult r;
+
+	ENTER(cuGraphCreate);
+	if ((r = need_init()))
+		return r;
+	if (!phGraph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*phGraph = handle_new(HK_GRAPH);
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec,
+					    CUgraph hGraph,
+					    unsigned long long flags)
+{
+	CUresult r;
+
+	ENTER(cuGraphInstantiateWithFlags);
+	if ((r = need_ctx()))
+		return r;
+	if (!phGraphExec || handle_kind(hGraph) != HK_GRAPH ||
+	    (flags & ~0xfULL))
+		return CUDA_ERROR_INVALID_VALUE;
+	*phGraphExec = handle_new(HK_GRAPH_EXEC);
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	ENTER(cuGraphLaunch);
+	return graph_launch(hGraphExec, hStream);
+}
+
+FC_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	ENTER(cuGraphLaunch_ptsz);
+	return graph_launch(hGraphExec, hStream);
+}
+
+FC_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	CUresult r;
+
+	ENTER(cuGraphExecDestroy);
+	if ((r = need_init()))
+		return r;
+	return handle_kind(hGraphExec) == HK_GRAPH_EXEC ?
+	       CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_API CUresult cuGraphDestroy(CUgraph hGraph)
+{
+	CUresult r;
+
+	ENTER(cuGraphDestroy);
+	if ((r = need_init()))
+		return r;
+	return handle_kind(hGraph) == HK_GRAPH ? CUDA_SUCCESS :
+						 CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory management                                                        */
+/* ------------------------------------------------------------------------ */
+
+FC_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	CUresult r;
+
+	ENTER(cuMemAlloc_v2);
+	if ((r = need_ctx()))
+		return r;
+	return dev_alloc(dptr, bytesize, MK_DEVICE);
+}
+
+FC_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
+				  unsigned int flags)
+{
+	CUresult r;
+
+	ENTER(cuMemAllocManaged);
+	if ((r = need_ctx()))
+		return r;
+	if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+		return CUDA_ERROR_INVALID_VALUE;
+	return dev_alloc(dptr, bytesize, MK_MANAGED);
+}
+
+static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytesize,
+				CUstream s)
+{
+	CUresult r = stream_sync(s);
+
+	return r ? r : dev_alloc(dptr, bytesize, MK_ASYNC);
+}
+
+FC_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
+				CUstream hStream)
+{
+	ENTER(cuMemAllocAsync);
+	return mem_alloc_async(dptr, bytesize, hStream);
+}
+
+FC_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+				     CUstream hStream)
+{
+	ENTER(cuMemAllocAsync_ptsz);
+	return mem_alloc_async(dptr, bytesize, hStream);
+}
+
+FC_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+	CUresult r;
+
+	ENTER(cuMemAllocHost_v2);
+	if ((r = need_ctx()))
+		return r;
+	return host_alloc(pp, bytesize);
+}
+
+FC_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+	CUresult r;
+
+	ENTER(cuMemHostAlloc);
+	if ((r = need_ctx()))
+		return r;
+	if (Flags & ~(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+		      CU_MEMHOSTALLOC_WRITECOMBINED))
+		return CUDA_ERROR_INVALID_VALUE;
+	return host_alloc(pp, bytesize);
+}
+
+FC_API CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+	CUresult r;
+
+	ENTER(cuMemFree_v2);
+	if ((r = need_ctx()))
+		return r;
+	return dev_free(dptr);
+}
+
+static CUresult mem_free_async(CUdeviceptr dptr, CUstream s)
+{
+	CUresult r = stream_sync(s);
+
+	return r ? r : dev_free(dptr);
+}
+
+FC_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+	ENTER(cuMemFreeAsync);
+	return mem_free_async(dptr, hStream);
+}
+
+FC_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+	ENTER(cuMemFreeAsync_ptsz);
+	return mem_free_async(dptr, hStream);
+}
+
+FC_API CUresult cuMemFreeHost(void *p)
+{
+	CUresult r;
+
+	ENTER(cuMemFreeHost);
+	if ((r = need_ctx()))
+		return r;
+	return host_free(p);
+}
+
+static CUresult prefetch(CUdeviceptr p, size_t n, CUdevice dev, CUstream s)
+{
+	CUresult r = stream_sync(s);
+
+	if (!r)
+		r = check_managed(p, n);
+	if (r)
+		return r;
+	return dev == 0 || dev == CU_DEVICE_CPU ? CUDA_SUCCESS :
+						  CUDA_ERROR_INVALID_DEVICE;
+}
+
+static CUresult prefetch_v2(CUdeviceptr p, size_t n, CUmemLocation loc,
+			    unsigned int flags, CUstream s)
+{
+	CUresult r = stream_sync(s);
+
+	if (!r)
+		r = check_managed(p, n);
+	if (!r && flags)
+		r = CUDA_ERROR_INVALID_VALUE;
+	return r ? r : check_location(loc);
+}
+
+FC_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count,
+				   CUdevice dstDevice, CUstream hStream)
+{
+	ENTER(cuMemPrefetchAsync);
+	return prefetch(devPtr, count, dstDevice, hStream);
+}
+
+FC_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count,
+					CUdevice dstDevice, CUstream hStream)
+{
+	ENTER(cuMemPrefetchAsync_ptsz);
+	return prefetch(devPtr, count, dstDevice, hStream);
+}
+
+FC_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count,
+				      CUmemLocation location,
+				      unsigned int flags, CUstream hStream)
+{
+	ENTER(cuMemPrefetchAsync_v2);
+	return prefetch_v2(devPtr, count, location, flags, hStream);
+}
+
+FC_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
+					   CUmemLocation location,
+					   unsigned int flags,
+					   CUstream hStream)
+{
+	ENTER(cuMemPrefetchAsync_v2_ptsz);
+	return prefetch_v2(devPtr, count, location, flags, hStream);
+}
+
+static CUresult advise_check(CUdeviceptr p, size_t n, CUmem_advise advice)
+{
+	CUresult r = need_ctx();
+
+	if (!r)
+		r = check_managed(p, n);
+	if (r)
+		return r;
+	return advice >= CU_MEM_ADVISE_SET_READ_MOSTLY &&
+	       advice <= CU_MEM_ADVISE_UNSET_ACCESSED_BY ?
+	       CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_API CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count,
+			    CUmem_advise advice, CUdevice device)
+{
+	CUresult r;
+
+	ENTER(cuMemAdvise);
+	if ((r = advise_check(devPtr, count, advice)))
+		return r;
+	return device == 0 || device == CU_DEVICE_CPU ?
+	       CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FC_API CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count,
+			       CUmem_advise advice, CUmemLocation location)
+{
+	CUresult r;
+
+	ENTER(cuMemAdvise_v2);
+	if ((r = advise_check(devPtr, count, advice)))
+		return r;
+	return check_location(location);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Copies                                                                   */
+/* ------------------------------------------------------------------------ */
+
+FC_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+	ENTER(cuMemcpy);
+	return copy_unified(dst, src, ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src,
+			      size_t ByteCount)
+{
+	ENTER(cuMemcpy_ptds);
+	return copy_unified(dst, src, ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
+			      size_t ByteCount, CUstream hStream)
+{
+	ENTER(cuMemcpyAsync);
+	return copy_unified(dst, src, ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
+				   size_t ByteCount, CUstream hStream)
+{
+	ENTER(cuMemcpyAsync_ptsz);
+	return copy_unified(dst, src, ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost,
+				size_t ByteCount)
+{
+	ENTER(cuMemcpyHtoD_v2);
+	return copy_htod(dstDevice, srcHost, ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice,
+				     const void *srcHost, size_t ByteCount)
+{
+	ENTER(cuMemcpyHtoD_v2_ptds);
+	return copy_htod(dstDevice, srcHost, ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice,
+				size_t ByteCount)
+{
+	ENTER(cuMemcpyDtoH_v2);
+	return copy_dtoh(dstHost, srcDevice, ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice,
+				     size_t ByteCount)
+{
+	ENTER(cuMemcpyDtoH_v2_ptds);
+	return copy_dtoh(dstHost, srcDevice, ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+				size_t ByteCount)
+{
+	ENTER(cuMemcpyDtoD_v2);
+	return copy_dtod(dstDevice, srcDevice, ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice,
+				     CUdeviceptr srcDevice, size_t ByteCount)
+{
+	ENTER(cuMemcpyDtoD_v2_ptds);
+	return copy_dtod(dstDevice, srcDevice, ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice,
+				     const void *srcHost, size_t ByteCount,
+				     CUstream hStream)
+{
+	ENTER(cuMemcpyHtoDAsync_v2);
+	return copy_htod(dstDevice, srcHost, ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
+					  const void *srcHost,
+					  size_t ByteCount, CUstream hStream)
+{
+	ENTER(cuMemcpyHtoDAsync_v2_ptsz);
+	return copy_htod(dstDevice, srcHost, ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice,
+				     size_t ByteCount, CUstream hStream)
+{
+	ENTER(cuMemcpyDtoHAsync_v2);
+	return copy_dtoh(dstHost, srcDevice, ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost,
+					  CUdeviceptr srcDevice,
+					  size_t ByteCount, CUstream hStream)
+{
+	ENTER(cuMemcpyDtoHAsync_v2_ptsz);
+	return copy_dtoh(dstHost, srcDevice, ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice,
+				     CUdeviceptr srcDevice, size_t ByteCount,
+				     CUstream hStream)
+{
+	ENTER(cuMemcpyDtoDAsync_v2);
+	return copy_dtod(dstDevice, srcDevice, ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
+					  CUdeviceptr srcDevice,
+					  size_t ByteCount, CUstream hStream)
+{
+	ENTER(cuMemcpyDtoDAsync_v2_ptsz);
+	return copy_dtod(dstDevice, srcDevice, ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
+			     CUdeviceptr srcDevice, CUcontext srcContext,
+			     size_t ByteCount)
+{
+	ENTER(cuMemcpyPeer);
+	return copy_peer(dstDevice, dstContext, srcDevice, srcContext,
+			 ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext,
+				  CUdeviceptr srcDevice, CUcontext srcContext,
+				  size_t ByteCount)
+{
+	ENTER(cuMemcpyPeer_ptds);
+	return copy_peer(dstDevice, dstContext, srcDevice, srcContext,
+			 ByteCount, NULL);
+}
+
+FC_API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
+				  CUdeviceptr srcDevice, CUcontext srcContext,
+				  size_t ByteCount, CUstream hStream)
+{
+	ENTER(cuMemcpyPeerAsync);
+	return copy_peer(dstDevice, dstContext, srcDevice, srcContext,
+			 ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice,
+				       CUcontext dstContext,
+				       CUdeviceptr srcDevice,
+				       CUcontext srcContext, size_t ByteCount,
+				       CUstream hStream)
+{
+	ENTER(cuMemcpyPeerAsync_ptsz);
+	return copy_peer(dstDevice, dstContext, srcDevice, srcContext,
+			 ByteCount, hStream);
+}
+
+FC_API CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
+{
+	ENTER(cuMemcpy2D_v2);
+	return copy_2d(pCopy, NULL);
+}
+
+FC_API CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{
+	ENTER(cuMemcpy2D_v2_ptds);
+	return copy_2d(pCopy, NULL);
+}
+
+FC_API CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
+{
+	ENTER(cuMemcpy2DUnaligned_v2);
+	return copy_2d(pCopy, NULL);
+}
+
+FC_API CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+{
+	ENTER(cuMemcpy2DUnaligned_v2_ptds);
+	return copy_2d(pCopy, NULL);
+}
+
+FC_API CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy,
+				   CUstream hStream)
+{
+	ENTER(cuMemcpy2DAsync_v2);
+	return copy_2d(pCopy, hStream);
+}
+
+FC_API CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy,
+					CUstream hStream)
+{
+	ENTER(cuMemcpy2DAsync_v2_ptsz);
+	return copy_2d(pCopy, hStream);
+}
+
+FC_API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
+{
+	ENTER(cuMemcpy3D_v2);
+	return copy_3d(pCopy, NULL);
+}
+
+FC_API CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
+{
+	ENTER(cuMemcpy3D_v2_ptds);
+	return copy_3d(pCopy, NULL);
+}
+
+FC_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy,
+				   CUstream hStream)
+{
+	ENTER(cuMemcpy3DAsync_v2);
+	return copy_3d(pCopy, hStream);
+}
+
+FC_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy,
+					CUstream hStream)
+{
+	ENTER(cuMemcpy3DAsync_v2_ptsz);
+	return copy_3d(pCopy, hStream);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memsets                                                                  */
+/* ------------------------------------------------------------------------ */
+
+FC_API CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc,
+			      size_t N)
+{
+	ENTER(cuMemsetD8_v2);
+	(void)uc;
+	return memset_1d(dstDevice, N, 1, NULL);
+}
+
+FC_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc,
+				   size_t N)
+{
+	ENTER(cuMemsetD8_v2_ptds);
+	(void)uc;
+	return memset_1d(dstDevice, N, 1, NULL);
+}
+
+FC_API CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us,
+			       size_t N)
+{
+	ENTER(cuMemsetD16_v2);
+	(void)us;
+	return memset_1d(dstDevice, N, 2, NULL);
+}
+
+FC_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us,
+				    size_t N)
+{
+	ENTER(cuMemsetD16_v2_ptds);
+	(void)us;
+	return memset_1d(dstDevice, N, 2, NULL);
+}
+
+FC_API CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui,
+			       size_t N)
+{
+	ENTER(cuMemsetD32_v2);
+	(void)ui;
+	return memset_1d(dstDevice, N, 4, NULL);
+}
+
+FC_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui,
+				    size_t N)
+{
+	ENTER(cuMemsetD32_v2_ptds);
+	(void)ui;
+	return memset_1d(dstDevice, N, 4, NULL);
+}
+
+FC_API CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc,
+				size_t N, CUstream hStream)
+{
+	ENTER(cuMemsetD8Async);
+	(void)uc;
+	return memset_1d(dstDevice, N, 1, hStream);
+}
+
+FC_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc,
+				     size_t N, CUstream hStream)
+{
+	ENTER(cuMemsetD8Async_ptsz);
+	(void)uc;
+	return memset_1d(dstDevice, N, 1, hStream);
+}
+
+FC_API CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us,
+				 size_t N, CUstream hStream)
+{
+	ENTER(cuMemsetD16Async);
+	(void)us;
+	return memset_1d(dstDevice, N, 2, hStream);
+}
+
+FC_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice,
+				      unsigned short us, size_t N,
+				      CUstream hStream)
+{
+	ENTER(cuMemsetD16Async_ptsz);
+	(void)us;
+	return memset_1d(dstDevice, N, 2, hStream);
+}
+
+FC_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui,
+				 size_t N, CUstream hStream)
+{
+	ENTER(cuMemsetD32Async);
+	(void)ui;
+	return memset_1d(dstDevice, N, 4, hStream);
+}
+
+FC_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui,
+				      size_t N, CUstream hStream)
+{
+	ENTER(cuMemsetD32Async_ptsz);
+	(void)ui;
+	return memset_1d(dstDevice, N, 4, hStream);
+}
+
+FC_API CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch,
+				unsigned char uc, size_t Width, size_t Height)
+{
+	ENTER(cuMemsetD2D8_v2);
+	(void)uc;
+	return memset_2d(dstDevice, dstPitch, 1, Width, Height, NULL);
+}
+
+FC_API CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
+				     unsigned char uc, size_t Width,
+				     size_t Height)
+{
+	ENTER(cuMemsetD2D8_v2_ptds);
+	(void)uc;
+	return memset_2d(dstDevice, dstPitch, 1, Width, Height, NULL);
+}
+
+FC_API CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch,
+				 unsigned short us, size_t Width,
+				 size_t Height)
+{
+	ENTER(cuMemsetD2D16_v2);
+	(void)us;
+	return memset_2d(dstDevice, dstPitch, 2, Width, Height, NULL);
+}
+
+FC_API CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
+				      unsigned short us, size_t Width,
+				      size_t Height)
+{
+	ENTER(cuMemsetD2D16_v2_ptds);
+	(void)us;
+	return memset_2d(dstDevice, dstPitch, 2, Width, Height, NULL);
+}
+
+FC_API CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch,
+				 unsigned int ui, size_t Width, size_t Height)
+{
+	ENTER(cuMemsetD2D32_v2);
+	(void)ui;
+	return memset_2d(dstDevice, dstPitch, 4, Width, Height, NULL);
+}
+
+FC_API CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
+				      unsigned int ui, size_t Width,
+				      size_t Height)
+{
+	ENTER(cuMemsetD2D32_v2_ptds);
+	(void)ui;
+	return memset_2d(dstDevice, dstPitch, 4, Width, Height, NULL);
+}
+
+FC_API CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch,
+				unsigned char uc, size_t Width,
+				size_t Height, CUstream hStream)
+{
+	ENTER(cuMemsetD2D8Async);
+	(void)uc;
+	return memset_2d(dstDevice, dstPitch, 1, Width, Height, hStream);
+}
+
+FC_API CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
+				unsigned char uc, size_t Width,
+				size_t Height, CUstream hStream)
+{
+	ENTER(cuMemsetD2D8Async_ptsz);
+	(void)uc;
+	return memset_2d(dstDevice, dstPitch, 1, Width, Height, hStream);
+}
+
+FC_API CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch,
+				unsigned short us, size_t Width,
+				size_t Height, CUstream hStream)
+{
+	ENTER(cuMemsetD2D16Async);
+	(void)us;
+	return memset_2d(dstDevice, dstPitch, 2, Width, Height, hStream);
+}
+
+FC_API CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
+				unsigned short us, size_t Width,
+				size_t Height, CUstream hStream)
+{
+	ENTER(cuMemsetD2D16Async_ptsz);
+	(void)us;
+	return memset_2d(dstDevice, dstPitch, 2, Width, Height, hStream);
+}
+
+FC_API CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch,
+				unsigned int ui, size_t Width,
+				size_t Height, CUstream hStream)
+{
+	ENTER(cuMemsetD2D32Async);
+	(void)ui;
+	return memset_2d(dstDevice, dstPitch, 4, Width, Height, hStream);
+}
+
+FC_API CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
+				unsigned int ui, size_t Width,
+				size_t Height, CUstream hStream)
+{
+	ENTER(cuMemsetD2D32Async_ptsz);
+	(void)ui;
+	return memset_2d(dstDevice, dstPitch, 4, Width, Height, hStream);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Driver entry point access                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Base name -> versioned symbol, as the real driver resolves them.  A name may
+ * have several rows; the row with the highest `version` not above the
+ * caller's cudaVersion wins.  `ptds` is what a caller asking for the
+ * per-thread default stream gets (the legacy symbol when it is NULL).
+ */
+struct proc_entry {
+	const char *name;
+	int version;
+	void *legacy;
+	void *ptds;
+};
+
+#define PROC(name, ver, fn)		{ name, ver, (void *)fn, NULL }
+#define PROC_PT(name, ver, fn, pt)	{ name, ver, (void *)fn, (void *)pt }
+
+static const struct proc_entry fc_procs[] = {
+	PROC("cuInit", 2000, cuInit),
+	PROC("cuDriverGetVersion", 2020, cuDriverGetVersion),
+	PROC("cuDeviceGet", 2000, cuDeviceGet),
+	PROC("cuDeviceGetCount", 2000, cuDeviceGetCount),
+	PROC("cuGetErrorName", 6000, cuGetErrorName),
+	PROC("cuGetErrorString", 6000, cuGetErrorString),
+	PROC("cuGetProcAddress", 11030, cuGetProcAddress),
+	PROC("cuGetProcAddress", 12000, cuGetProcAddress_v2),
+
+	PROC("cuDevicePrimaryCtxRetain", 7000, cuDevicePrimaryCtxRetain),
+	PROC("cuDevicePrimaryCtxRelease", 11000, cuDevicePrimaryCtxRelease_v2),
+	PROC("cuCtxCreate", 3020, cuCtxCreate_v2),
+	PROC("cuCtxCreate", 11040, cuCtxCreate_v3),
+	PROC("cuCtxCreate", 12050, cuCtxCreate_v4),
+	PROC("cuCtxDestroy", 4000, cuCtxDestroy_v2),
+	PROC("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
+	PROC("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
+	PROC("cuCtxSynchronize", 2000, cuCtxSynchronize),
+
+	PROC("cuModuleLoadData", 2000, cuModuleLoadData),
+	PROC("cuModuleLoadDataEx", 2010, cuModuleLoadDataEx),
+	PROC("cuModuleLoadFatBinary", 2000, cuModuleLoadFatBinary),
+	PROC("cuModuleUnload", 2000, cuModuleUnload),
+	PROC("cuModuleGetFunction", 2000, cuModuleGetFunction),
+	PROC("cuLibraryLoadData", 12000, cuLibraryLoadData),
+	PROC("cuLibraryUnload", 12000, cuLibraryUnload),
+	PROC("cuLibraryGetKernel", 12000, cuLibraryGetKernel),
+	PROC("cuKernelGetFunction", 12000, cuKernelGetFunction),
+
+	PROC("cuStreamCreate", 2000, cuStreamCreate),
+	PROC("cuStreamDestroy", 4000, cuStreamDestroy_v2),
+	PROC_PT("cuStreamSynchronize", 2000, cuStreamSynchronize,
+		cuStreamSynchronize_ptsz),
+	PROC_PT("cuStreamWaitEvent", 3020, cuStreamWaitEvent,
+		cuStreamWaitEvent_ptsz),
+	PROC("cuEventCreate", 2000, cuEventCreate),
+	PROC_PT("cuEventRecord", 2000, cuEventRecord, cuEventRecord_ptsz),
+	PROC("cuEventSynchronize", 2000, cuEventSynchronize),
+	PROC("cuEventElapsedTime", 2000, cuEventElapsedTime),
+	PROC("cuEventDestroy", 4000, cuEventDestroy_v2),
+
+	PROC_PT("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz),
+	PROC_PT("cuLaunchKernelEx", 11060, cuLaunchKernelEx,
+		cuLaunchKernelEx_ptsz),
+	PROC_PT("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel,
+		cuLaunchCooperativeKernel_ptsz),
+	PROC("cuGraphCreate", 10000, cuGraphCreate),
+	PROC("cuGraphInstantiateWithFlags", 11040,
+	     cuGraphInstantiateWithFlags),
+	PROC_PT("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz),
+	PROC("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
+	PROC("cuGraphDestroy", 10000, cuGraphDestroy),
+
+	PROC("cuMemAlloc", 3020, cuMemAlloc_v2),
+	PROC("cuMemAllocManaged", 6000, cuMemAllocManaged),
+	PROC_PT("cuMemAllocAsync", 11020, cuMemAllocAsync,
+		cuMemAllocAsync_ptsz),
+	PROC("cuMemAllocHost", 3020, cuMemAllocHost_v2),
+	PROC("cuMemHostAlloc", 2020, cuMemHostAlloc),
+	PROC("cuMemFree", 3020, cuMemFree_v2),
+	PROC_PT("cuMemFreeAsync", 11020, cuMemFreeAsync, cuMemFreeAsync_ptsz),
+	PROC("cuMemFreeHost", 2000, cuMemFreeHost),
+	PROC_PT("cuMemPrefetchAsync", 8000, cuMemPrefetchAsync,
+		cuMemPrefetchAsync_ptsz),
+	PROC_PT("cuMemPrefetchAsync", 12020, cuMemPrefetchAsync_v2,
+		cuMemPrefetchAsync_v2_ptsz),
+	PROC("cuMemAdvise", 8000, cuMemAdvise),
+	PROC("cuMemAdvise", 12020, cuMemAdvise_v2),
+
+	PROC_PT("cuMemcpy", 4000, cuMemcpy, cuMemcpy_ptds),
+	PROC_PT("cuMemcpyAsync", 4000, cuMemcpyAsync, cuMemcpyAsync_ptsz),
+	PROC_PT("cuMemcpyHtoD", 3020, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds),
+	PROC_PT("cuMemcpyDtoH", 3020, cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds),
+	PROC_PT("cuMemcpyDtoD", 3020, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds),
+	PROC_PT("cuMemcpyHtoDAsync", 3020, cuMemcpyHtoDAsync_v2,
+		cuMemcpyHtoDAsync_v2_ptsz),
+	PROC_PT("cuMemcpyDtoHAsync", 3020, cuMemcpyDtoHAsync_v2,
+		cuMemcpyDtoHAsync_v2_ptsz),
+	PROC_PT("cuMemcpyDtoDAsync", 3020, cuMemcpyDtoDAsync_v2,
+		cuMemcpyDtoDAsync_v2_ptsz),
+	PROC_PT("cuMemcpyPeer", 4000, cuMemcpyPeer, cuMemcpyPeer_ptds),
+	PROC_PT("cuMemcpyPeerAsync", 4000, cuMemcpyPeerAsync,
+		cuMemcpyPeerAsync_ptsz),
+	PROC_PT("cuMemcpy2D", 3020, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds),
+	PROC_PT("cuMemcpy2DUnaligned", 3020, cuMemcpy2DUnaligned_v2,
+		cuMemcpy2DUnaligned_v2_ptds),
+	PROC_PT("cuMemcpy2DAsync", 3020, cuMemcpy2DAsync_v2,
+		cuMemcpy2DAsync_v2_ptsz),
+	PROC_PT("cuMemcpy3D", 3020, cuMemcpy3D_v2, cuMemcpy3D_v2_ptds),
+	PROC_PT("cuMemcpy3DAsync", 3020, cuMemcpy3DAsync_v2,
+		cuMemcpy3DAsync_v2_ptsz),
+
+	PROC_PT("cuMemsetD8", 3020, cuMemsetD8_v2, cuMemsetD8_v2_ptds),
+	PROC_PT("cuMemsetD16", 3020, cuMemsetD16_v2, cuMemsetD16_v2_ptds),
+	PROC_PT("cuMemsetD32", 3020, cuMemsetD32_v2, cuMemsetD32_v2_ptds),
+	PROC_PT("cuMemsetD8Async", 3020, cuMemsetD8Async,
+		cuMemsetD8Async_ptsz),
+	PROC_PT("cuMemsetD16Async", 3020, cuMemsetD16Async,
+		cuMemsetD16Async_ptsz),
+	PROC_PT("cuMemsetD32Async", 3020, cuMemsetD32Async,
+		cuMemsetD32Async_ptsz),
+	PROC_PT("cuMemsetD2D8", 3020, cuMemsetD2D8_v2, cuMemsetD2D8_v2_ptds),
+	PROC_PT("cuMemsetD2D16", 3020, cuMemsetD2D16_v2,
+		cuMemsetD2D16_v2_ptds),
+	PROC_PT("cuMemsetD2D32", 3020, cuMemsetD2D32_v2,
+		cuMemsetD2D32_v2_ptds),
+	PROC_PT("cuMemsetD2D8Async", 3020, cuMemsetD2D8Async,
+		cuMemsetD2D8Async_ptsz),
+	PROC_PT("cuMemsetD2D16Async", 3020, cuMemsetD2D16Async,
+		cuMemsetD2D16Async_ptsz),
+	PROC_PT("cuMemsetD2D32Async", 3020, cuMemsetD2D32Async,
+		cuMemsetD2D32Async_ptsz),
+};
+
+/*
+ * Returns CUDA_ERROR_INVALID_VALUE for bad arguments, CUDA_ERROR_NOT_FOUND
+ * (with *status saying why) when nothing matches, CUDA_SUCCESS otherwise.
+ */
+static CUresult proc_lookup(const char *symbol, void **pfn, int cudaVersion,
+			    cuuint64_t flags, int *status)
+{
+	const struct proc_entry *best = NULL;
+	int named = 0;
+	size_t i;
+
+	if (!symbol || !pfn)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pfn = NULL;
+	if (flags & ~(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+		      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ||
+	    flags == (CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+		      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (cudaVersion > FAKE_DRIVER_VERSION)
+		return CUDA_ERROR_INVALID_VALUE;
+
+	for (i = 0; i < sizeof(fc_procs) / sizeof(fc_procs[0]); i++) {
+		const struct proc_entry *e = &fc_procs[i];
+
+		if (strcmp(e->name, symbol))
+			continue;
+		named = 1;
+		if (e->version <= cudaVersion &&
+		    (!best || e->version > best->version))
+			best = e;
+	}
+	if (!best) {
+		*status = named ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT :
+				  CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
+	    best->ptds)
+		*pfn = best->ptds;
+	else
+		*pfn = best->legacy;
+	*status = CU_GET_PROC_ADDRESS_SUCCESS;
+	return CUDA_SUCCESS;
+}
+
+/* CUDA 11.3 - 11.8 signature: a miss is CUDA_ERROR_NOT_FOUND. */
+FC_API CUresult cuGetProcAddress(const char *symbol, void **pfn,
+				 int cudaVersion, cuuint64_t flags)
+{
+	int status;
+
+	ENTER(cuGetProcAddress);
+	return proc_lookup(symbol, pfn, cudaVersion, flags, &status);
+}
+
+/*
+ * CUDA 12+ signature: as documented, a miss is CUDA_SUCCESS with *pfn = NULL
+ * and the reason in the optional *symbolStatus.
+ */
+FC_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
+				    int cudaVersion, cuuint64_t flags,
+				    CUdriverProcAddressQueryResult *status_out)
+{
+	int status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	CUresult r;
+
+	ENTER(cuGetProcAddress_v2);
+	r = proc_lookup(symbol, pfn, cudaVersion, flags, &status);
+	if (r == CUDA_ERROR_NOT_FOUND)
+		r = CUDA_SUCCESS;
+	if (status_out && r == CUDA_SUCCESS)
+		*status_out = status;
+	return r;
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* Give back what the tables hold so leak checkers see a clean exit. */
+__attribute__((destructor)) static void fc_unload(void)
+{
+	size_t i;
+
+	pthread_mutex_lock(&fc_mem_lock);
+	for (i = 0; i < fc_nhosts; i++)
+		free(fc_hosts[i].p);
+	free(fc_hosts);
+	fc_hosts = NULL;
+	fc_nhosts = fc_hosts_cap = 0;
+	free(fc_allocs);
+	fc_allocs = NULL;
+	fc_nallocs = fc_allocs_cap = fc_ndead = 0;
+	pthread_mutex_unlock(&fc_mem_lock);
+}

@@ -1,0 +1,1627 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * workload.c - a CUDA program with known, fixed behaviour, for probe tests.
+ *
+ * Why this exists: tests of the gpuebpf receiver start this program, let the
+ * collector attach its uprobes, and compare what the collector reports with
+ * what the program did.  Every scenario makes a fixed sequence of calls, so a
+ * test can assert exact numbers from the table below; the program also prints
+ * what it did as one JSON line on stdout, and (against fakecuda's libcuda)
+ * what the driver itself counted, so a test can cross-check both.
+ *
+ * It calls the driver directly (linked with -lcuda), through pointers from
+ * cuGetProcAddress_v2, and through the runtime (linked with -lcudart, which
+ * itself reaches the driver only through cuGetProcAddress_v2).
+ *
+ * Usage: workload SCENARIO [ARGS...]
+ *
+ * Environment:
+ *   FAKECUDA_WAIT_FILE=path       before anything else, wait (10 ms polls, at
+ *                                 most 30 s, else exit 3) until path exists
+ *   FAKECUDA_FORK_DELAY_MS=n      fork-child: pause before fork (default 100)
+ *   FAKECUDA_CHILD_WAIT_FILE=path fork-child: the child's FAKECUDA_WAIT_FILE
+ *                                 (by default the child does not wait)
+ *
+ * The program sets its timer slack to 1 ns, so that the fake driver's
+ * FAKECUDA_DELAY_US sleeps last about what they say.
+ *
+ * Exit status: 0 if every call returned what the scenario expects, 1 if not
+ * (each mismatch is described on stderr), 2 for a usage error, 3 if the wait
+ * file never appeared.
+ *
+ * Scenarios and the driver/runtime calls they make.  "setup" is cuInit,
+ * cuDevicePrimaryCtxRetain, cuCtxSetCurrent (1 each); "teardown" is
+ * cuDevicePrimaryCtxRelease_v2 (1).  All calls succeed unless marked.
+ *
+ * launch-storm [N=1000]
+ *   setup; cuStreamCreate 1; cuModuleLoadData 1;
+ *   cuModuleGetFunction("_Z6vecAddPfS_S_i") 1;
+ *   cuLaunchKernel N (grid 128x1x1, block 256x1x1, shared 1024 B, on the
+ *   created non-NULL stream); cuCtxSynchronize 1; cuStreamDestroy_v2 1;
+ *   cuModuleUnload 1; teardown.
+ *
+ * alloc-leak
+ *   setup;
+ *   cuMemAlloc_v2 10 x 1 MiB; cuMemFree_v2 of 7 of them (3 MiB leaked);
+ *   cuMemAllocManaged 1 x 4 MiB (CU_MEM_ATTACH_GLOBAL);
+ *   cuMemPrefetchAsync 1 (whole managed buffer -> device 0, NULL stream);
+ *   cuMemAdvise 1 (SET_READ_MOSTLY, device 0); cuMemFree_v2 1 (managed);
+ *   cuMemAllocHost_v2 1 x 64 KiB; cuMemFreeHost 1;
+ *   cuMemAllocAsync 1 x 2 MiB; cuMemFreeAsync 1 (both NULL stream);
+ *   teardown.
+ *   Totals: cuMemFree_v2 8; device alloc 10485760 B, freed 7340032 B,
+ *   leaked 3145728 B; managed 4194304 B; host 65536 B; async 2097152 B.
+ *
+ * copies
+ *   setup; cuMemAlloc_v2 2 x 64 KiB; cuStreamCreate 1;
+ *   cuMemcpyHtoD_v2        3 x 4096  B
+ *   cuMemcpyDtoH_v2        2 x 8192  B
+ *   cuMemcpyDtoD_v2        1 x 65536 B
+ *   cuMemcpyHtoDAsync_v2   1 x 1000  B (stream)
+ *   cuMemcpyDtoHAsync_v2   1 x 2000  B (stream)
+ *   cuMemcpyPeer           1 x 512   B (device to device, same context)
+ *   cuMemcpy2D_v2          1: host -> device, WidthInBytes 256 x Height 4
+ *                          = 1024 B (src pitch 256, dst pitch 512)
+ *   cuMemcpy3D_v2          1: device -> host, 64 x 4 x 2 = 512 B
+ *   cuMemsetD8_v2          1 x 4096 elements = 4096 B
+ *   cuMemsetD32_v2         1 x 1024 elements = 4096 B
+ *   cuStreamSynchronize 1; cuStreamDestroy_v2 1; cuMemFree_v2 2; teardown.
+ *   Bytes: htod 14312 (3*4096 + 1000 + 1024), dtoh 18896 (2*8192 + 2000
+ *   + 512), dtod 65536, peer 512, memset 8192.  Host buffers are plain
+ *   malloc() memory.
+ *
+ * errors
+ *   setup; cuModuleLoadData 1;
+ *   cuMemAlloc_v2(0 bytes)                -> CUDA_ERROR_INVALID_VALUE   (1)
+ *   cuMemFree_v2(0xdeadbeef000)           -> CUDA_ERROR_INVALID_VALUE   (1)
+ *   cuModuleGetFunction("missing_kernel") -> CUDA_ERROR_NOT_FOUND       (500)
+ *   cuCtxDestroy_v2(NULL)                 -> CUDA_ERROR_INVALID_CONTEXT (201)
+ *   cuLaunchKernel(NULL function)         -> CUDA_ERROR_INVALID_HANDLE  (400)
+ *   cuModuleUnload 1; teardown.  5 failed calls in all.
+ *
+ * threads [T=4] [N=1000]
+ *   main thread: setup; cuModuleLoadData 1; cuModuleGetFunction 1;
+ *   each of T threads: cuCtxSetCurrent 1, cuStreamCreate 1, cuLaunchKernel N
+ *   (as in launch-storm, on its own stream), cuStreamSynchronize 1,
+ *   cuStreamDestroy_v2 1;
+ *   main thread: cuCtxSynchronize 1; cuModuleUnload 1; teardown.
+ *   Totals: cuLaunchKernel T*N, cuCtxSetCurrent 1+T.  The JSON lists the
+ *   threads' kernel thread ids ("tids").
+ *
+ * fork-child [N=100]
+ *   parent: setup; sleep FAKECUDA_FORK_DELAY_MS; fork, and the child execs
+ *   /proc/self/exe (the path it links to) with "launch-storm N": a new
+ *   process with its own counts, as in launch-storm.  The parent waits for
+ *   it, then cuCtxSynchronize 1; teardown.  The child's JSON line is
+ *   embedded in the parent's as "child".
+ *
+ * runtime [N=100]
+ *   __cudaRegisterFatBinary 1; __cudaRegisterFunction 1 (host stub
+ *   _Z11saxpyKernelfPKfPf, the ELF symbol of a function in this program);
+ *   __cudaRegisterFatBinaryEnd 1; N calls of the stub, each calling
+ *   cudaLaunchKernel (grid 64x1x1, block 128x1x1, no shared memory, NULL
+ *   stream); cudaDeviceSynchronize 1; __cudaUnregisterFatBinary 1.
+ *   The driver sees (see libcudart.c): cuModuleLoadData 1,
+ *   cuModuleGetFunction 1, cuLaunchKernel N, cuCtxSynchronize 1,
+ *   cuModuleUnload 1, plus, if the runtime was not used before in this
+ *   process, 18 cuGetProcAddress_v2, cuDriverGetVersion, cuInit,
+ *   cuDevicePrimaryCtxRetain and cuCtxSetCurrent (1 each).
+ *
+ * runtime-errors
+ *   cudaLaunchKernel(unregistered stub)  -> cudaErrorInvalidDeviceFunction
+ *                                           (98), no driver call
+ *   cudaFree(0xdeadbeef000)              -> cudaErrorInvalidValue (1), via
+ *                                           cuMemFree_v2 -> INVALID_VALUE
+ *   cudaMalloc(0 bytes)                  -> cudaSuccess, NULL, no driver call
+ *   cudaGetErrorName(98) 1.
+ *   Plus the runtime's one-time initialization as in "runtime".
+ *
+ * procaddr [N=100]
+ *   setup; cuModuleLoadData 1; cuModuleGetFunction 1;
+ *   cuGetProcAddress_v2 3 ("cuLaunchKernel", "cuMemAlloc", "cuMemFree" at
+ *   CUDA 12.8, default flags -> cuLaunchKernel, cuMemAlloc_v2, cuMemFree_v2);
+ *   through those pointers: cuLaunchKernel N (as in launch-storm but on the
+ *   NULL stream), cuMemAlloc_v2 N x 4096 B, cuMemFree_v2 N;
+ *   cuCtxSynchronize 1; cuModuleUnload 1; teardown.
+ *
+ * procaddr-table
+ *   cuGetProcAddress_v2 22, cuGetProcAddress 1, checking that base names
+ *   resolve to the versioned symbol the real driver returns (the table is
+ *   procaddr_cases below).  Of the 22, 17 resolve, 3 are misses reported
+ *   as CUDA_SUCCESS with a NULL pointer and the reason in symbolStatus, and
+ *   2 fail with CUDA_ERROR_INVALID_VALUE (a version newer than the driver's
+ *   13000; an unknown flag).  The cuGetProcAddress call is a miss, which the
+ *   CUDA 11 signature reports as CUDA_ERROR_NOT_FOUND.
+ *
+ * every-api
+ *   Calls every exported driver and runtime function, all succeeding.
+ *   Direct calls: each once, except cuCtxDestroy_v2 3, cuModuleUnload 3,
+ *   cuMemFree_v2 3, cuMemAlloc_v2 2, cuEventCreate 2, cuEventDestroy_v2 2,
+ *   cuMemFreeHost 2.  The runtime part adds, at the driver, 1 each of
+ *   cuModuleLoadData, cuModuleGetFunction, cuModuleUnload, cuLaunchKernel,
+ *   cuLaunchKernel_ptsz, cuGraphLaunch, cuGraphLaunch_ptsz, cuMemAlloc_v2,
+ *   cuMemcpyHtoD_v2, cuMemFree_v2, cuCtxSynchronize, plus the runtime's
+ *   one-time initialization.  Fails if the driver's counters show an entry
+ *   point it never reached.
+ *
+ * all
+ *   launch-storm 100, alloc-leak, copies, errors, runtime 10, procaddr 10 in
+ *   sequence, in one process; the JSON has the sums and each part in
+ *   "parts".  For example cuLaunchKernel: 111 calls by the program (100 +
+ *   1 failing + 10 through a pointer) and 121 at the driver (+10 from the
+ *   runtime); cuMemAlloc_v2: 23 (10 + 2 + 1 failing + 10).
+ *
+ * JSON keys: scenario, args, pid, ok, unexpected, wall_ms, calls (what this
+ * program called, by ELF symbol; calls through cuGetProcAddress pointers
+ * count as the symbol they resolve to), errors (failed calls by API and
+ * code), launches (kernel and graph launches made, not counting those meant
+ * to fail), bytes (htod, dtoh, dtod, peer, memset), memory (allocated and
+ * freed bytes by kind), leaked_bytes, driver_calls (what fakecuda's libcuda
+ * counted during the scenario, including the runtime's own calls; absent
+ * with another libcuda, empty with FAKECUDA_COUNT=0), and per scenario
+ * tids, child or parts.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api_list.h"
+#include "cuda_api.h"
+
+/* ------------------------------------------------------------------------ */
+/* Bookkeeping: what this program did                                       */
+/* ------------------------------------------------------------------------ */
+
+enum w_api {
+#define W_ID(name) W_##name,
+	FAKECUDA_DRIVER_APIS(W_ID)
+	FAKECUDA_RUNTIME_APIS(W_ID)
+#undef W_ID
+	W_NUM
+};
+
+#define W_FIRST_RUNTIME W_cudaLaunchKernel	/* driver APIs come first */
+
+static const char *const w_names[W_NUM] = {
+#define W_NAME(name) #name,
+	FAKECUDA_DRIVER_APIS(W_NAME)
+	FAKECUDA_RUNTIME_APIS(W_NAME)
+#undef W_NAME
+};
+
+enum { B_HTOD, B_DTOH, B_DTOD, B_PEER, B_MEMSET, B_NUM };
+static const char *const b_names[B_NUM] = {
+	"htod", "dtoh", "dtod", "peer", "memset",
+};
+
+enum {
+	M_DEVICE_ALLOC, M_DEVICE_FREE, M_MANAGED_ALLOC, M_MANAGED_FREE,
+	M_ASYNC_ALLOC, M_ASYNC_FREE, M_HOST_ALLOC, M_HOST_FREE, M_NUM
+};
+static const char *const m_names[M_NUM] = {
+	"device_alloc", "device_free", "managed_alloc", "managed_free",
+	"async_alloc", "async_free", "host_alloc", "host_free",
+};
+
+#define MAX_ERRS 32
+
+struct err_count {
+	int api;
+	int code;
+	unsigned long long n;
+};
+
+/* One scenario run.  Counters are updated atomically (threads scenario). */
+struct run {
+	const char *scenario;
+	unsigned long args[2];
+	int nargs;
+	unsigned long long calls[W_NUM];
+	struct err_count errs[MAX_ERRS];
+	int nerrs;
+	unsigned long long unexpected;
+	unsigned long long launches;
+	unsigned long long bytes[B_NUM];
+	unsigned long long mem[M_NUM];
+	unsigned long long drv_before[W_FIRST_RUNTIME];
+	unsigned long long drv_delta[W_FIRST_RUNTIME];
+	int have_drv;
+	double wall_ms;
+	char *extra;		/* more JSON members, each starting with ',' */
+};
+
+static pthread_mutex_t w_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *driver_error_name(int code)
+{
+	switch (code) {
+	case CUDA_SUCCESS: return "CUDA_SUCCESS";
+	case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+	case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+	case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+	case CUDA_ERROR_DEINITIALIZED: return "CUDA_ERROR_DEINITIALIZED";
+	case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+	case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
+	case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+	case CUDA_ERROR_INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
+	case CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
+	case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+	case CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY";
+	case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
+	default: return "CUDA_ERROR_UNKNOWN";
+	}
+}
+
+static const char *runtime_error_name(int code)
+{
+	switch (code) {
+	case cudaSuccess: return "cudaSuccess";
+	case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+	case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+	case cudaErrorInvalidConfiguration:
+		return "cudaErrorInvalidConfiguration";
+	case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+	case cudaErrorInvalidDeviceFunction:
+		return "cudaErrorInvalidDeviceFunction";
+	case cudaErrorInvalidResourceHandle:
+		return "cudaErrorInvalidResourceHandle";
+	default: return "cudaErrorUnknown";
+	}
+}
+
+static const char *error_name(int api, int code)
+{
+	return api >= W_FIRST_RUNTIME ? runtime_error_name(code) :
+					driver_error_name(code);
+}
+
+static void count_call(struct run *r, int api)
+{
+	__atomic_fetch_add(&r->calls[api], 1, __ATOMIC_RELAXED);
+}
+
+/* Counts the call, records a failure, and says whether it was expected. */
+static int check(struct run *r, int api, int expect, int got, int line)
+{
+	int i;
+
+	count_call(r, api);
+	if (got != 0) {
+		pthread_mutex_lock(&w_lock);
+		for (i = 0; i < r->nerrs; i++)
+			if (r->errs[i].api == api && r->errs[i].code == got)
+				break;
+		if (i == r->nerrs && r->nerrs < MAX_ERRS)
+			r->errs[r->nerrs++] = (struct err_count){ api, got, 0 };
+		if (i < MAX_ERRS)
+			r->errs[i].n++;
+		pthread_mutex_unlock(&w_lock);
+	}
+	if (got == expect)
+		return 1;
+	__atomic_fetch_add(&r->unexpected, 1, __ATOMIC_RELAXED);
+	fprintf(stderr,
+		"workload.c:%d: %s returned %d (%s), expected %d (%s)\n",
+		line, w_names[api], got, error_name(api, got), expect,
+		error_name(api, expect));
+	return 0;
+}
+
+/* A failed self-check that is not an API result. */
+static void fail(struct run *r, int line, const char *what)
+{
+	__atomic_fetch_add(&r->unexpected, 1, __ATOMIC_RELAXED);
+	fprintf(stderr, "workload.c:%d: %s\n", line, what);
+}
+
+/* Call fn(...), count it as fn, expect `expect`.  True if it matched. */
+#define CU(r, expect, fn, ...) \
+	check((r), W_##fn, (expect), fn(__VA_ARGS__), __LINE__)
+/* The same through a function pointer, counted as the driver symbol `as`. */
+#define CU_PTR(r, expect, as, ptr, ...) \
+	check((r), W_##as, (expect), (ptr)(__VA_ARGS__), __LINE__)
+#define COUNT(r, fn)		count_call((r), W_##fn)
+#define EXPECT(r, cond)		((cond) ? 1 : (fail((r), __LINE__, #cond), 0))
+
+static void add(unsigned long long *slot, unsigned long long n)
+{
+	__atomic_fetch_add(slot, n, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The driver's own counters (fakecuda's libcuda only)                      */
+/* ------------------------------------------------------------------------ */
+
+static const unsigned long long *drv_counts;
+static const char *const *drv_names;
+static int drv_n;
+
+static void drv_counts_open(void)
+{
+	fakecuda_call_counts_fn fn;
+
+	fn = (fakecuda_call_counts_fn)dlsym(RTLD_DEFAULT,
+					    "fakecuda_call_counts");
+	if (fn)
+		drv_n = fn(&drv_names, &drv_counts);
+	if (drv_n != W_FIRST_RUNTIME)	/* another build: do not guess */
+		drv_n = 0;
+}
+
+static void drv_snapshot(unsigned long long *out)
+{
+	int i;
+
+	for (i = 0; i < drv_n; i++)
+		out[i] = __atomic_load_n(&drv_counts[i], __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shared pieces of the scenarios                                           */
+/* ------------------------------------------------------------------------ */
+
+/* vecAdd(float *, float *, float *, int) */
+#define KERNEL_NAME	"_Z6vecAddPfS_S_i"
+#define MiB		(1024ULL * 1024)
+
+static const char vecadd_ptx[] =
+	"//\n// fakecuda workload: one kernel, no body worth running\n//\n"
+	".version 8.0\n"
+	".target sm_90\n"
+	".address_size 64\n"
+	"\n"
+	".visible .entry " KERNEL_NAME "(\n"
+	"\t.param .u64 a,\n\t.param .u64 b,\n\t.param .u64 c,\n"
+	"\t.param .u32 n\n"
+	")\n{\n\tret;\n}\n";
+
+/* A fat binary: header only (magic, version 1, header size 16, no parts). */
+static const unsigned long long saxpy_fatbin[2] = {
+	0x00100001ba55ed50ULL, 0,
+};
+
+/* What nvcc emits as __fatDeviceText and passes to __cudaRegisterFatBinary. */
+static struct fatbin_wrapper saxpy_wrapper = {
+	.magic = FATBINC_MAGIC,
+	.version = 1,
+	.data = saxpy_fatbin,
+};
+
+static char saxpy_device_name[] = "_Z11saxpyKernelfPKfPf";
+
+/* Kernel arguments: placeholders, the fake driver does not read them. */
+struct vecadd_args {
+	CUdeviceptr a, b, c;
+	int n;
+	void *params[4];
+};
+
+static void vecadd_args_init(struct vecadd_args *k)
+{
+	k->a = k->b = k->c = 0;
+	k->n = 1 << 20;
+	k->params[0] = &k->a;
+	k->params[1] = &k->b;
+	k->params[2] = &k->c;
+	k->params[3] = &k->n;
+}
+
+static CUcontext setup(struct run *r)
+{
+	CUcontext ctx = NULL;
+
+	CU(r, CUDA_SUCCESS, cuInit, 0);
+	CU(r, CUDA_SUCCESS, cuDevicePrimaryCtxRetain, &ctx, 0);
+	CU(r, CUDA_SUCCESS, cuCtxSetCurrent, ctx);
+	return ctx;
+}
+
+static void teardown(struct run *r)
+{
+	CU(r, CUDA_SUCCESS, cuDevicePrimaryCtxRelease_v2, 0);
+}
+
+static CUmodule load_vecadd(struct run *r, CUfunction *f)
+{
+	CUmodule mod = NULL;
+
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &mod, vecadd_ptx);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, f, mod, KERNEL_NAME);
+	return mod;
+}
+
+static void storm(struct run *r, CUfunction f, CUstream s, unsigned long n)
+{
+	struct vecadd_args k;
+	unsigned long i;
+
+	vecadd_args_init(&k);
+	for (i = 0; i < n; i++)
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, f, 128, 1, 1, 256, 1, 1,
+		   1024, s, k.params, NULL);
+	add(&r->launches, n);
+}
+
+static void extra_appendf(struct run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void extra_appendf(struct run *r, const char *fmt, ...)
+{
+	size_t old = r->extra ? strlen(r->extra) : 0;
+	va_list ap;
+	char *more;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&more, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	r->extra = realloc(r->extra, old + n + 1);
+	if (r->extra)
+		memcpy(r->extra + old, more, n + 1);
+	free(more);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scenarios                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void sc_launch_storm(struct run *r)
+{
+	CUstream s = NULL;
+	CUfunction f = NULL;
+	CUmodule mod;
+
+	setup(r);
+	CU(r, CUDA_SUCCESS, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+	mod = load_vecadd(r, &f);
+	storm(r, f, s, r->args[0]);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuStreamDestroy_v2, s);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, mod);
+	teardown(r);
+}
+
+static void sc_alloc_leak(struct run *r)
+{
+	CUdeviceptr d[10] = { 0 }, managed = 0, async = 0;
+	void *host = NULL;
+	int i;
+
+	setup(r);
+	for (i = 0; i < 10; i++)
+		if (CU(r, CUDA_SUCCESS, cuMemAlloc_v2, &d[i], 1 * MiB))
+			add(&r->mem[M_DEVICE_ALLOC], 1 * MiB);
+	for (i = 0; i < 7; i++)		/* d[7..9] leak */
+		if (CU(r, CUDA_SUCCESS, cuMemFree_v2, d[i]))
+			add(&r->mem[M_DEVICE_FREE], 1 * MiB);
+
+	if (CU(r, CUDA_SUCCESS, cuMemAllocManaged, &managed, 4 * MiB,
+	       CU_MEM_ATTACH_GLOBAL))
+		add(&r->mem[M_MANAGED_ALLOC], 4 * MiB);
+	CU(r, CUDA_SUCCESS, cuMemPrefetchAsync, managed, 4 * MiB, 0, NULL);
+	CU(r, CUDA_SUCCESS, cuMemAdvise, managed, 4 * MiB,
+	   CU_MEM_ADVISE_SET_READ_MOSTLY, 0);
+	if (CU(r, CUDA_SUCCESS, cuMemFree_v2, managed))
+		add(&r->mem[M_MANAGED_FREE], 4 * MiB);
+
+	if (CU(r, CUDA_SUCCESS, cuMemAllocHost_v2, &host, 64 * 1024))
+		add(&r->mem[M_HOST_ALLOC], 64 * 1024);
+	if (CU(r, CUDA_SUCCESS, cuMemFreeHost, host))
+		add(&r->mem[M_HOST_FREE], 64 * 1024);
+
+	if (CU(r, CUDA_SUCCESS, cuMemAllocAsync, &async, 2 * MiB, NULL))
+		add(&r->mem[M_ASYNC_ALLOC], 2 * MiB);
+	if (CU(r, CUDA_SUCCESS, cuMemFreeAsync, async, NULL))
+		add(&r->mem[M_ASYNC_FREE], 2 * MiB);
+	teardown(r);
+}
+
+static void sc_copies(struct run *r)
+{
+	CUdeviceptr d1 = 0, d2 = 0;
+	CUDA_MEMCPY2D c2;
+	CUDA_MEMCPY3D c3;
+	CUstream s = NULL;
+	CUcontext ctx;
+	char *h;
+	int i;
+
+	h = calloc(1, 64 * 1024);
+	if (!EXPECT(r, h != NULL))
+		return;
+	ctx = setup(r);
+	for (i = 0; i < 2; i++)
+		if (CU(r, CUDA_SUCCESS, cuMemAlloc_v2, i ? &d2 : &d1, 65536))
+			add(&r->mem[M_DEVICE_ALLOC], 65536);
+	CU(r, CUDA_SUCCESS, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+
+	for (i = 0; i < 3; i++)
+		if (CU(r, CUDA_SUCCESS, cuMemcpyHtoD_v2, d1 + i * 4096, h,
+		       4096))
+			add(&r->bytes[B_HTOD], 4096);
+	for (i = 0; i < 2; i++)
+		if (CU(r, CUDA_SUCCESS, cuMemcpyDtoH_v2, h, d1 + i * 8192,
+		       8192))
+			add(&r->bytes[B_DTOH], 8192);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoD_v2, d2, d1, 65536))
+		add(&r->bytes[B_DTOD], 65536);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyHtoDAsync_v2, d1, h, 1000, s))
+		add(&r->bytes[B_HTOD], 1000);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoHAsync_v2, h, d2, 2000, s))
+		add(&r->bytes[B_DTOH], 2000);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyPeer, d2, ctx, d1, ctx, 512))
+		add(&r->bytes[B_PEER], 512);
+
+	/* 256 x 4 rows from a packed host buffer into a pitched device one. */
+	memset(&c2, 0, sizeof(c2));
+	c2.srcMemoryType = CU_MEMORYTYPE_HOST;
+	c2.srcHost = h;
+	c2.srcPitch = 256;
+	c2.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	c2.dstDevice = d1;
+	c2.dstPitch = 512;
+	c2.WidthInBytes = 256;
+	c2.Height = 4;
+	if (CU(r, CUDA_SUCCESS, cuMemcpy2D_v2, &c2))
+		add(&r->bytes[B_HTOD], 256 * 4);
+
+	/* A 64 x 4 x 2 box from device to host. */
+	memset(&c3, 0, sizeof(c3));
+	c3.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	c3.srcDevice = d2;
+	c3.srcPitch = 64;
+	c3.srcHeight = 4;
+	c3.dstMemoryType = CU_MEMORYTYPE_HOST;
+	c3.dstHost = h;
+	c3.dstPitch = 64;
+	c3.dstHeight = 4;
+	c3.WidthInBytes = 64;
+	c3.Height = 4;
+	c3.Depth = 2;
+	if (CU(r, CUDA_SUCCESS, cuMemcpy3D_v2, &c3))
+		add(&r->bytes[B_DTOH], 64 * 4 * 2);
+
+	if (CU(r, CUDA_SUCCESS, cuMemsetD8_v2, d1, 0xab, 4096))
+		add(&r->bytes[B_MEMSET], 4096);
+	if (CU(r, CUDA_SUCCESS, cuMemsetD32_v2, d2, 0xdeadbeef, 1024))
+		add(&r->bytes[B_MEMSET], 1024 * 4);
+
+	CU(r, CUDA_SUCCESS, cuStreamSynchronize, s);
+	CU(r, CUDA_SUCCESS, cuStreamDestroy_v2, s);
+	if (CU(r, CUDA_SUCCESS, cuMemFree_v2, d1))
+		add(&r->mem[M_DEVICE_FREE], 65536);
+	if (CU(r, CUDA_SUCCESS, cuMemFree_v2, d2))
+		add(&r->mem[M_DEVICE_FREE], 65536);
+	teardown(r);
+	free(h);
+}
+
+static void sc_errors(struct run *r)
+{
+	CUcontext none = NULL;
+	CUdeviceptr p = 0;
+	CUfunction f = NULL;
+	CUmodule mod = NULL;
+
+	setup(r);
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &mod, vecadd_ptx);
+	CU(r, CUDA_ERROR_INVALID_VALUE, cuMemAlloc_v2, &p, 0);
+	CU(r, CUDA_ERROR_INVALID_VALUE, cuMemFree_v2, 0xdeadbeef000ULL);
+	CU(r, CUDA_ERROR_NOT_FOUND, cuModuleGetFunction, &f, mod,
+	   "missing_kernel");
+	CU(r, CUDA_ERROR_INVALID_CONTEXT, cuCtxDestroy_v2, none);
+	CU(r, CUDA_ERROR_INVALID_HANDLE, cuLaunchKernel, NULL, 1, 1, 1, 1, 1,
+	   1, 0, NULL, NULL, NULL);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, mod);
+	teardown(r);
+}
+
+struct thread_arg {
+	struct run *r;
+	CUcontext ctx;
+	CUfunction f;
+	unsigned long n;
+	pid_t tid;
+	pthread_t thread;
+};
+
+static void *launcher(void *p)
+{
+	struct thread_arg *t = p;
+	CUstream s = NULL;
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	CU(t->r, CUDA_SUCCESS, cuCtxSetCurrent, t->ctx);
+	CU(t->r, CUDA_SUCCESS, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+	storm(t->r, t->f, s, t->n);
+	CU(t->r, CUDA_SUCCESS, cuStreamSynchronize, s);
+	CU(t->r, CUDA_SUCCESS, cuStreamDestroy_v2, s);
+	return NULL;
+}
+
+static void sc_threads(struct run *r)
+{
+	unsigned long i, nthreads = r->args[0];
+	struct thread_arg *t;
+	CUfunction f = NULL;
+	CUcontext ctx;
+	CUmodule mod;
+
+	t = calloc(nthreads ? nthreads : 1, sizeof(*t));
+	if (!EXPECT(r, t != NULL))
+		return;
+	ctx = setup(r);
+	mod = load_vecadd(r, &f);
+	for (i = 0; i < nthreads; i++) {
+		t[i] = (struct thread_arg){ r, ctx, f, r->args[1], 0, 0 };
+		if (pthread_create(&t[i].thread, NULL, launcher, &t[i])) {
+			fail(r, __LINE__, "pthread_create failed");
+			nthreads = i;
+		}
+	}
+	extra_appendf(r, ",\"tids\":[");
+	for (i = 0; i < nthreads; i++) {
+		pthread_join(t[i].thread, NULL);
+		extra_appendf(r, "%s%d", i ? "," : "", (int)t[i].tid);
+	}
+	extra_appendf(r, "]");
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, mod);
+	teardown(r);
+	free(t);
+}
+
+/* Reads fd to EOF; the result is NUL-terminated, without trailing newline. */
+static char *read_all(int fd)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	while (buf) {
+		if (len + 1 == cap) {
+			char *more = realloc(buf, cap *= 2);
+
+			if (!more) {
+				free(buf);
+				return NULL;
+			}
+			buf = more;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	if (!buf)
+		return NULL;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		len--;
+	buf[len] = '\0';
+	return buf;
+}
+
+static void sc_fork_child(struct run *r)
+{
+	const char *delay = getenv("FAKECUDA_FORK_DELAY_MS");
+	long ms = delay ? atol(delay) : 100;
+	char nbuf[32], self[4096], *child_json;
+	ssize_t n;
+	int fds[2], status = 0;
+	struct timespec ts;
+	pid_t pid;
+
+	setup(r);
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+
+	snprintf(nbuf, sizeof(nbuf), "%lu", r->args[0]);
+	fflush(NULL);
+	if (pipe(fds)) {
+		fail(r, __LINE__, "pipe failed");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		const char *w = getenv("FAKECUDA_CHILD_WAIT_FILE");
+
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		if (w)
+			setenv("FAKECUDA_WAIT_FILE", w, 1);
+		else
+			unsetenv("FAKECUDA_WAIT_FILE");
+		/* Where /proc/self/exe points (valgrind emulates this). */
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		self[n > 0 ? n : 0] = '\0';
+		execl(n > 0 ? self : "/proc/self/exe", "workload",
+		      "launch-storm", nbuf, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		fail(r, __LINE__, "fork failed");
+		teardown(r);
+		return;
+	}
+	child_json = read_all(fds[0]);
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	EXPECT(r, WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	extra_appendf(r,
+		      ",\"child\":{\"pid\":%d,\"exit_status\":%d,"
+		      "\"result\":%s}", (int)pid,
+		      WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+		      child_json && child_json[0] == '{' ? child_json : "null");
+	free(child_json);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	teardown(r);
+}
+
+/*
+ * The host stub nvcc would generate for
+ *     __global__ void saxpyKernel(float a, const float *x, float *y);
+ * Its ELF symbol is the kernel's mangled name, so a tracer that symbolizes
+ * cudaLaunchKernel's first argument finds "_Z11saxpyKernelfPKfPf".  Like a
+ * real stub it takes the launch configuration from a side channel (nvcc uses
+ * __cudaPopCallConfiguration) and calls cudaLaunchKernel itself.
+ */
+void saxpy_stub(float a, const float *x, float *y)
+	__asm__("_Z11saxpyKernelfPKfPf");
+
+static struct run *stub_run;
+static dim3 stub_grid, stub_block;
+static int stub_ptsz;
+
+__attribute__((noinline)) void saxpy_stub(float a, const float *x, float *y)
+{
+	void *args[] = { &a, &x, &y };
+
+	if (stub_ptsz)
+		CU(stub_run, cudaSuccess, cudaLaunchKernel_ptsz,
+		   (const void *)saxpy_stub, stub_grid, stub_block, args, 0,
+		   NULL);
+	else
+		CU(stub_run, cudaSuccess, cudaLaunchKernel,
+		   (const void *)saxpy_stub, stub_grid, stub_block, args, 0,
+		   NULL);
+}
+
+/* A host function that was never registered as a kernel stub. */
+__attribute__((noinline)) static void unregistered_stub(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+static void **register_saxpy(struct run *r)
+{
+	void **handle;
+
+	handle = __cudaRegisterFatBinary(&saxpy_wrapper);
+	COUNT(r, __cudaRegisterFatBinary);
+	if (!EXPECT(r, handle != NULL))
+		return NULL;
+	__cudaRegisterFunction(handle, (const char *)saxpy_stub,
+			       saxpy_device_name, saxpy_device_name, -1, NULL,
+			       NULL, NULL, NULL, NULL);
+	COUNT(r, __cudaRegisterFunction);
+	__cudaRegisterFatBinaryEnd(handle);
+	COUNT(r, __cudaRegisterFatBinaryEnd);
+	return handle;
+}
+
+static void unregister_saxpy(struct run *r, void **handle)
+{
+	if (!handle)
+		return;
+	__cudaUnregisterFatBinary(handle);
+	COUNT(r, __cudaUnregisterFatBinary);
+}
+
+static void sc_runtime(struct run *r)
+{
+	unsigned long i;
+	void **handle;
+
+	handle = register_saxpy(r);
+	if (!handle)
+		return;
+	stub_run = r;
+	stub_grid = (dim3){ 64, 1, 1 };
+	stub_block = (dim3){ 128, 1, 1 };
+	stub_ptsz = 0;
+	for (i = 0; i < r->args[0]; i++)
+		saxpy_stub(2.0f, NULL, NULL);
+	add(&r->launches, r->args[0]);
+	CU(r, cudaSuccess, cudaDeviceSynchronize);
+	unregister_saxpy(r, handle);
+}
+
+static void sc_runtime_errors(struct run *r)
+{
+	dim3 grid = { 1, 1, 1 }, block = { 32, 1, 1 };
+	void *p = &p;
+	const char *name;
+
+	CU(r, cudaErrorInvalidDeviceFunction, cudaLaunchKernel,
+	   (const void *)unregistered_stub, grid, block, NULL, 0, NULL);
+	CU(r, cudaErrorInvalidValue, cudaFree, (void *)0xdeadbeef000ULL);
+	if (CU(r, cudaSuccess, cudaMalloc, &p, 0))
+		EXPECT(r, p == NULL);
+	name = cudaGetErrorName(cudaErrorInvalidDeviceFunction);
+	COUNT(r, cudaGetErrorName);
+	EXPECT(r, strcmp(name, "cudaErrorInvalidDeviceFunction") == 0);
+}
+
+typedef __typeof__(&cuLaunchKernel) launch_fn;
+typedef __typeof__(&cuMemAlloc_v2) alloc_fn;
+typedef __typeof__(&cuMemFree_v2) free_fn;
+
+static void *get_proc(struct run *r, const char *symbol)
+{
+	CUdriverProcAddressQueryResult status = -1;
+	void *fn = NULL;
+
+	CU(r, CUDA_SUCCESS, cuGetProcAddress_v2, symbol, &fn, 12080,
+	   CU_GET_PROC_ADDRESS_DEFAULT, &status);
+	EXPECT(r, status == CU_GET_PROC_ADDRESS_SUCCESS && fn != NULL);
+	return fn;
+}
+
+static void sc_procaddr(struct run *r)
+{
+	struct vecadd_args k;
+	CUfunction f = NULL;
+	launch_fn launch;
+	unsigned long i;
+	alloc_fn alloc;
+	free_fn release;
+	CUmodule mod;
+
+	setup(r);
+	mod = load_vecadd(r, &f);
+	launch = (launch_fn)get_proc(r, "cuLaunchKernel");
+	alloc = (alloc_fn)get_proc(r, "cuMemAlloc");
+	release = (free_fn)get_proc(r, "cuMemFree");
+	/* The pointers are the exported symbols, not private copies. */
+	EXPECT(r, launch == cuLaunchKernel);
+	EXPECT(r, alloc == cuMemAlloc_v2);
+	EXPECT(r, release == cuMemFree_v2);
+	if (!launch || !alloc || !release) {
+		teardown(r);
+		return;
+	}
+	vecadd_args_init(&k);
+	for (i = 0; i < r->args[0]; i++) {
+		CUdeviceptr p = 0;
+
+		CU_PTR(r, CUDA_SUCCESS, cuLaunchKernel, launch, f, 128, 1, 1,
+		       256, 1, 1, 1024, NULL, k.params, NULL);
+		if (CU_PTR(r, CUDA_SUCCESS, cuMemAlloc_v2, alloc, &p, 4096))
+			add(&r->mem[M_DEVICE_ALLOC], 4096);
+		if (CU_PTR(r, CUDA_SUCCESS, cuMemFree_v2, release, p))
+			add(&r->mem[M_DEVICE_FREE], 4096);
+	}
+	add(&r->launches, r->args[0]);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, mod);
+	teardown(r);
+}
+
+#define PT CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+#define LG CU_GET_PROC_ADDRESS_LEGACY_STREAM
+
+/*
+ * Base name, version, flags -> the symbol the driver must return (NULL: none)
+ * and the result it must give.
+ */
+static const struct {
+	const char *symbol;
+	int version;
+	cuuint64_t flags;
+	const char *expect;
+	CUresult result;
+	CUdriverProcAddressQueryResult status;
+} procaddr_cases[] = {
+	{ "cuLaunchKernel", 12080, 0, "cuLaunchKernel", 0, 0 },
+	{ "cuLaunchKernel", 12080, LG, "cuLaunchKernel", 0, 0 },
+	{ "cuLaunchKernel", 12080, PT, "cuLaunchKernel_ptsz", 0, 0 },
+	{ "cuMemAlloc", 12080, 0, "cuMemAlloc_v2", 0, 0 },
+	{ "cuMemcpyHtoD", 12080, 0, "cuMemcpyHtoD_v2", 0, 0 },
+	{ "cuMemcpyHtoD", 12080, PT, "cuMemcpyHtoD_v2_ptds", 0, 0 },
+	{ "cuMemcpyHtoDAsync", 12080, PT, "cuMemcpyHtoDAsync_v2_ptsz", 0, 0 },
+	{ "cuCtxCreate", 12050, 0, "cuCtxCreate_v4", 0, 0 },
+	{ "cuCtxCreate", 12040, 0, "cuCtxCreate_v3", 0, 0 },
+	{ "cuCtxCreate", 11030, 0, "cuCtxCreate_v2", 0, 0 },
+	{ "cuMemPrefetchAsync", 12000, 0, "cuMemPrefetchAsync", 0, 0 },
+	{ "cuMemPrefetchAsync", 12080, PT, "cuMemPrefetchAsync_v2_ptsz", 0, 0 },
+	{ "cuMemAdvise", 12020, 0, "cuMemAdvise_v2", 0, 0 },
+	{ "cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2", 0, 0 },
+	{ "cuGetProcAddress", 11080, 0, "cuGetProcAddress", 0, 0 },
+	{ "cuGraphLaunch", 13000, PT, "cuGraphLaunch_ptsz", 0, 0 },
+	{ "cuCtxSynchronize", 12080, PT, "cuCtxSynchronize", 0, 0 },
+	/* misses: CUDA 12+ reports them in the status, not the result */
+	{ "cuLaunchKernelEx", 11040, 0, NULL, CUDA_SUCCESS,
+	  CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT },
+	{ "cuMemAlloc_v2", 12080, 0, NULL, CUDA_SUCCESS,
+	  CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND },
+	{ "cuNoSuchFunction", 12080, 0, NULL, CUDA_SUCCESS,
+	  CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND },
+	/* a version newer than the driver, and a bad flag */
+	{ "cuLaunchKernel", 13010, 0, NULL, CUDA_ERROR_INVALID_VALUE, -1 },
+	{ "cuLaunchKernel", 12080, 1ULL << 5, NULL, CUDA_ERROR_INVALID_VALUE,
+	  -1 },
+};
+
+static void sc_procaddr_table(struct run *r)
+{
+	char msg[256];
+	size_t i;
+	void *fn;
+
+	for (i = 0; i < sizeof(procaddr_cases) / sizeof(procaddr_cases[0]);
+	     i++) {
+		CUdriverProcAddressQueryResult status = -1;
+		void *want = NULL;
+
+		fn = (void *)1;
+		if (procaddr_cases[i].expect)
+			want = dlsym(RTLD_DEFAULT, procaddr_cases[i].expect);
+		if (!CU(r, procaddr_cases[i].result, cuGetProcAddress_v2,
+			procaddr_cases[i].symbol, &fn,
+			procaddr_cases[i].version, procaddr_cases[i].flags,
+			&status))
+			continue;
+		if (procaddr_cases[i].result)
+			continue;
+		if (fn != want || status != procaddr_cases[i].status) {
+			snprintf(msg, sizeof(msg),
+				 "cuGetProcAddress_v2(%s, %d, %#llx): got %p "
+				 "status %d, want %s (%p) status %d",
+				 procaddr_cases[i].symbol,
+				 procaddr_cases[i].version,
+				 procaddr_cases[i].flags, fn, status,
+				 procaddr_cases[i].expect ?
+				 procaddr_cases[i].expect : "NULL",
+				 want, procaddr_cases[i].status);
+			fail(r, __LINE__, msg);
+		}
+	}
+	/* The CUDA 11 signature reports a miss as an error. */
+	CU(r, CUDA_ERROR_NOT_FOUND, cuGetProcAddress, "cuNoSuchFunction", &fn,
+	   11080, 0);
+}
+
+/* Every exported function at least once, all succeeding. */
+static void sc_every_api(struct run *r)
+{
+	static const char host_src[4096];
+	CUdeviceptr d1 = 0, d2 = 0, m = 0, a1 = 0, a2 = 0;
+	CUmodule m1 = NULL, m2 = NULL, m3 = NULL;
+	CUcontext ctx, c2 = NULL, c3 = NULL, c4 = NULL, cur = NULL;
+	CUmemLocation dev0 = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
+	CUmemLocation host = { CU_MEM_LOCATION_TYPE_HOST, 0 };
+	CUevent e0 = NULL, e1 = NULL;
+	CUfunction f = NULL, kf = NULL;
+	CUgraphExec ge = NULL;
+	CUlibrary lib = NULL;
+	CUkernel kern = NULL;
+	CUstream s = NULL;
+	CUgraph g = NULL;
+	CUdriverProcAddressQueryResult st;
+	struct vecadd_args k;
+	CUlaunchConfig cfg;
+	CUDA_MEMCPY2D c2d;
+	CUDA_MEMCPY3D c3d;
+	void *h1 = NULL, *h2 = NULL, *p = NULL, *fn = NULL, **handle;
+	const char *str = NULL;
+	int v = 0, n = 0;
+	CUdevice dev = -1;
+	float ms = -1;
+	int i;
+
+	/* init, devices, errors, entry points, contexts */
+	ctx = setup(r);
+	if (CU(r, CUDA_SUCCESS, cuDriverGetVersion, &v))
+		EXPECT(r, v == 13000);
+	CU(r, CUDA_SUCCESS, cuDeviceGet, &dev, 0);
+	if (CU(r, CUDA_SUCCESS, cuDeviceGetCount, &n))
+		EXPECT(r, n == 1);
+	if (CU(r, CUDA_SUCCESS, cuGetErrorName, CUDA_ERROR_INVALID_VALUE, &str))
+		EXPECT(r, strcmp(str, "CUDA_ERROR_INVALID_VALUE") == 0);
+	CU(r, CUDA_SUCCESS, cuGetErrorString, CUDA_ERROR_OUT_OF_MEMORY, &str);
+	if (CU(r, CUDA_SUCCESS, cuGetProcAddress, "cuMemAlloc", &fn, 11080, 0))
+		EXPECT(r, fn == (void *)cuMemAlloc_v2);
+	if (CU(r, CUDA_SUCCESS, cuGetProcAddress_v2, "cuLaunchKernel", &fn,
+	       12080, PT, &st))
+		EXPECT(r, fn == (void *)cuLaunchKernel_ptsz);
+	if (CU(r, CUDA_SUCCESS, cuCtxGetCurrent, &cur))
+		EXPECT(r, cur == ctx);
+	CU(r, CUDA_SUCCESS, cuCtxCreate_v2, &c2, 0, 0);
+	CU(r, CUDA_SUCCESS, cuCtxDestroy_v2, c2);
+	CU(r, CUDA_SUCCESS, cuCtxCreate_v3, &c3, NULL, 0, 0, 0);
+	CU(r, CUDA_SUCCESS, cuCtxDestroy_v2, c3);
+	CU(r, CUDA_SUCCESS, cuCtxCreate_v4, &c4, NULL, 0, 0);
+	CU(r, CUDA_SUCCESS, cuCtxDestroy_v2, c4);
+
+	/* modules, libraries, kernels */
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m1, vecadd_ptx);
+	CU(r, CUDA_SUCCESS, cuModuleLoadDataEx, &m2, vecadd_ptx, 0, NULL, NULL);
+	CU(r, CUDA_SUCCESS, cuModuleLoadFatBinary, &m3, saxpy_fatbin);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f, m1, KERNEL_NAME);
+	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, vecadd_ptx, NULL, NULL, 0,
+	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, KERNEL_NAME);
+	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &kf, kern);
+
+	/* streams, events, launches, graphs */
+	CU(r, CUDA_SUCCESS, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+	CU(r, CUDA_SUCCESS, cuEventCreate, &e0, CU_EVENT_DEFAULT);
+	CU(r, CUDA_SUCCESS, cuEventCreate, &e1, CU_EVENT_DEFAULT);
+	CU(r, CUDA_SUCCESS, cuEventRecord, e0, s);
+	vecadd_args_init(&k);
+	CU(r, CUDA_SUCCESS, cuLaunchKernel, f, 128, 1, 1, 256, 1, 1, 1024, s,
+	   k.params, NULL);
+	CU(r, CUDA_SUCCESS, cuLaunchKernel_ptsz, f, 128, 1, 1, 256, 1, 1, 1024,
+	   NULL, k.params, NULL);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.gridDimX = 128, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+	cfg.blockDimX = 256, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+	cfg.sharedMemBytes = 1024;
+	cfg.hStream = s;
+	CU(r, CUDA_SUCCESS, cuLaunchKernelEx, &cfg, f, k.params, NULL);
+	cfg.hStream = NULL;
+	CU(r, CUDA_SUCCESS, cuLaunchKernelEx_ptsz, &cfg, kf, k.params, NULL);
+	CU(r, CUDA_SUCCESS, cuLaunchCooperativeKernel, f, 64, 1, 1, 256, 1, 1,
+	   0, s, k.params);
+	CU(r, CUDA_SUCCESS, cuLaunchCooperativeKernel_ptsz, f, 64, 1, 1, 256, 1,
+	   1, 0, NULL, k.params);
+	CU(r, CUDA_SUCCESS, cuGraphCreate, &g, 0);
+	CU(r, CUDA_SUCCESS, cuGraphInstantiateWithFlags, &ge, g, 0);
+	CU(r, CUDA_SUCCESS, cuGraphLaunch, ge, s);
+	CU(r, CUDA_SUCCESS, cuGraphLaunch_ptsz, ge, NULL);
+	add(&r->launches, 8);
+	CU(r, CUDA_SUCCESS, cuEventRecord_ptsz, e1, NULL);
+	CU(r, CUDA_SUCCESS, cuStreamWaitEvent, s, e1, CU_EVENT_WAIT_DEFAULT);
+	CU(r, CUDA_SUCCESS, cuStreamWaitEvent_ptsz, NULL, e0,
+	   CU_EVENT_WAIT_DEFAULT);
+	CU(r, CUDA_SUCCESS, cuEventSynchronize, e1);
+	if (CU(r, CUDA_SUCCESS, cuEventElapsedTime, &ms, e0, e1))
+		EXPECT(r, ms >= 0);
+
+	/* memory */
+	for (i = 0; i < 2; i++)
+		if (CU(r, CUDA_SUCCESS, cuMemAlloc_v2, i ? &d2 : &d1, 65536))
+			add(&r->mem[M_DEVICE_ALLOC], 65536);
+	if (CU(r, CUDA_SUCCESS, cuMemAllocManaged, &m, 1 * MiB,
+	       CU_MEM_ATTACH_GLOBAL))
+		add(&r->mem[M_MANAGED_ALLOC], 1 * MiB);
+	if (CU(r, CUDA_SUCCESS, cuMemAllocAsync, &a1, 4096, s))
+		add(&r->mem[M_ASYNC_ALLOC], 4096);
+	if (CU(r, CUDA_SUCCESS, cuMemAllocAsync_ptsz, &a2, 4096, NULL))
+		add(&r->mem[M_ASYNC_ALLOC], 4096);
+	if (CU(r, CUDA_SUCCESS, cuMemAllocHost_v2, &h1, 65536))
+		add(&r->mem[M_HOST_ALLOC], 65536);
+	if (CU(r, CUDA_SUCCESS, cuMemHostAlloc, &h2, 65536,
+	       CU_MEMHOSTALLOC_PORTABLE))
+		add(&r->mem[M_HOST_ALLOC], 65536);
+	CU(r, CUDA_SUCCESS, cuMemPrefetchAsync, m, 1 * MiB, 0, s);
+	CU(r, CUDA_SUCCESS, cuMemPrefetchAsync_ptsz, m, 1 * MiB, CU_DEVICE_CPU,
+	   NULL);
+	CU(r, CUDA_SUCCESS, cuMemPrefetchAsync_v2, m, 1 * MiB, dev0, 0, s);
+	CU(r, CUDA_SUCCESS, cuMemPrefetchAsync_v2_ptsz, m, 1 * MiB, host, 0,
+	   NULL);
+	CU(r, CUDA_SUCCESS, cuMemAdvise, m, 1 * MiB,
+	   CU_MEM_ADVISE_SET_READ_MOSTLY, 0);
+	CU(r, CUDA_SUCCESS, cuMemAdvise_v2, m, 1 * MiB,
+	   CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev0);
+
+	/* copies: 256 bytes each, unified ones through the host buffer h1 */
+#define HOSTPTR(p) ((CUdeviceptr)(uintptr_t)(p))
+	if (CU(r, CUDA_SUCCESS, cuMemcpy, d2, d1, 256))
+		add(&r->bytes[B_DTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpy_ptds, d1, HOSTPTR(h1), 256))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyAsync, d2, d1, 256, s))
+		add(&r->bytes[B_DTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyAsync_ptsz, HOSTPTR(h1), d2, 256, NULL))
+		add(&r->bytes[B_DTOH], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyHtoD_v2, d1, h1, 256))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyHtoD_v2_ptds, d1, h1, 256))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoH_v2, h1, d1, 256))
+		add(&r->bytes[B_DTOH], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoH_v2_ptds, h1, d1, 256))
+		add(&r->bytes[B_DTOH], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoD_v2, d2, d1, 256))
+		add(&r->bytes[B_DTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoD_v2_ptds, d2, d1, 256))
+		add(&r->bytes[B_DTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyHtoDAsync_v2, d1, h1, 256, s))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyHtoDAsync_v2_ptsz, d1, h1, 256, NULL))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoHAsync_v2, h1, d1, 256, s))
+		add(&r->bytes[B_DTOH], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoHAsync_v2_ptsz, h1, d1, 256, NULL))
+		add(&r->bytes[B_DTOH], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoDAsync_v2, d2, d1, 256, s))
+		add(&r->bytes[B_DTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyDtoDAsync_v2_ptsz, d2, d1, 256, NULL))
+		add(&r->bytes[B_DTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyPeer, d2, ctx, d1, ctx, 256))
+		add(&r->bytes[B_PEER], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyPeer_ptds, d2, ctx, d1, ctx, 256))
+		add(&r->bytes[B_PEER], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyPeerAsync, d2, ctx, d1, ctx, 256, s))
+		add(&r->bytes[B_PEER], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyPeerAsync_ptsz, d2, ctx, d1, ctx, 256,
+	       NULL))
+		add(&r->bytes[B_PEER], 256);
+
+	memset(&c2d, 0, sizeof(c2d));	/* host -> device, 64 x 4 */
+	c2d.srcMemoryType = CU_MEMORYTYPE_HOST;
+	c2d.srcHost = h1;
+	c2d.srcPitch = 64;
+	c2d.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	c2d.dstDevice = d1;
+	c2d.dstPitch = 128;
+	c2d.WidthInBytes = 64;
+	c2d.Height = 4;
+	if (CU(r, CUDA_SUCCESS, cuMemcpy2D_v2, &c2d))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpy2D_v2_ptds, &c2d))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpy2DUnaligned_v2, &c2d))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpy2DUnaligned_v2_ptds, &c2d))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpy2DAsync_v2, &c2d, s))
+		add(&r->bytes[B_HTOD], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpy2DAsync_v2_ptsz, &c2d, NULL))
+		add(&r->bytes[B_HTOD], 256);
+
+	memset(&c3d, 0, sizeof(c3d));	/* device -> host, 32 x 4 x 2 */
+	c3d.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	c3d.srcDevice = d2;
+	c3d.srcPitch = 32;
+	c3d.srcHeight = 4;
+	c3d.dstMemoryType = CU_MEMORYTYPE_HOST;
+	c3d.dstHost = h1;
+	c3d.dstPitch = 32;
+	c3d.dstHeight = 4;
+	c3d.WidthInBytes = 32;
+	c3d.Height = 4;
+	c3d.Depth = 2;
+	if (CU(r, CUDA_SUCCESS, cuMemcpy3D_v2, &c3d))
+		add(&r->bytes[B_DTOH], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpy3D_v2_ptds, &c3d))
+		add(&r->bytes[B_DTOH], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpy3DAsync_v2, &c3d, s))
+		add(&r->bytes[B_DTOH], 256);
+	if (CU(r, CUDA_SUCCESS, cuMemcpy3DAsync_v2_ptsz, &c3d, NULL))
+		add(&r->bytes[B_DTOH], 256);
+
+	/* memsets: 256 bytes each */
+	CU(r, CUDA_SUCCESS, cuMemsetD8_v2, d1, 1, 256);
+	CU(r, CUDA_SUCCESS, cuMemsetD8_v2_ptds, d1, 1, 256);
+	CU(r, CUDA_SUCCESS, cuMemsetD16_v2, d1, 1, 128);
+	CU(r, CUDA_SUCCESS, cuMemsetD16_v2_ptds, d1, 1, 128);
+	CU(r, CUDA_SUCCESS, cuMemsetD32_v2, d1, 1, 64);
+	CU(r, CUDA_SUCCESS, cuMemsetD32_v2_ptds, d1, 1, 64);
+	CU(r, CUDA_SUCCESS, cuMemsetD8Async, d1, 1, 256, s);
+	CU(r, CUDA_SUCCESS, cuMemsetD8Async_ptsz, d1, 1, 256, NULL);
+	CU(r, CUDA_SUCCESS, cuMemsetD16Async, d1, 1, 128, s);
+	CU(r, CUDA_SUCCESS, cuMemsetD16Async_ptsz, d1, 1, 128, NULL);
+	CU(r, CUDA_SUCCESS, cuMemsetD32Async, d1, 1, 64, s);
+	CU(r, CUDA_SUCCESS, cuMemsetD32Async_ptsz, d1, 1, 64, NULL);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D8_v2, d1, 128, 1, 64, 4);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D8_v2_ptds, d1, 128, 1, 64, 4);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D16_v2, d1, 128, 1, 32, 4);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D16_v2_ptds, d1, 128, 1, 32, 4);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D32_v2, d1, 128, 1, 16, 4);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D32_v2_ptds, d1, 128, 1, 16, 4);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D8Async, d1, 128, 1, 64, 4, s);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D8Async_ptsz, d1, 128, 1, 64, 4, NULL);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D16Async, d1, 128, 1, 32, 4, s);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D16Async_ptsz, d1, 128, 1, 32, 4, NULL);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D32Async, d1, 128, 1, 16, 4, s);
+	CU(r, CUDA_SUCCESS, cuMemsetD2D32Async_ptsz, d1, 128, 1, 16, 4, NULL);
+	add(&r->bytes[B_MEMSET], 24 * 256);
+
+	/* the runtime, on the same context (it binds the primary one) */
+	handle = register_saxpy(r);
+	if (CU(r, cudaSuccess, cudaMalloc, &p, 4096))
+		add(&r->mem[M_DEVICE_ALLOC], 4096);
+	if (CU(r, cudaSuccess, cudaMemcpy, p, host_src, 4096,
+	       cudaMemcpyHostToDevice))
+		add(&r->bytes[B_HTOD], 4096);
+	stub_run = r;
+	stub_grid = (dim3){ 64, 1, 1 };
+	stub_block = (dim3){ 128, 1, 1 };
+	stub_ptsz = 0;
+	saxpy_stub(1.0f, NULL, NULL);
+	stub_ptsz = 1;
+	saxpy_stub(1.0f, NULL, NULL);
+	CU(r, cudaSuccess, cudaGraphLaunch, ge, NULL);
+	CU(r, cudaSuccess, cudaGraphLaunch_ptsz, ge, NULL);
+	add(&r->launches, 4);
+	CU(r, cudaSuccess, cudaDeviceSynchronize);
+	if (CU(r, cudaSuccess, cudaFree, p))
+		add(&r->mem[M_DEVICE_FREE], 4096);
+	str = cudaGetErrorName(cudaSuccess);
+	COUNT(r, cudaGetErrorName);
+	EXPECT(r, strcmp(str, "cudaSuccess") == 0);
+	str = cudaGetErrorString(cudaErrorInvalidValue);
+	COUNT(r, cudaGetErrorString);
+	EXPECT(r, strcmp(str, "invalid argument") == 0);
+	unregister_saxpy(r, handle);
+
+	/* sync, free, destroy */
+	CU(r, CUDA_SUCCESS, cuStreamSynchronize, s);
+	CU(r, CUDA_SUCCESS, cuStreamSynchronize_ptsz, NULL);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	if (CU(r, CUDA_SUCCESS, cuMemFreeAsync, a1, s))
+		add(&r->mem[M_ASYNC_FREE], 4096);
+	if (CU(r, CUDA_SUCCESS, cuMemFreeAsync_ptsz, a2, NULL))
+		add(&r->mem[M_ASYNC_FREE], 4096);
+	if (CU(r, CUDA_SUCCESS, cuMemFree_v2, d1))
+		add(&r->mem[M_DEVICE_FREE], 65536);
+	if (CU(r, CUDA_SUCCESS, cuMemFree_v2, d2))
+		add(&r->mem[M_DEVICE_FREE], 65536);
+	if (CU(r, CUDA_SUCCESS, cuMemFree_v2, m))
+		add(&r->mem[M_MANAGED_FREE], 1 * MiB);
+	if (CU(r, CUDA_SUCCESS, cuMemFreeHost, h1))
+		add(&r->mem[M_HOST_FREE], 65536);
+	if (CU(r, CUDA_SUCCESS, cuMemFreeHost, h2))
+		add(&r->mem[M_HOST_FREE], 65536);
+	CU(r, CUDA_SUCCESS, cuGraphExecDestroy, ge);
+	CU(r, CUDA_SUCCESS, cuGraphDestroy, g);
+	CU(r, CUDA_SUCCESS, cuEventDestroy_v2, e0);
+	CU(r, CUDA_SUCCESS, cuEventDestroy_v2, e1);
+	CU(r, CUDA_SUCCESS, cuStreamDestroy_v2, s);
+	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m1);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m2);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m3);
+	teardown(r);
+	(void)dev;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running and reporting                                                    */
+/* ------------------------------------------------------------------------ */
+
+struct scenario {
+	const char *name;
+	void (*fn)(struct run *r);
+	int nargs;
+	unsigned long defaults[2];
+};
+
+static const struct scenario scenarios[] = {
+	{ "launch-storm", sc_launch_storm, 1, { 1000 } },
+	{ "alloc-leak", sc_alloc_leak, 0, { 0 } },
+	{ "copies", sc_copies, 0, { 0 } },
+	{ "errors", sc_errors, 0, { 0 } },
+	{ "threads", sc_threads, 2, { 4, 1000 } },
+	{ "fork-child", sc_fork_child, 1, { 100 } },
+	{ "runtime", sc_runtime, 1, { 100 } },
+	{ "runtime-errors", sc_runtime_errors, 0, { 0 } },
+	{ "procaddr", sc_procaddr, 1, { 100 } },
+	{ "procaddr-table", sc_procaddr_table, 0, { 0 } },
+	{ "every-api", sc_every_api, 0, { 0 } },
+};
+
+/* The parts of "all", with their arguments. */
+static const struct {
+	const char *name;
+	unsigned long arg;
+} all_parts[] = {
+	{ "launch-storm", 100 }, { "alloc-leak", 0 }, { "copies", 0 },
+	{ "errors", 0 }, { "runtime", 10 }, { "procaddr", 10 },
+};
+
+static const struct scenario *find_scenario(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		if (!strcmp(scenarios[i].name, name))
+			return &scenarios[i];
+	return NULL;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void run_scenario(const struct scenario *sc, struct run *r)
+{
+	double t0;
+	int i;
+
+	r->scenario = sc->name;
+	drv_snapshot(r->drv_before);
+	t0 = now_ms();
+	sc->fn(r);
+	r->wall_ms = now_ms() - t0;
+	drv_snapshot(r->drv_delta);
+	for (i = 0; i < drv_n; i++)
+		r->drv_delta[i] -= r->drv_before[i];
+	r->have_drv = drv_n != 0;
+}
+
+static void json_counts(FILE *f, const char *key,
+			const unsigned long long *v, const char *const *names,
+			int n)
+{
+	const char *sep = "";
+	int i;
+
+	fprintf(f, ",\"%s\":{", key);
+	for (i = 0; i < n; i++) {
+		if (!v[i])
+			continue;
+		fprintf(f, "%s\"%s\":%llu", sep, names[i], v[i]);
+		sep = ",";
+	}
+	fputc('}', f);
+}
+
+static char *run_json(const struct run *r, char **parts, int nparts)
+{
+	unsigned long long leaked;
+	size_t len;
+	char *buf;
+	FILE *f;
+	int i;
+
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "{\"scenario\":\"%s\",\"args\":[", r->scenario);
+	for (i = 0; i < r->nargs; i++)
+		fprintf(f, "%s%lu", i ? "," : "", r->args[i]);
+	fprintf(f, "],\"pid\":%d,\"ok\":%s,\"unexpected\":%llu,"
+		"\"wall_ms\":%.3f", (int)getpid(),
+		r->unexpected ? "false" : "true", r->unexpected, r->wall_ms);
+	json_counts(f, "calls", r->calls, w_names, W_NUM);
+	fputs(",\"errors\":[", f);
+	for (i = 0; i < r->nerrs; i++)
+		fprintf(f, "%s{\"api\":\"%s\",\"code\":%d,\"name\":\"%s\","
+			"\"count\":%llu}", i ? "," : "",
+			w_names[r->errs[i].api], r->errs[i].code,
+			error_name(r->errs[i].api, r->errs[i].code),
+			r->errs[i].n);
+	fprintf(f, "],\"launches\":%llu", r->launches);
+	json_counts(f, "bytes", r->bytes, b_names, B_NUM);
+	json_counts(f, "memory", r->mem, m_names, M_NUM);
+	leaked = r->mem[M_DEVICE_ALLOC] + r->mem[M_MANAGED_ALLOC] +
+		 r->mem[M_ASYNC_ALLOC] - r->mem[M_DEVICE_FREE] -
+		 r->mem[M_MANAGED_FREE] - r->mem[M_ASYNC_FREE];
+	fprintf(f, ",\"leaked_bytes\":%llu", leaked);
+	if (r->have_drv)
+		json_counts(f, "driver_calls", r->drv_delta, drv_names, drv_n);
+	if (r->extra)
+		fputs(r->extra, f);
+	if (parts) {
+		fputs(",\"parts\":[", f);
+		for (i = 0; i < nparts; i++)
+			fprintf(f, "%s%s", i ? "," : "", parts[i]);
+		fputc(']', f);
+	}
+	fputc('}', f);
+	fclose(f);
+	return buf;
+}
+
+/* Adds a part's counts into the totals of "all". */
+static void run_sum(struct run *total, const struct run *part)
+{
+	int i, j;
+
+	for (i = 0; i < W_NUM; i++)
+		total->calls[i] += part->calls[i];
+	for (i = 0; i < B_NUM; i++)
+		total->bytes[i] += part->bytes[i];
+	for (i = 0; i < M_NUM; i++)
+		total->mem[i] += part->mem[i];
+	total->unexpected += part->unexpected;
+	total->launches += part->launches;
+	for (i = 0; i < part->nerrs; i++) {
+		for (j = 0; j < total->nerrs; j++)
+			if (total->errs[j].api == part->errs[i].api &&
+			    total->errs[j].code == part->errs[i].code)
+				break;
+		if (j == total->nerrs) {
+			if (j == MAX_ERRS)
+				continue;
+			total->errs[total->nerrs++] = (struct err_count){
+				part->errs[i].api, part->errs[i].code, 0 };
+		}
+		total->errs[j].n += part->errs[i].n;
+	}
+}
+
+static int run_all(void)
+{
+	enum { NPARTS = sizeof(all_parts) / sizeof(all_parts[0]) };
+	struct run *total = calloc(1, sizeof(*total));
+	struct run *part = calloc(1, sizeof(*part));
+	char *parts[NPARTS] = { NULL };
+	int i, status;
+	char *json;
+	double t0;
+
+	if (!total || !part)
+		return 1;
+	total->scenario = "all";
+	drv_snapshot(total->drv_before);
+	t0 = now_ms();
+	for (i = 0; i < NPARTS; i++) {
+		const struct scenario *sc = find_scenario(all_parts[i].name);
+
+		memset(part, 0, sizeof(*part));
+		part->nargs = sc->nargs;
+		part->args[0] = all_parts[i].arg;
+		run_scenario(sc, part);
+		parts[i] = run_json(part, NULL, 0);
+		run_sum(total, part);
+		free(part->extra);
+	}
+	total->wall_ms = now_ms() - t0;
+	drv_snapshot(total->drv_delta);
+	for (i = 0; i < drv_n; i++)
+		total->drv_delta[i] -= total->drv_before[i];
+	total->have_drv = drv_n != 0;
+
+	json = run_json(total, parts, NPARTS);
+	if (json)
+		printf("%s\n", json);
+	fflush(stdout);
+	status = total->unexpected || !json ? 1 : 0;
+	free(json);
+	for (i = 0; i < NPARTS; i++)
+		free(parts[i]);
+	free(part);
+	free(total);
+	return status;
+}
+
+/* The driver's own counters must show every exported driver API. */
+static void check_every_api(struct run *r)
+{
+	char msg[128];
+	int i;
+
+	if (!r->have_drv)
+		return;
+	for (i = 0; i < drv_n; i++) {
+		if (r->drv_delta[i])
+			continue;
+		snprintf(msg, sizeof(msg), "every-api never reached %s",
+			 drv_names[i]);
+		fail(r, __LINE__, msg);
+	}
+	for (i = W_FIRST_RUNTIME; i < W_NUM; i++) {
+		if (r->calls[i])
+			continue;
+		snprintf(msg, sizeof(msg), "every-api never called %s",
+			 w_names[i]);
+		fail(r, __LINE__, msg);
+	}
+}
+
+static void wait_for_release(void)
+{
+	const char *path = getenv("FAKECUDA_WAIT_FILE");
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	int i;
+
+	if (!path || !*path)
+		return;
+	for (i = 0; i < 3000; i++) {
+		if (access(path, F_OK) == 0)
+			return;
+		nanosleep(&tick, NULL);
+	}
+	fprintf(stderr, "workload: %s did not appear within 30 s\n", path);
+	exit(3);
+}
+
+static int usage(void)
+{
+	size_t i;
+
+	fprintf(stderr, "usage: workload SCENARIO [N...]\nscenarios:");
+	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		fprintf(stderr, " %s", scenarios[i].name);
+	fprintf(stderr, " all\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	const struct scenario *sc = NULL;
+	struct run *r;
+	int i, status;
+	char *json, *end;
+
+	if (argc < 2)
+		return usage();
+	if (strcmp(argv[1], "all")) {
+		sc = find_scenario(argv[1]);
+		if (!sc || argc - 2 > sc->nargs)
+			return usage();
+	} else if (argc > 2) {
+		return usage();
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return 1;
+	if (sc) {
+		r->nargs = sc->nargs;
+		for (i = 0; i < sc->nargs; i++) {
+			r->args[i] = sc->defaults[i];
+			if (i + 2 >= argc)
+				continue;
+			errno = 0;
+			r->args[i] = strtoul(argv[i + 2], &end, 10);
+			if (errno || *end || !*argv[i + 2] ||
+			    argv[i + 2][0] == '-') {
+				free(r);
+				return usage();
+			}
+		}
+		if (sc->fn == sc_threads && r->args[0] > 1024) {
+			fprintf(stderr, "workload: at most 1024 threads\n");
+			free(r);
+			return 2;
+		}
+	}
+
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	wait_for_release();
+	drv_counts_open();
+	if (!sc) {
+		free(r);
+		return run_all();
+	}
+	run_scenario(sc, r);
+	if (sc->fn == sc_every_api)
+		check_every_api(r);
+	json = run_json(r, NULL, 0);
+	if (json)
+		printf("%s\n", json);
+	fflush(stdout);
+	status = r->unexpected || !json ? 1 : 0;
+	free(json);
+	free(r->extra);
+	free(r);
+	return status;
+}
