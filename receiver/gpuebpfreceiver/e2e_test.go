@@ -35,7 +35,7 @@ var (
 
 // fakeCUDA returns the directory of the built fake driver: $FAKECUDA (set by
 // make test) or a fresh build.
-func fakeCUDA(t *testing.T) string {
+func fakeCUDA(t testing.TB) string {
 	t.Helper()
 	fakeOnce.Do(func() {
 		if d := os.Getenv("FAKECUDA"); d != "" {
@@ -53,21 +53,21 @@ func fakeCUDA(t *testing.T) string {
 	return fakeDir
 }
 
-func requireRoot(t *testing.T) {
+func requireRoot(t testing.TB) {
 	if os.Geteuid() != 0 {
 		t.Skip("loading BPF programs needs root")
 	}
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	traces  *consumertest.TracesSink
 	metrics *consumertest.MetricsSink
 	rcv     *gpuReceiver
 }
 
-func startHarness(t *testing.T, mutate func(*Config)) *harness {
+func startHarness(t testing.TB, mutate func(*Config)) *harness {
 	requireRoot(t)
 	dir := fakeCUDA(t)
 	cfg := createDefaultConfig().(*Config)

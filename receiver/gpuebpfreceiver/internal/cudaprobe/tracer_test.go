@@ -40,7 +40,7 @@ func TestTargetsRejectsNonELF(t *testing.T) {
 	require.ErrorContains(t, err, "open ELF")
 }
 
-func fakeDriver(t *testing.T) string {
+func fakeDriver(t testing.TB) string {
 	if d := os.Getenv("FAKECUDA"); d != "" {
 		return d + "/libcuda.so.1"
 	}

@@ -1,0 +1,181 @@
+package gpupolicyprocessor
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-gpu/otelcol-gpu/processor/gpupolicyprocessor/internal/metadata"
+)
+
+func TestCreateDefaultConfig(t *testing.T) {
+	cfg := NewFactory().CreateDefaultConfig()
+	assert.Equal(t, &Config{
+		Mode:                "observe",
+		PinPath:             "/sys/fs/bpf/gpuext",
+		MaxActionsPerSecond: 10,
+	}, cfg)
+	assert.NoError(t, cfg.(*Config).Validate())
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		modify  func(*Config)
+		wantErr string // empty: valid
+	}{
+		{name: "default", modify: func(*Config) {}},
+		{name: "max actions at upper bound", modify: func(c *Config) { c.MaxActionsPerSecond = 1000 }},
+		{name: "max actions fractional", modify: func(c *Config) { c.MaxActionsPerSecond = 0.5 }},
+		{name: "pin path not clean but absolute", modify: func(c *Config) { c.PinPath = "/sys/fs/bpf/../bpf/gpuext/" }},
+		{
+			name:    "mode empty",
+			modify:  func(c *Config) { c.Mode = "" },
+			wantErr: `mode: "" is not one of observe, advise, enforce`,
+		},
+		{
+			name:    "mode unknown",
+			modify:  func(c *Config) { c.Mode = "x" },
+			wantErr: `mode: "x" is not one of observe, advise, enforce`,
+		},
+		{
+			name:    "mode wrong case",
+			modify:  func(c *Config) { c.Mode = "Observe" },
+			wantErr: `mode: "Observe" is not one of observe, advise, enforce`,
+		},
+		{
+			name:    "mode advise reserved",
+			modify:  func(c *Config) { c.Mode = "advise" },
+			wantErr: `mode: "advise" is not implemented yet; only "observe" is supported`,
+		},
+		{
+			name:    "mode enforce reserved",
+			modify:  func(c *Config) { c.Mode = "enforce" },
+			wantErr: `mode: "enforce" is not implemented yet; only "observe" is supported`,
+		},
+		{
+			name:    "pin path empty",
+			modify:  func(c *Config) { c.PinPath = "" },
+			wantErr: `pin_path: must be an absolute path, got ""`,
+		},
+		{
+			name:    "pin path relative",
+			modify:  func(c *Config) { c.PinPath = "sys/fs/bpf/gpuext" },
+			wantErr: `pin_path: must be an absolute path, got "sys/fs/bpf/gpuext"`,
+		},
+		{
+			name:    "max actions zero",
+			modify:  func(c *Config) { c.MaxActionsPerSecond = 0 },
+			wantErr: `max_actions_per_second: must be greater than 0 and at most 1000, got 0`,
+		},
+		{
+			name:    "max actions negative",
+			modify:  func(c *Config) { c.MaxActionsPerSecond = -1 },
+			wantErr: `max_actions_per_second: must be greater than 0 and at most 1000, got -1`,
+		},
+		{
+			name:    "max actions above limit",
+			modify:  func(c *Config) { c.MaxActionsPerSecond = 1000.5 },
+			wantErr: `max_actions_per_second: must be greater than 0 and at most 1000, got 1000.5`,
+		},
+		{
+			name:    "max actions NaN",
+			modify:  func(c *Config) { c.MaxActionsPerSecond = math.NaN() },
+			wantErr: `max_actions_per_second: must be greater than 0 and at most 1000, got NaN`,
+		},
+		{
+			name:    "max actions infinite",
+			modify:  func(c *Config) { c.MaxActionsPerSecond = math.Inf(1) },
+			wantErr: `max_actions_per_second: must be greater than 0 and at most 1000, got +Inf`,
+		},
+		{
+			name: "every field bad",
+			modify: func(c *Config) {
+				c.Mode = "x"
+				c.PinPath = "rel"
+				c.MaxActionsPerSecond = 0
+			},
+			wantErr: `mode: "x" is not one of observe, advise, enforce` + "\n" +
+				`pin_path: must be an absolute path, got "rel"` + "\n" +
+				`max_actions_per_second: must be greater than 0 and at most 1000, got 0`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			tt.modify(cfg)
+			err := cfg.Validate()
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tt.wantErr, err.Error())
+		})
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+
+	tests := []struct {
+		id           component.ID
+		want         *Config
+		unmarshalErr string
+		validateErr  string
+	}{
+		{
+			id:   component.NewID(metadata.Type),
+			want: createDefaultConfig(),
+		},
+		{
+			id: component.NewIDWithName(metadata.Type, "custom"),
+			want: &Config{
+				Mode:                "observe",
+				PinPath:             "/run/gpuext/maps",
+				MaxActionsPerSecond: 2.5,
+			},
+		},
+		{
+			id: component.NewIDWithName(metadata.Type, "enforce"),
+			want: &Config{
+				Mode:                "enforce",
+				PinPath:             "/sys/fs/bpf/gpuext",
+				MaxActionsPerSecond: 10,
+			},
+			validateErr: `mode: "enforce" is not implemented yet; only "observe" is supported`,
+		},
+		{
+			id:           component.NewIDWithName(metadata.Type, "unknown_key"),
+			unmarshalErr: "decoding failed due to the following error(s):\n\n'gpupolicyprocessor.Config' has invalid keys: pinpath",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig()
+			sub, err := cm.Sub(tt.id.String())
+			require.NoError(t, err)
+			err = sub.Unmarshal(cfg)
+			if tt.unmarshalErr != "" {
+				require.Error(t, err)
+				assert.Equal(t, tt.unmarshalErr, err.Error())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, cfg)
+			err = cfg.(*Config).Validate()
+			if tt.validateErr == "" {
+				assert.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				assert.Equal(t, tt.validateErr, err.Error())
+			}
+		})
+	}
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# make bench: the benchmarks that back the README's figures, side by side in
+# one run. Needs root (real BPF programs and uprobes) and the fake driver
+# (FAKECUDA, set by the Makefile).
+#
+#  1. probe overhead: cuLaunchKernel on the fake driver, unprobed vs probed
+#  2. receiver per-event cost: decode + translate on one core, spans on/off
+#  3. ring to pdata: paced 100,000 calls/s (zero loss required) and a flood
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=build/bench
+mkdir -p "$out"
+: "${FAKECUDA:=$PWD/build/fakecuda}"
+export FAKECUDA
+
+echo "== probe overhead (ns per cuLaunchKernel on the fake driver)"
+go test -run XXX -bench ProbeOverhead -benchtime 500000x -count 3 \
+	./receiver/gpuebpfreceiver/internal/cudaprobe/ | tee "$out/probe.txt"
+
+echo "== decode + translate, one core"
+go test -run XXX -bench 'Decode' -benchtime 2s -cpu 1 -count 3 \
+	./receiver/gpuebpfreceiver/internal/translate/ | tee "$out/translate.txt"
+
+echo "== ring buffer to pdata, whole receiver"
+go test -run XXX -bench ReceiverRing -benchtime 300000x -count 3 \
+	./receiver/gpuebpfreceiver/ | tee "$out/ring.txt"
+
+# Summary: medians of the three runs, and the ratios.
+python3 - "$out" <<'PY'
+import re, statistics, sys
+out = sys.argv[1]
+def metric(path, bench, unit):
+    vals = []
+    for line in open(path):
+        if line.startswith(bench + "-") or line.startswith(bench + " "):
+            m = re.search(r"([\d.]+) " + re.escape(unit) + r"\b", line)
+            if m:
+                vals.append(float(m.group(1)))
+    return statistics.median(vals) if vals else float("nan")
+un = metric(f"{out}/probe.txt", "BenchmarkProbeOverhead/unprobed", "ns/call")
+pr = metric(f"{out}/probe.txt", "BenchmarkProbeOverhead/probed", "ns/call")
+sp = metric(f"{out}/translate.txt", "BenchmarkDecodeTranslateSpans", "events/s")
+mo = metric(f"{out}/translate.txt", "BenchmarkDecodeTranslateMetricsOnly", "events/s")
+pa = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/paced-100k", "calls/s")
+pd = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/paced-100k", "dropped")
+fl = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/flood", "calls/s")
+fd = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/flood", "dropped")
+print()
+print("| benchmark | result |")
+print("| --- | --- |")
+print(f"| cuLaunchKernel, fake driver, unprobed | {un:.1f} ns/call |")
+print(f"| cuLaunchKernel, fake driver, entry+return probes | {pr:.0f} ns/call (+{pr-un:.0f} ns, {pr/un:.0f}x the fake's bare call) |")
+print(f"| decode + translate, spans and metrics, 1 core | {sp/1e6:.2f} M events/s ({sp/1e6:.2f}x the 1 M/s target) |")
+print(f"| decode + translate, metrics only, 1 core | {mo/1e6:.1f} M events/s |")
+print(f"| ring to pdata, paced 100k calls/s | {pa:.0f} calls/s, {pd:.0f} dropped |")
+print(f"| ring to pdata, flood from one thread | {fl:.0f} calls/s, {fd:.0f} dropped |")
+PY

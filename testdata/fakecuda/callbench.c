@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * callbench.c - times CUDA driver calls against whatever libcuda.so.1 it is
+ * linked to, for the probe-overhead and ring-throughput benchmarks.
+ *
+ * Usage:
+ *   callbench launch N        N back-to-back cuLaunchKernel calls
+ *   callbench paced N RATE    N cuLaunchKernel calls at RATE calls/s, paced
+ *                             in batches of 64 against CLOCK_MONOTONIC
+ *
+ * Prints one JSON line: {"mode":...,"calls":N,"ns_per_call":X,"rate":R}
+ * where rate is the achieved calls per second. Run with FAKECUDA_COUNT=0 so
+ * the fake driver's own bookkeeping stays out of the measurement.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_api.h"
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int check(CUresult r, const char *what)
+{
+	if (r != CUDA_SUCCESS) {
+		fprintf(stderr, "callbench: %s failed: %d\n", what, r);
+		exit(1);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction fn;
+	/* PTX text, which the fake driver accepts as a module image. */
+	static const char image[] = ".version 8.0\n.target sm_90\n";
+	long n, rate = 0;
+	double t0, t1;
+
+	if (argc < 3 || (strcmp(argv[1], "launch") && strcmp(argv[1], "paced")) ||
+	    (!strcmp(argv[1], "paced") && argc < 4)) {
+		fprintf(stderr, "usage: callbench launch N | callbench paced N RATE\n");
+		return 2;
+	}
+	n = atol(argv[2]);
+	if (argc > 3)
+		rate = atol(argv[3]);
+
+	check(cuInit(0), "cuInit");
+	check(cuDevicePrimaryCtxRetain(&ctx, 0), "cuDevicePrimaryCtxRetain");
+	check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	check(cuModuleLoadData(&mod, image), "cuModuleLoadData");
+	check(cuModuleGetFunction(&fn, mod, "_Z6vecAddPfS_S_i"), "cuModuleGetFunction");
+
+	t0 = now_ns();
+	if (rate <= 0) {
+		for (long i = 0; i < n; i++)
+			cuLaunchKernel(fn, 128, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
+	} else {
+		double period = 1e9 / (double)rate;
+
+		for (long i = 0; i < n; i++) {
+			if ((i & 63) == 0)
+				while (now_ns() - t0 < i * period)
+					;
+			cuLaunchKernel(fn, 128, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
+		}
+	}
+	t1 = now_ns();
+	check(cuCtxSynchronize(), "cuCtxSynchronize");
+	printf("{\"mode\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.1f,\"rate\":%.0f}\n",
+	       argv[1], n, (t1 - t0) / (double)n, (double)n * 1e9 / (t1 - t0));
+	return 0;
+}
