@@ -461,3 +461,49 @@ func TestExcludedProcessIsNotReported(t *testing.T) {
 }
 
 func itoa(v int) string { return pcommon.NewValueInt(int64(v)).AsString() }
+
+// TestRuntimeLibraryFoundAtFirstCall: the receiver knows only the driver; the
+// process loads the runtime from a copy elsewhere (a different inode, as in a
+// container image or a Python wheel). At the process's first driver call the
+// receiver scans its maps, probes that copy, and later runtime calls appear.
+func TestRuntimeLibraryFoundAtFirstCall(t *testing.T) {
+	h := startHarness(t, func(c *Config) { c.CUDA.Libraries = c.CUDA.Libraries[:1] })
+	private := t.TempDir()
+	data, err := os.ReadFile(h.dir + "/libcudart.so.12")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(private+"/libcudart.so.12", data, 0o755))
+
+	cmd := exec.Command(h.dir+"/workload", "runtime", "4000")
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+private+":"+h.dir, "FAKECUDA_DELAY_US=200")
+	out, err := cmd.Output()
+	require.NoError(t, err, string(out))
+	var res workloadResult
+	require.NoError(t, json.Unmarshal(out, &res))
+
+	found := false
+	for _, l := range h.rcv.tracer.Libraries() {
+		if k, _ := cudaprobe.StatKey(private + "/libcudart.so.12"); l.Key == k {
+			found = true
+		}
+	}
+	require.True(t, found, "the private runtime copy was probed")
+	time.Sleep(300 * time.Millisecond)
+	n := 0
+	for _, td := range h.traces.AllTraces() {
+		rss := td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			if p, _ := rss.At(i).Resource().Attributes().Get("process.pid"); p.Int() != int64(res.PID) {
+				continue
+			}
+			ss := rss.At(i).ScopeSpans().At(0).Spans()
+			for j := 0; j < ss.Len(); j++ {
+				if ss.At(j).Name() == "cudaLaunchKernel" {
+					n++
+				}
+			}
+		}
+	}
+	// The first launches happen before the scan; the rest are seen.
+	require.Greater(t, n, 1000)
+	require.LessOrEqual(t, n, 4000)
+}

@@ -82,6 +82,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		Select:   cfg.CUDA.selector(),
 		Skipped:  r.skip,
 		Released: func(pid uint32) { trySend(r.forgetCh, pid) },
+		Seen:     func(pid uint32) { trySend(r.scanCh, pid) },
 		Cgroups:  procattr.NewCgroupIndex(hostRoot(cfg.ProcRoot)+"/sys/fs/cgroup", time.Second),
 	})
 
@@ -309,8 +310,9 @@ func (r *gpuReceiver) scan(pid int, match func(string) bool) {
 }
 
 // discover finds libraries mapped later: new programs shortly after exec
-// (once the dynamic loader has run, and again for dlopen at start-up) and
-// the periodic backstop rescan. It also drops kernel state of exited
+// (once the dynamic loader has run, and again for dlopen at start-up), CUDA
+// processes at their first driver call (their runtime is loaded by then),
+// and the periodic backstop rescan. It also drops kernel state of exited
 // processes, which means walking a map and so stays off the reading path.
 func (r *gpuReceiver) discover(ctx context.Context) {
 	match := procmaps.LibraryMatcher(r.cfg.CUDA.LibraryGlobs...)

@@ -61,6 +61,9 @@ type Hooks struct {
 	Skipped func(pid uint32)
 	// Released is called when an exited process's state is dropped.
 	Released func(pid uint32)
+	// Seen is called when a traced process makes its first call: its CUDA
+	// runtime, if it has one, is loaded by now and can be probed.
+	Seen func(pid uint32)
 	// Cgroups, when set, attributes processes that exited before /proc
 	// could be read.
 	Cgroups Cgroups
@@ -210,6 +213,8 @@ func (t *Translator) process(e *ev.Event) *process {
 		if t.hooks.Skipped != nil {
 			t.hooks.Skipped(pid)
 		}
+	} else if t.hooks.Seen != nil {
+		t.hooks.Seen(pid)
 	}
 	t.procs[pid] = p
 	return p

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"io/fs"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,8 +17,14 @@ import (
 
 type fakeResolver map[int]procattr.Process
 
-func (f fakeResolver) Resolve(pid int) (procattr.Process, error) { return f[pid], nil }
-func (f fakeResolver) Forget(int)                                {}
+func (f fakeResolver) Resolve(pid int) (procattr.Process, error) {
+	p, ok := f[pid]
+	if !ok {
+		return p, fs.ErrNotExist
+	}
+	return p, nil
+}
+func (f fakeResolver) Forget(int) {}
 
 func testConfig() Config {
 	return Config{
@@ -153,16 +160,44 @@ func TestLaunchSpansNameKernels(t *testing.T) {
 }
 
 func TestSelectionSkipsProcesses(t *testing.T) {
-	var skipped []uint32
+	var skipped, seen []uint32
 	tr := newTestTranslator(t, Hooks{
 		Select:  func(p procattr.Process) bool { return p.ExeName != "python3" },
 		Skipped: func(pid uint32) { skipped = append(skipped, pid) },
+		Seen:    func(pid uint32) { seen = append(seen, pid) },
 	})
 	tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
 	tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
 	_, n := tr.TakeSpans()
 	require.Zero(t, n)
 	require.Equal(t, []uint32{100}, skipped)
+	require.Empty(t, seen)
+
+	other := rec(ev.APICuCtxSynchronize, ev.KindCall)
+	other.PID = 200
+	tr.Handle(decoded(t, other))
+	tr.Handle(decoded(t, other))
+	require.Equal(t, []uint32{200}, seen, "seen once, at the first call")
+}
+
+func TestShortLivedProcessAttributedFromExec(t *testing.T) {
+	tr := New(testConfig(), receivertest.NewNopSettings(metadata.Type), fakeResolver{}, nil, Hooks{
+		Select: func(p procattr.Process) bool { return p.ExeName == "trainer" },
+	})
+	// An exec record as the kernel writes it: the comm in args[0..1].
+	var out ev.Event
+	raw := ev.AppendRecord(nil, &ev.Event{Kind: ev.KindExec, PID: 300})
+	copy(raw[48:], "trainer")
+	require.NoError(t, ev.Decode(raw, &out))
+	require.Equal(t, "trainer", out.Name)
+	tr.Handle(&out)
+	call := rec(ev.APICuCtxSynchronize, ev.KindCall)
+	call.PID = 300
+	tr.Handle(decoded(t, call))
+	td, n := tr.TakeSpans()
+	require.Equal(t, 1, n, "the comm from exec passed the include rule")
+	name, _ := td.ResourceSpans().At(0).Resource().Attributes().Get("process.executable.name")
+	require.Equal(t, "trainer", name.Str())
 }
 
 func TestExitReleasesAfterFinalEmission(t *testing.T) {
