@@ -33,7 +33,8 @@ type gpuReceiver struct {
 	mu      sync.Mutex
 	traces  consumer.Traces
 	metrics consumer.Metrics
-	starts  int
+	started bool
+	stopped bool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
@@ -57,10 +58,10 @@ func (r *gpuReceiver) setMetrics(c consumer.Metrics) { r.mu.Lock(); r.metrics = 
 func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.starts++
-	if r.starts > 1 {
+	if r.started {
 		return nil
 	}
+	r.started = true
 	cfg := r.cfg
 	resolver, err := procattr.NewResolver(cfg.ProcRoot)
 	if err != nil {
@@ -116,15 +117,18 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	return nil
 }
 
-// Shutdown stops the sources when the last pipeline using them shuts down,
-// after handing over what was gathered.
+// Shutdown stops the sources at the first call, from whichever pipeline,
+// after handing what was gathered to every pipeline. Waiting for the last
+// pipeline would be too late: the collector may already have shut down the
+// other pipeline's exporters by then (shutdown follows a topological order
+// of the pipeline graph, not receivers first), and they must not be fed.
 func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
-	r.starts--
-	if r.starts > 0 {
+	if r.stopped {
 		r.mu.Unlock()
 		return nil
 	}
+	r.stopped = true
 	cancel := r.cancel
 	r.mu.Unlock()
 	if r.release != nil {

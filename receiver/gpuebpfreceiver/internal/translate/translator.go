@@ -269,7 +269,9 @@ func (t *Translator) Handle(e *ev.Event) {
 		return
 	}
 	t.account(p, e)
-	if t.cfg.Spans && t.spanClass[e.API.Class()] {
+	// __cudaRegisterFunction runs once per kernel at program start (21,504
+	// times for PyTorch): bookkeeping for names, not a call worth a span.
+	if t.cfg.Spans && t.spanClass[e.API.Class()] && e.API != ev.APICudaRegisterFunction {
 		t.addSpan(p, e)
 	}
 }
