@@ -45,7 +45,8 @@ unit: fakecuda
 
 test: deps check-generated vet unit build
 	bin/otelcol-gpu validate --config deploy/config/default.yaml
-	FAKECUDA_LIB=$(FAKECUDA)/libcuda.so.1 bin/otelcol-gpu validate --config deploy/config/demo.yaml
+	FAKECUDA_LIB=$(FAKECUDA)/libcuda.so.1 FAKECUDA_RT=$(FAKECUDA)/libcudart.so.12 \
+		bin/otelcol-gpu validate --config deploy/config/demo.yaml
 	@echo "make test: all checks passed"
 
 run: build

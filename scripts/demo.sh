@@ -4,7 +4,7 @@
 # (BPF). Full output: build/demo.jsonl (OTLP JSON) and build/demo-collector.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export FAKECUDA_LIB=$PWD/build/fakecuda/libcuda.so.1
+export FAKECUDA_LIB=$PWD/build/fakecuda/libcuda.so.1 FAKECUDA_RT=$PWD/build/fakecuda/libcudart.so.12
 rm -f build/demo.jsonl
 bin/otelcol-gpu --config deploy/config/demo.yaml > build/demo-collector.log 2>&1 &
 col=$!

@@ -41,7 +41,8 @@ type gpuReceiver struct {
 	tracer   *cudaprobe.Tracer
 	tr       *translate.Translator
 	resolver *procattr.Resolver
-	scanCh   chan uint32 // processes whose maps to scan for CUDA libraries
+	scanCh   chan uint32 // new programs (exec): scan their maps a little later
+	seenCh   chan uint32 // first call of a traced process: scan its maps now
 	forgetCh chan uint32 // exited processes whose kernel state to drop
 }
 
@@ -69,6 +70,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	}
 	r.resolver = resolver
 	r.scanCh = make(chan uint32, 4096)
+	r.seenCh = make(chan uint32, 4096)
 	r.forgetCh = make(chan uint32, 4096)
 	hostName, _ := os.Hostname()
 	r.tr = translate.New(translate.Config{
@@ -83,7 +85,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		Select:   cfg.CUDA.selector(),
 		Skipped:  r.skip,
 		Released: func(pid uint32) { trySend(r.forgetCh, pid) },
-		Seen:     func(pid uint32) { trySend(r.scanCh, pid) },
+		Seen:     func(pid uint32) { trySend(r.seenCh, pid) },
 		Cgroups:  procattr.NewCgroupIndex(hostRoot(cfg.ProcRoot)+"/sys/fs/cgroup", time.Second),
 	})
 
@@ -335,6 +337,8 @@ func (r *gpuReceiver) discover(ctx context.Context) {
 			for _, d := range []time.Duration{250 * time.Millisecond, 2 * time.Second} {
 				time.AfterFunc(d, func() { trySend(delayed, pid) })
 			}
+		case pid := <-r.seenCh:
+			r.scan(int(pid), match)
 		case pid := <-delayed:
 			r.scan(int(pid), match)
 		case pid := <-r.forgetCh:

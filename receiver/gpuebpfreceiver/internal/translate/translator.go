@@ -285,14 +285,7 @@ func (t *Translator) account(p *process, e *ev.Event) {
 	} else {
 		p.errCalls[callKey{api, e.Result}]++
 	}
-	if t.cfg.CallDuration.Enabled {
-		h := p.durations[api]
-		if h == nil {
-			h = newHistogram(t.cfg.CallDuration.Buckets)
-			p.durations[api] = h
-		}
-		h.record(t.cfg.CallDuration.Buckets, float64(e.Duration())/1e9)
-	}
+	observe(&p.durations, t.cfg.CallDuration, api, float64(e.Duration())/1e9)
 	if !ok {
 		return
 	}
@@ -302,21 +295,11 @@ func (t *Translator) account(p *process, e *ev.Event) {
 		if api == ev.APICuGraphLaunch || api == ev.APICudaGraphLaunch {
 			return
 		}
-		if t.cfg.GridSize.Enabled && e.GridSize() > 0 {
-			h := p.grids[api]
-			if h == nil {
-				h = newHistogram(t.cfg.GridSize.Buckets)
-				p.grids[api] = h
-			}
-			h.record(t.cfg.GridSize.Buckets, float64(e.GridSize()))
+		if e.GridSize() > 0 {
+			observe(&p.grids, t.cfg.GridSize, api, float64(e.GridSize()))
 		}
-		if t.cfg.BlockSize.Enabled && e.BlockSize() > 0 {
-			h := p.blocks[api]
-			if h == nil {
-				h = newHistogram(t.cfg.BlockSize.Buckets)
-				p.blocks[api] = h
-			}
-			h.record(t.cfg.BlockSize.Buckets, float64(e.BlockSize()))
+		if e.BlockSize() > 0 {
+			observe(&p.blocks, t.cfg.BlockSize, api, float64(e.BlockSize()))
 		}
 	case ev.ClassMemory:
 		switch api {
@@ -359,6 +342,19 @@ func (t *Translator) account(p *process, e *ev.Event) {
 			}
 		}
 	}
+}
+
+// observe records v in the API's histogram of hs, made on first use.
+func observe(hs *[ev.APIMax]*histogram, cfg HistogramConfig, api ev.API, v float64) {
+	if !cfg.Enabled {
+		return
+	}
+	h := hs[api]
+	if h == nil {
+		h = newHistogram(cfg.Buckets)
+		hs[api] = h
+	}
+	h.record(cfg.Buckets, v)
 }
 
 func (p *process) remember(t *Translator, handle uint64, name string) {
