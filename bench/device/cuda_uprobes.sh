@@ -54,6 +54,8 @@ sleep 3; stop_collector
 echo "== 4. comparison"
 python3 bench/device/compare.py $OUT/otel-workload.jsonl $OUT/workload.json $OUT/comparison.json \
 	$OUT/loop-none.json $OUT/loop-all.json $OUT/loop-driver.json
+if grep -l -E "^panic:|fatal error:" $OUT/*.log; then echo "COLLECTOR CRASHED (see the log named above)"; else echo "collector logs: no panic"; fi
+grep -h -E "probed CUDA library" $OUT/collector.log | grep -o '"path": "[^"]*", "pid": [0-9]*, "functions": [0-9]*'
 gzip -f $OUT/otel-workload.jsonl
 rm -f $OUT/otel.jsonl
 ls -la $OUT

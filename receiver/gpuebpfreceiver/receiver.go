@@ -22,6 +22,9 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/translate"
 )
 
+// newTracer loads the CUDA uprobe source; a variable so tests can make it fail.
+var newTracer = cudaprobe.New
+
 // gpuReceiver owns the signal sources of one configuration and the single
 // goroutine where their events become pdata.
 type gpuReceiver struct {
@@ -90,7 +93,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	})
 
 	if cfg.CUDA.Enabled {
-		t, err := cudaprobe.New(cudaprobe.Options{
+		t, err := newTracer(cudaprobe.Options{
 			RingBufferSize: cfg.CUDA.RingBufferSize,
 			MaxInflight:    cfg.CUDA.MaxInflight,
 			Logger:         r.log,
