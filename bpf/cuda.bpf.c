@@ -154,9 +154,18 @@ int cuda_enter(struct pt_regs *ctx)
 		ev->flags |= err ? GPUEXT_F_READ_FAULT : GPUEXT_F_AUX_VALID;
 	}
 
+	ev->start_ns = bpf_ktime_get_ns();
+	if (cookie & GPUEXT_CK_ENTRY_ONLY) {
+		/* Lean mode for launches: one trap per call instead of two. */
+		ev->end_ns = ev->start_ns;
+		ev->flags |= GPUEXT_F_NO_RETURN;
+		if (bpf_ringbuf_output(&events, ev, sizeof(*ev), 0) != 0)
+			count_drop(GPUEXT_DROP_RING_FULL);
+		return 0;
+	}
+
 	key.pid_tgid = pid_tgid;
 	key.sp = REG_SP(ctx);
-	ev->start_ns = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&inflight, &key, ev, BPF_ANY) != 0)
 		count_drop(GPUEXT_DROP_INFLIGHT_FULL);
 	return 0;

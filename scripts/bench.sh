@@ -32,13 +32,14 @@ out = sys.argv[1]
 def metric(path, bench, unit):
     vals = []
     for line in open(path):
-        if line.startswith(bench + "-") or line.startswith(bench + " "):
+        if re.match(re.escape(bench) + r"(-\d+)?\s", line):
             m = re.search(r"([\d.]+) " + re.escape(unit) + r"\b", line)
             if m:
                 vals.append(float(m.group(1)))
     return statistics.median(vals) if vals else float("nan")
 un = metric(f"{out}/probe.txt", "BenchmarkProbeOverhead/unprobed", "ns/call")
 pr = metric(f"{out}/probe.txt", "BenchmarkProbeOverhead/probed", "ns/call")
+pe = metric(f"{out}/probe.txt", "BenchmarkProbeOverhead/probed-launch-entry-only", "ns/call")
 sp = metric(f"{out}/translate.txt", "BenchmarkDecodeTranslateSpans", "events/s")
 mo = metric(f"{out}/translate.txt", "BenchmarkDecodeTranslateMetricsOnly", "events/s")
 pa = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/paced-100k", "calls/s")
@@ -49,7 +50,8 @@ print()
 print("| benchmark | result |")
 print("| --- | --- |")
 print(f"| cuLaunchKernel, fake driver, unprobed | {un:.1f} ns/call |")
-print(f"| cuLaunchKernel, fake driver, entry+return probes | {pr:.0f} ns/call (+{pr-un:.0f} ns, {pr/un:.0f}x the fake's bare call) |")
+print(f"| cuLaunchKernel, fake driver, entry+return probes | {pr:.0f} ns/call (+{pr-un:.0f} ns) |")
+print(f"| cuLaunchKernel, fake driver, entry probe only (launch_return_probes: false) | {pe:.0f} ns/call (+{pe-un:.0f} ns, {(pr-un)/(pe-un):.1f}x less than entry+return) |")
 print(f"| decode + translate, spans and metrics, 1 core | {sp/1e6:.2f} M events/s ({sp/1e6:.2f}x the 1 M/s target) |")
 print(f"| decode + translate, metrics only, 1 core | {mo/1e6:.1f} M events/s |")
 print(f"| ring to pdata, paced 100k calls/s | {pa:.0f} calls/s, {pd:.0f} dropped |")

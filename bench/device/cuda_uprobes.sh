@@ -5,7 +5,9 @@
 #      allocations, a cuBLAS matmul loop and a Triton kernel under PyTorch's
 #      own profiler, and the launch loop again;
 #   3. the collector with driver probes only, and the launch loop again;
-#   4. compare.py: the collector's record against the workload's.
+#   4. the lean set (driver only, launches at entry), and the loop again;
+#   5. the loop without the collector again, to see drift;
+#   6. compare.py: the collector's record against the workload's.
 # Expects the collector binary, xz-compressed, at .device/otelcol-gpu.xz
 # (scripts/device-prepare.sh) and writes results under $OUT.
 set -uo pipefail
@@ -51,11 +53,21 @@ start_collector collector-driver --config bench/device/driver-only.yaml
 python3 bench/device/launch_loop.py 20000 | python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"]="collector, driver probes only"; print(json.dumps(d))' | tee $OUT/loop-driver.json
 sleep 3; stop_collector
 
-echo "== 4. comparison"
+echo "== 4. collector, lean: driver only, launches at entry"
+start_collector collector-lean --config bench/device/lean.yaml
+python3 bench/device/launch_loop.py 20000 | python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"]="collector, lean (driver, launch entry only)"; print(json.dumps(d))' | tee $OUT/loop-lean.json
+sleep 3; stop_collector
+lean_spans=$(grep -o '"name":"cuLaunchKernel"' $OUT/otel.jsonl | wc -l)
+echo "lean launch loop spans recorded (cuLaunchKernel): $lean_spans"
+
+echo "== 5. launch loop, no collector, again (drift check)"
+python3 bench/device/launch_loop.py 20000 | python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"]="no collector (again)"; print(json.dumps(d))' | tee $OUT/loop-none2.json
+
+echo "== 6. comparison"
 python3 bench/device/compare.py $OUT/otel-workload.jsonl $OUT/workload.json $OUT/comparison.json \
-	$OUT/loop-none.json $OUT/loop-all.json $OUT/loop-driver.json
+	$OUT/loop-none.json $OUT/loop-all.json $OUT/loop-driver.json $OUT/loop-lean.json $OUT/loop-none2.json
 if grep -l -E "^panic:|fatal error:" $OUT/*.log; then echo "COLLECTOR CRASHED (see the log named above)"; else echo "collector logs: no panic"; fi
 grep -h -E "probed CUDA library" $OUT/collector.log | grep -o '"path": "[^"]*", "pid": [0-9]*, "functions": [0-9]*'
 gzip -f $OUT/otel-workload.jsonl
-rm -f $OUT/otel.jsonl
+rm -f $OUT/otel.jsonl $OUT/loop-*.json $OUT/workload.json
 ls -la $OUT

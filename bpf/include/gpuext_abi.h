@@ -126,6 +126,7 @@ enum gpuext_api {
 #define GPUEXT_CK_LAUNCHCFG (1ULL << 17)  /* arg1 is a CUlaunchConfig * */
 #define GPUEXT_CK_MEMCPY2D (1ULL << 18)   /* arg1 is a CUDA_MEMCPY2D * */
 #define GPUEXT_CK_MEMCPY3D (1ULL << 19)   /* arg1 is a CUDA_MEMCPY3D * */
+#define GPUEXT_CK_ENTRY_ONLY (1ULL << 20) /* no return probe: report at entry */
 #define GPUEXT_CK_OUT_SHIFT 24
 #define GPUEXT_CK_NAME_SHIFT 28
 
@@ -135,6 +136,7 @@ enum gpuext_api {
 #define GPUEXT_F_STACK_VALID (1 << 2)/* args[6..8] were read from the stack */
 #define GPUEXT_F_NAME_TRUNC (1 << 3) /* the name filled the whole buffer */
 #define GPUEXT_F_READ_FAULT (1 << 4) /* a user-memory read failed */
+#define GPUEXT_F_NO_RETURN (1 << 5)  /* reported at entry: no result, end = start */
 
 #define GPUEXT_NARGS 9
 #define GPUEXT_NAME_MAX 512

@@ -84,6 +84,10 @@ type Event struct {
 	Device    int32 // device ordinal the call names, -1 when none
 }
 
+// Returned reports whether the call was seen returning: false for calls
+// reported at entry only, whose result and duration are unknown.
+func (e *Event) Returned() bool { return e.Flags&FlagNoReturn == 0 }
+
 // OK reports whether the call succeeded. __cudaRegisterFunction returns
 // void, so whatever its return register held means nothing.
 func (e *Event) OK() bool { return e.Result == 0 || e.API == APICudaRegisterFunction }

@@ -72,6 +72,7 @@ const (
 	FlagStackValid = 1 << 2
 	FlagNameTrunc  = 1 << 3
 	FlagReadFault  = 1 << 4
+	FlagNoReturn   = 1 << 5 // reported at entry (lean launch probes): no result, no duration
 )
 
 // Errors returned by Decode. Use errors.Is.

@@ -49,6 +49,11 @@ type CUDAConfig struct {
 	// MaxInflight bounds the calls that may be in progress at once across all
 	// threads (the entry→return map). Calls beyond it are counted as dropped.
 	MaxInflight int `mapstructure:"max_inflight"`
+	// LaunchReturnProbes also probes the return of kernel and graph
+	// launches, for their result and duration. Off, a launch costs one
+	// uprobe trap instead of two; its span has no duration and its
+	// gpu.cuda.calls result is "unknown".
+	LaunchReturnProbes bool `mapstructure:"launch_return_probes"`
 }
 
 // ProcessRule matches a process. Empty fields match anything; set fields must

@@ -40,6 +40,7 @@ func TestLoadConfig(t *testing.T) {
 	want.CUDA.RescanInterval = time.Minute
 	want.CUDA.RingBufferSize = 32 << 20
 	want.CUDA.MaxInflight = 131072
+	want.CUDA.LaunchReturnProbes = false
 	want.Spans.Classes = []string{"launch", "copy"}
 	want.Spans.FlushInterval = time.Second
 	want.Spans.MaxBatch = 1024

@@ -32,6 +32,8 @@ func createDefaultConfig() component.Config {
 			RescanInterval: 30 * time.Second,
 			RingBufferSize: 16 << 20,
 			MaxInflight:    65536,
+			// Full spans by default; launch-bound services may turn this off.
+			LaunchReturnProbes: true,
 		},
 		Spans: SpansConfig{
 			Enabled:       true,

@@ -94,9 +94,10 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 
 	if cfg.CUDA.Enabled {
 		t, err := newTracer(cudaprobe.Options{
-			RingBufferSize: cfg.CUDA.RingBufferSize,
-			MaxInflight:    cfg.CUDA.MaxInflight,
-			Logger:         r.log,
+			RingBufferSize:  cfg.CUDA.RingBufferSize,
+			MaxInflight:     cfg.CUDA.MaxInflight,
+			LaunchEntryOnly: !cfg.CUDA.LaunchReturnProbes,
+			Logger:          r.log,
 		})
 		if err != nil {
 			r.log.Error("CUDA uprobe source unavailable; other sources keep running", zap.Error(err))

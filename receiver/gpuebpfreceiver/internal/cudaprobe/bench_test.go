@@ -50,44 +50,52 @@ func BenchmarkProbeOverhead(b *testing.B) {
 		r := callbench(b, dir, "launch", strconv.Itoa(b.N))
 		b.ReportMetric(r.NsPerCall, "ns/call")
 	})
-	b.Run("probed", func(b *testing.B) {
-		tr, err := New(Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer tr.Close()
-		if _, err := tr.AttachLibrary(driver); err != nil {
-			b.Fatal(err)
-		}
-		// Drain the ring as the receiver would, decoding every record.
-		done := make(chan uint64)
-		go func() {
-			var rec ringbuf.Record
-			var e ev.Event
-			var got uint64
-			for {
-				err := tr.ReadInto(&rec, time.Now().Add(100*time.Millisecond))
-				if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
-					done <- got
-					return
-				}
-				if err == nil && ev.Decode(rec.RawSample, &e) == nil && (e.Kind == ev.KindCall || e.Kind == ev.KindCallNamed) {
-					got++
-				}
-			}
-		}()
-		r := callbench(b, dir, "launch", strconv.Itoa(b.N))
-		time.Sleep(200 * time.Millisecond)
-		tr.CloseReader()
-		got := <-done
-		ringFull, _, _, _ := tr.Drops()
-		b.ReportMetric(r.NsPerCall, "ns/call")
-		b.ReportMetric(float64(got), "events")
-		b.ReportMetric(float64(ringFull), "dropped")
-		// Every launch plus the program's 4 probed setup calls and its
-		// final synchronise arrive, each once.
-		if want := uint64(b.N) + 4; got != want || ringFull != 0 {
-			b.Fatalf("got %d events (want %d), %d dropped", got, want, ringFull)
-		}
+	b.Run("probed", func(b *testing.B) { benchProbed(b, driver, Options{}) })
+	b.Run("probed-launch-entry-only", func(b *testing.B) {
+		benchProbed(b, driver, Options{LaunchEntryOnly: true})
 	})
+}
+
+// benchProbed runs callbench under the probes, draining the ring as the
+// receiver would, and checks that every call arrived once.
+func benchProbed(b *testing.B, driver string, opts Options) {
+	dir := filepath.Dir(driver)
+	tr, err := New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := tr.AttachLibrary(driver); err != nil {
+		b.Fatal(err)
+	}
+	// Drain the ring as the receiver would, decoding every record.
+	done := make(chan uint64)
+	go func() {
+		var rec ringbuf.Record
+		var e ev.Event
+		var got uint64
+		for {
+			err := tr.ReadInto(&rec, time.Now().Add(100*time.Millisecond))
+			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
+				done <- got
+				return
+			}
+			if err == nil && ev.Decode(rec.RawSample, &e) == nil && (e.Kind == ev.KindCall || e.Kind == ev.KindCallNamed) {
+				got++
+			}
+		}
+	}()
+	r := callbench(b, dir, "launch", strconv.Itoa(b.N))
+	time.Sleep(200 * time.Millisecond)
+	tr.CloseReader()
+	got := <-done
+	ringFull, _, _, _ := tr.Drops()
+	b.ReportMetric(r.NsPerCall, "ns/call")
+	b.ReportMetric(float64(got), "events")
+	b.ReportMetric(float64(ringFull), "dropped")
+	// Every launch arrives once, plus the program's three probed setup calls
+	// (primary context, module load, function lookup) and its synchronise.
+	if want := uint64(b.N) + 4; got != want || ringFull != 0 {
+		b.Fatalf("got %d events (want %d), %d dropped", got, want, ringFull)
+	}
 }

@@ -14,6 +14,10 @@ type target struct {
 	probe  probe
 }
 
+// entryOnly reports whether the target is reported at entry, without a
+// return probe.
+func (t target) entryOnly() bool { return t.probe.flags&ckEntryOnly != 0 }
+
 // targets lists the probed functions that the ELF file at path defines, one
 // per code address: when several names alias one address (a variant
 // exported as an alias of another) only the first, in name order, is kept,

@@ -10,6 +10,7 @@ const (
 	ckLaunchCfg = 1 << 17
 	ckMemcpy2D  = 1 << 18
 	ckMemcpy3D  = 1 << 19
+	ckEntryOnly = 1 << 20
 	ckOutShift  = 24
 	ckNameShift = 28
 )

@@ -17,13 +17,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-gpu/otelcol-gpu/bpf"
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
 )
 
 // Options size the kernel side.
 type Options struct {
 	RingBufferSize int // bytes, power of two
 	MaxInflight    int // calls in progress at once
-	Logger         *zap.Logger
+	// LaunchEntryOnly probes kernel and graph launches at entry only: one
+	// trap per launch instead of two, at the price of the launch's result
+	// and duration.
+	LaunchEntryOnly bool
+	Logger          *zap.Logger
 }
 
 // FileKey identifies a library file: probes are per inode, so one
@@ -51,7 +56,8 @@ type Tracer struct {
 	libs  map[FileKey]*Library
 	links []link.Link
 
-	probes atomic.Int64
+	probes    atomic.Int64
+	entryOnly bool
 	// multi: the programs are attached with uprobe_multi links (Linux 6.6+):
 	// one link per library and direction, attached and detached in one
 	// step. Single perf-event uprobes cost a synchronisation each on detach
@@ -81,7 +87,7 @@ func New(opts Options) (*Tracer, error) {
 		spec.Maps["inflight"].MaxEntries = uint32(opts.MaxInflight)
 	}
 
-	t := &Tracer{log: opts.Logger, libs: map[FileKey]*Library{}, multi: true}
+	t := &Tracer{log: opts.Logger, libs: map[FileKey]*Library{}, multi: true, entryOnly: opts.LaunchEntryOnly}
 	for _, name := range []string{"cuda_enter", "cuda_exit"} {
 		spec.Programs[name].AttachType = ebpf.AttachTraceUprobeMulti
 	}
@@ -162,16 +168,24 @@ func (t *Tracer) AttachLibrary(path string) (*Library, error) {
 	if len(tgts) == 0 {
 		return nil, fmt.Errorf("%s: defines none of the CUDA functions probed", path)
 	}
+	if t.entryOnly {
+		for i := range tgts {
+			if tgts[i].probe.api.Class() == ev.ClassLaunch {
+				tgts[i].probe.flags |= ckEntryOnly
+			}
+		}
+	}
 	ex, err := link.OpenExecutable(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	lib := &Library{Path: path, Key: key, Aliases: aliases}
 	var links []link.Link
+	var points int
 	if t.multi {
-		links, lib.Probes, err = t.attachMulti(ex, tgts)
+		links, lib.Probes, points, err = t.attachMulti(ex, tgts)
 	} else {
-		links, lib.Probes = t.attachSingle(ex, path, tgts)
+		links, lib.Probes, points = t.attachSingle(ex, path, tgts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -181,53 +195,67 @@ func (t *Tracer) AttachLibrary(path string) (*Library, error) {
 	}
 	t.links = append(t.links, links...)
 	t.libs[key] = lib
-	t.probes.Add(int64(2 * lib.Probes))
+	t.probes.Add(int64(points))
 	return lib, nil
 }
 
 // attachMulti attaches all targets with one return and one entry link.
 // The return link goes first: a call entering between the two is then seen
 // whole or not at all.
-func (t *Tracer) attachMulti(ex *link.Executable, tgts []target) ([]link.Link, int, error) {
-	opts := &link.UprobeMultiOptions{}
+func (t *Tracer) attachMulti(ex *link.Executable, tgts []target) (links []link.Link, functions, points int, err error) {
+	entry, ret := &link.UprobeMultiOptions{}, &link.UprobeMultiOptions{}
 	for _, tg := range tgts {
-		opts.Addresses = append(opts.Addresses, tg.offset)
-		opts.Cookies = append(opts.Cookies, tg.probe.cookie())
+		entry.Addresses = append(entry.Addresses, tg.offset)
+		entry.Cookies = append(entry.Cookies, tg.probe.cookie())
+		if !tg.entryOnly() {
+			ret.Addresses = append(ret.Addresses, tg.offset)
+			ret.Cookies = append(ret.Cookies, tg.probe.cookie())
+		}
 	}
-	ret, err := ex.UretprobeMulti(nil, t.objs.CudaExit, opts)
+	if len(ret.Addresses) > 0 {
+		l, err := ex.UretprobeMulti(nil, t.objs.CudaExit, ret)
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("uretprobe_multi: %w", err)
+		}
+		links = append(links, l)
+	}
+	l, err := ex.UprobeMulti(nil, t.objs.CudaEnter, entry)
 	if err != nil {
-		return nil, 0, fmt.Errorf("uretprobe_multi: %w", err)
+		for _, l := range links {
+			l.Close()
+		}
+		return nil, 0, 0, fmt.Errorf("uprobe_multi: %w", err)
 	}
-	ent, err := ex.UprobeMulti(nil, t.objs.CudaEnter, opts)
-	if err != nil {
-		ret.Close()
-		return nil, 0, fmt.Errorf("uprobe_multi: %w", err)
-	}
-	return []link.Link{ret, ent}, len(tgts), nil
+	return append(links, l), len(tgts), len(entry.Addresses) + len(ret.Addresses), nil
 }
 
 // attachSingle attaches each target with its own pair of perf-event uprobes,
 // skipping (and logging) those the kernel refuses.
-func (t *Tracer) attachSingle(ex *link.Executable, path string, tgts []target) ([]link.Link, int) {
-	var links []link.Link
-	n := 0
+func (t *Tracer) attachSingle(ex *link.Executable, path string, tgts []target) (links []link.Link, functions, points int) {
 	for _, tg := range tgts {
 		opts := &link.UprobeOptions{Address: tg.offset, Cookie: tg.probe.cookie()}
-		ret, err := ex.Uretprobe(tg.symbol, t.objs.CudaExit, opts)
-		if err != nil {
-			t.log.Debug("uretprobe failed", zap.String("library", path), zap.String("symbol", tg.symbol), zap.Error(err))
-			continue
+		var ret link.Link
+		if !tg.entryOnly() {
+			var err error
+			if ret, err = ex.Uretprobe(tg.symbol, t.objs.CudaExit, opts); err != nil {
+				t.log.Debug("uretprobe failed", zap.String("library", path), zap.String("symbol", tg.symbol), zap.Error(err))
+				continue
+			}
+			links = append(links, ret)
 		}
 		ent, err := ex.Uprobe(tg.symbol, t.objs.CudaEnter, opts)
 		if err != nil {
-			ret.Close()
+			if ret != nil {
+				ret.Close()
+				links = links[:len(links)-1]
+			}
 			t.log.Debug("uprobe failed", zap.String("library", path), zap.String("symbol", tg.symbol), zap.Error(err))
 			continue
 		}
-		links = append(links, ret, ent)
-		n++
+		links = append(links, ent)
+		functions++
 	}
-	return links, n
+	return links, functions, len(links)
 }
 
 // Libraries returns the probed files.
@@ -241,7 +269,8 @@ func (t *Tracer) Libraries() []Library {
 	return out
 }
 
-// Probes is the number of uprobes and uretprobes attached.
+// Probes is the number of probe points attached: an entry and, unless it
+// is reported at entry only, a return per probed function.
 func (t *Tracer) Probes() int64 { return t.probes.Load() }
 
 // ReadInto waits until deadline for the next record. It returns

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
 )
 
 func buildLib(t *testing.T, src string) string {
@@ -65,7 +67,7 @@ func TestAttachOncePerInode(t *testing.T) {
 	lib, err := tr.AttachLibrary(driver)
 	require.NoError(t, err)
 	require.Equal(t, len(tgts), lib.Probes)
-	require.Equal(t, int64(2*len(tgts)), tr.Probes())
+	require.Equal(t, int64(2*len(tgts)), tr.Probes(), "an entry and a return per function")
 
 	// A symlink to the same file is the same inode: nothing new.
 	link := filepath.Join(t.TempDir(), "libcuda.so.1")
@@ -83,6 +85,21 @@ func TestAttachOncePerInode(t *testing.T) {
 	require.NoError(t, os.WriteFile(other, []byte("int unrelated(void) { return 1; }\n"), 0o644))
 	_, err = tr.AttachLibrary(buildLib(t, other))
 	require.ErrorContains(t, err, "defines none of the CUDA functions probed")
+
+	// Lean mode: launches get no return probe.
+	lean, err := New(Options{RingBufferSize: 1 << 16, MaxInflight: 1024, LaunchEntryOnly: true})
+	require.NoError(t, err)
+	defer lean.Close()
+	_, err = lean.AttachLibrary(driver)
+	require.NoError(t, err)
+	launches := 0
+	for _, tg := range tgts {
+		if tg.probe.api.Class() == ev.ClassLaunch {
+			launches++
+		}
+	}
+	require.Equal(t, 8, launches, "cuLaunchKernel, Ex, Cooperative, GraphLaunch, each with _ptsz")
+	require.Equal(t, int64(2*len(tgts)-launches), lean.Probes())
 
 	ringFull, inflightFull, unmatched, err := tr.Drops()
 	require.NoError(t, err)

@@ -20,6 +20,9 @@ var (
 	}
 )
 
+// resultUnknown is the gpu.cuda.result of calls reported at entry only.
+const resultUnknown = "unknown"
+
 // Histogram metric descriptions (mdatagen cannot generate histograms).
 const (
 	histCallDuration = "gpu.cuda.call.duration"
@@ -65,6 +68,11 @@ func (t *Translator) emitProcess(p *process, now pcommon.Timestamp, out pmetric.
 		if n > 0 {
 			a := ev.API(api)
 			mb.RecordGpuCudaCallsDataPoint(now, int64(n), a.String(), ev.ResultName(a, 0))
+		}
+	}
+	for api, n := range p.unknown {
+		if n > 0 {
+			mb.RecordGpuCudaCallsDataPoint(now, int64(n), ev.API(api).String(), resultUnknown)
 		}
 	}
 	for k, n := range p.errCalls {

@@ -26,6 +26,7 @@ const (
 	attrCopyBytes    = "gpu.cuda.copy.bytes"
 	attrDirection    = "gpu.cuda.copy.direction"
 	attrDevice       = "gpu.cuda.device"
+	attrEntryOnly    = "gpu.cuda.entry_only"
 	attrScopeName    = "github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver"
 )
 
@@ -68,7 +69,9 @@ func (t *Translator) addSpan(p *process, e *ev.Event) {
 	attrs := sp.Attributes()
 	attrs.EnsureCapacity(6)
 	attrs.PutInt(attrThreadID, int64(e.TID))
-	if !e.OK() {
+	if !e.Returned() {
+		attrs.PutBool(attrEntryOnly, true) // seen at entry only: no duration, no result
+	} else if !e.OK() {
 		name := ev.ResultName(e.API, e.Result)
 		sp.Status().SetCode(ptrace.StatusCodeError)
 		sp.Status().SetMessage(name)

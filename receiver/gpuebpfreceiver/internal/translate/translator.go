@@ -149,6 +149,7 @@ type process struct {
 
 	okCalls   [ev.APIMax]uint64
 	errCalls  map[callKey]uint64
+	unknown   [ev.APIMax]uint64 // calls reported at entry only: result unknown
 	launches  [ev.APIMax]uint64
 	durations [ev.APIMax]*histogram
 	grids     [ev.APIMax]*histogram
@@ -280,13 +281,15 @@ func (t *Translator) Handle(e *ev.Event) {
 func (t *Translator) account(p *process, e *ev.Event) {
 	api := e.API
 	ok := e.OK()
-	if ok {
+	switch {
+	case !e.Returned():
+		p.unknown[api]++ // no result and no duration, but what it launched counts
+	case ok:
 		p.okCalls[api]++
-	} else {
+		observe(&p.durations, t.cfg.CallDuration, api, float64(e.Duration())/1e9)
+	default:
 		p.errCalls[callKey{api, e.Result}]++
-	}
-	observe(&p.durations, t.cfg.CallDuration, api, float64(e.Duration())/1e9)
-	if !ok {
+		observe(&p.durations, t.cfg.CallDuration, api, float64(e.Duration())/1e9)
 		return
 	}
 	switch api.Class() {
