@@ -2,12 +2,12 @@
 exporter) with what the workload itself reports (torch_workload.py's JSON)
 and prints the comparison; also writes it as JSON.
 
-usage: compare.py OTEL_JSONL WORKLOAD_JSON OUT_JSON [LOOP_JSON ...]
+usage: compare.py OTEL_JSONL WORKLOAD_JSON OUT_JSON [LOOPS_JSONL]
 """
-import collections, json, sys
+import collections, json, statistics, sys
 
 otel_path, wl_path, out_path = sys.argv[1:4]
-loops = [json.loads(open(p).read()) for p in sys.argv[4:]]
+loops = [json.loads(l) for p in sys.argv[4:] for l in open(p) if l.strip()]
 wl = json.loads(open(wl_path).read().strip().splitlines()[-1])
 pid = wl["pid"]
 DRIVER_LAUNCH = {"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel"}
@@ -41,7 +41,7 @@ def window(phase):
     t0, t1 = wl[phase]["t0"], wl[phase]["t1"]
     return [s for s in spans if t0 <= s[1] and s[2] <= t1]
 
-out = {"pid": pid, "device": wl["device"], "torch_version": wl["torch"], "triton_version": wl["triton"],
+out = {"pid": pid, "device": wl["device"], "torch_version": wl["torch_version"], "triton_version": wl["triton_version"],
        "spans_total": len(spans), "resource": metrics.get("resource")}
 
 # Matmul loop: the profiler's kernels vs our driver-level launches.
@@ -85,7 +85,13 @@ out["dropped"] = {k: v for k, v in self_metrics.items() if k.startswith("gpu.ebp
 out["received"] = {k: v for k, v in self_metrics.items() if k.startswith("gpu.ebpf.events.received")}
 out["api_counts"] = dict(collections.Counter(s[0] for s in spans))
 if loops:
-    out["launch_loop_us"] = [{"config": l.get("config"), "us_per_launch": round(l["us_per_launch"], 3)} for l in loops]
+    by = collections.defaultdict(list)
+    for l in loops:
+        by[l["config"]].append(l["us_per_launch"])
+    base = statistics.median(by.get("no collector", [float("nan")]))
+    out["launch_loop_us"] = [{"config": c, "median": round(statistics.median(v), 3),
+                              "runs": [round(x, 3) for x in v],
+                              "added_us": round(statistics.median(v) - base, 3)} for c, v in by.items()]
 json.dump(out, open(out_path, "w"), indent=1)
 
 m, t, a = out["matmul"], out["triton"], out["alloc"]
@@ -102,4 +108,4 @@ print(f"alloc: torch segments {a['torch_segments']} ({a['torch_reserved_bytes']}
 print(f"failed calls: {out['errors']}")
 print(f"dropped: {out['dropped']}  received: {out['received']}")
 for l in out.get("launch_loop_us", []):
-    print(f"launch loop [{l['config']}]: {l['us_per_launch']} us/launch")
+    print(f"launch loop [{l['config']}]: median {l['median']} us/launch (+{l['added_us']}), runs {l['runs']}")

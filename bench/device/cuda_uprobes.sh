@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # The gpuebpf receiver on a real GPU, in one command (see README, "On a GPU"):
-#   1. a launch-bound PyTorch loop without the collector (baseline);
-#   2. the collector (all probes) while torch_workload.py runs PyTorch
+#   1. the collector (all probes) while torch_workload.py runs PyTorch
 #      allocations, a cuBLAS matmul loop and a Triton kernel under PyTorch's
-#      own profiler, and the launch loop again;
-#   3. the collector with driver probes only, and the launch loop again;
-#   4. the lean set (driver only, launches at entry), and the loop again;
-#   5. the loop without the collector again, to see drift;
-#   6. compare.py: the collector's record against the workload's.
+#      own profiler;
+#   2. a launch-bound PyTorch loop on a pinned core, without the collector
+#      and under three probe sets, interleaved, three rounds;
+#   3. compare.py: the collector's record against the workload's, and the
+#      loop's medians.
 # Expects the collector binary, xz-compressed, at .device/otelcol-gpu.xz
 # (scripts/device-prepare.sh) and writes results under $OUT.
 set -uo pipefail
@@ -26,48 +25,47 @@ ldconfig -p | grep -E 'libcuda\.so\.1' || true
 start_collector() { # $1: log name, rest: extra args
 	local log=$OUT/$1.log; shift
 	rm -f "$OUT/otel.jsonl"
-	$bin --config bench/device/collector.yaml "$@" > "$log" 2>&1 &
+	taskset -c 8-15 $bin --config bench/device/collector.yaml "$@" > "$log" 2>&1 &
 	col=$!
 	for _ in $(seq 200); do grep -q "Everything is ready" "$log" && break; sleep 0.1; done
 	grep -E "probed CUDA library|unavailable|cannot" "$log" | cut -c1-300
 }
 stop_collector() { kill -TERM $col; wait $col 2>/dev/null; }
 
-echo "== 1. launch loop, no collector"
-python3 bench/device/launch_loop.py 20000 | python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"]="no collector"; print(json.dumps(d))' | tee $OUT/loop-none.json
+# The launch-bound loop on one pinned core; the collector runs on others.
+loop() { # $1: config label
+	taskset -c 2 python3 bench/device/launch_loop.py 20000 |
+		python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"]=sys.argv[1]; print(json.dumps(d))' "$1"
+}
 
-echo "== 2. collector, all probes"
+echo "== 1. collector (all probes) during the PyTorch + Triton workload"
 start_collector collector
 python3 bench/device/torch_workload.py > $OUT/workload.json; echo "workload exit $?"
 sleep 3
 stop_collector
 cp $OUT/otel.jsonl $OUT/otel-workload.jsonl
-start_collector collector-loop
-python3 bench/device/launch_loop.py 20000 | python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"]="collector, driver+runtime probes"; print(json.dumps(d))' | tee $OUT/loop-all.json
-sleep 3; stop_collector
-loop_spans=$(grep -o '"name":"cuLaunchKernel"' $OUT/otel.jsonl | wc -l)
-echo "launch loop spans recorded (cuLaunchKernel): $loop_spans of $(python3 -c "import json; print(json.load(open('$OUT/loop-all.json'))['launches'])") launches"
 
-echo "== 3. collector, driver probes only"
-start_collector collector-driver --config bench/device/driver-only.yaml
-python3 bench/device/launch_loop.py 20000 | python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"]="collector, driver probes only"; print(json.dumps(d))' | tee $OUT/loop-driver.json
-sleep 3; stop_collector
+echo "== 2. launch-loop overhead, configurations interleaved, three rounds"
+: > $OUT/loops.jsonl
+for round in 1 2 3; do
+	loop "no collector" | tee -a $OUT/loops.jsonl
+	start_collector collector-all
+	loop "driver+runtime probes" | tee -a $OUT/loops.jsonl
+	sleep 2; stop_collector
+	[ $round = 1 ] && echo "spans of the loop (cuLaunchKernel): $(grep -o '"name":"cuLaunchKernel"' $OUT/otel.jsonl | wc -l) of 101001 launches"
+	start_collector collector-driver --config bench/device/driver-only.yaml
+	loop "driver probes only" | tee -a $OUT/loops.jsonl
+	sleep 2; stop_collector
+	start_collector collector-lean --config bench/device/lean.yaml
+	loop "lean: driver, launches at entry" | tee -a $OUT/loops.jsonl
+	sleep 2; stop_collector
+	[ $round = 1 ] && echo "spans of the lean loop (cuLaunchKernel): $(grep -o '"name":"cuLaunchKernel"' $OUT/otel.jsonl | wc -l) of 101001 launches"
+done
 
-echo "== 4. collector, lean: driver only, launches at entry"
-start_collector collector-lean --config bench/device/lean.yaml
-python3 bench/device/launch_loop.py 20000 | python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"]="collector, lean (driver, launch entry only)"; print(json.dumps(d))' | tee $OUT/loop-lean.json
-sleep 3; stop_collector
-lean_spans=$(grep -o '"name":"cuLaunchKernel"' $OUT/otel.jsonl | wc -l)
-echo "lean launch loop spans recorded (cuLaunchKernel): $lean_spans"
-
-echo "== 5. launch loop, no collector, again (drift check)"
-python3 bench/device/launch_loop.py 20000 | python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"]="no collector (again)"; print(json.dumps(d))' | tee $OUT/loop-none2.json
-
-echo "== 6. comparison"
-python3 bench/device/compare.py $OUT/otel-workload.jsonl $OUT/workload.json $OUT/comparison.json \
-	$OUT/loop-none.json $OUT/loop-all.json $OUT/loop-driver.json $OUT/loop-lean.json $OUT/loop-none2.json
+echo "== 3. comparison"
+python3 bench/device/compare.py $OUT/otel-workload.jsonl $OUT/workload.json $OUT/comparison.json $OUT/loops.jsonl
 if grep -l -E "^panic:|fatal error:" $OUT/*.log; then echo "COLLECTOR CRASHED (see the log named above)"; else echo "collector logs: no panic"; fi
 grep -h -E "probed CUDA library" $OUT/collector.log | grep -o '"path": "[^"]*", "pid": [0-9]*, "functions": [0-9]*'
 gzip -f $OUT/otel-workload.jsonl
-rm -f $OUT/otel.jsonl $OUT/loop-*.json $OUT/workload.json
+rm -f $OUT/otel.jsonl $OUT/workload.json
 ls -la $OUT

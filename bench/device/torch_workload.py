@@ -34,7 +34,7 @@ def kernels(prof):
     return out
 
 
-res = {"pid": os.getpid(), "torch": torch.__version__, "triton": triton.__version__,
+res = {"pid": os.getpid(), "torch_version": torch.__version__, "triton_version": triton.__version__,
        "device": torch.cuda.get_device_name(0)}
 torch.cuda.init()
 time.sleep(1.0)  # let the collector probe this process's runtime
