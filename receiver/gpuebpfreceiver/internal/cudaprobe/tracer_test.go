@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -117,4 +118,48 @@ func TestSymbolTableCoversEveryAPI(t *testing.T) {
 	for _, a := range apisForTest() {
 		require.True(t, seen[a.EnumName()], "no symbol probes %s", a.EnumName())
 	}
+}
+
+// TestForgetProcessDropsUnfinishedCalls: a process killed inside a CUDA call
+// leaves its entry behind; ForgetProcess removes it, so the in-flight table
+// cannot fill up with the dead.
+func TestForgetProcessDropsUnfinishedCalls(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	driver := fakeDriver(t)
+	dir := filepath.Dir(driver)
+	tr, err := New(Options{RingBufferSize: 1 << 16, MaxInflight: 1024})
+	require.NoError(t, err)
+	defer tr.Close()
+	_, err = tr.AttachLibrary(driver)
+	require.NoError(t, err)
+
+	inflight := func() int {
+		n := 0
+		var k [16]byte
+		var v []byte
+		it := tr.objs.Inflight.Iterate()
+		for it.Next(&k, &v) {
+			n++
+		}
+		return n
+	}
+	require.Zero(t, inflight())
+
+	// Every driver call sleeps 2 s: cuInit (not probed), then the first
+	// probed call, which is killed before it returns.
+	cmd := exec.Command(dir+"/workload", "launch-storm", "1")
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dir, "FAKECUDA_DELAY_US=2000000")
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool { return inflight() == 1 }, 8*time.Second, 10*time.Millisecond)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.Equal(t, 1, inflight(), "the killed call's entry is still there")
+
+	require.NoError(t, tr.SetTraced(uint32(cmd.Process.Pid), false))
+	tr.ForgetProcess(uint32(cmd.Process.Pid))
+	require.Zero(t, inflight())
+	var action uint8
+	require.Error(t, tr.objs.PidFilter.Lookup(uint32(cmd.Process.Pid), &action), "filter entry removed")
 }
