@@ -378,13 +378,31 @@ func TestEndToEndFakeDriver(t *testing.T) {
 		total += 10
 		spans := h.spansOf(res.PID, total)
 		require.Equal(t, want, countBy(spans, ptrace.Span.Name))
+		byID := map[pcommon.SpanID]ptrace.Span{}
+		for _, s := range spans {
+			byID[s.SpanID()] = s
+		}
+		children := map[string]int{}
 		for _, s := range spans {
 			if s.Name() == "cudaLaunchKernel" {
 				require.Equal(t, "saxpyKernel(float, float const*, float*)", attr(s, "gpu.cuda.kernel.name"))
 				require.Equal(t, "64x1x1", attr(s, "gpu.cuda.grid"))
 				require.Equal(t, "128x1x1", attr(s, "gpu.cuda.block"))
+				require.True(t, s.ParentSpanID().IsEmpty())
+			}
+			// The driver calls the runtime makes are the runtime span's
+			// children: each launch, and the lookup of the function at the
+			// first launch of the stub.
+			if parent, ok := byID[s.ParentSpanID()]; ok {
+				require.Equal(t, "cudaLaunchKernel", parent.Name())
+				require.Equal(t, parent.TraceID(), s.TraceID())
+				if s.Name() == "cuLaunchKernel" {
+					require.Equal(t, attr(parent, "gpu.cuda.kernel.name"), attr(s, "gpu.cuda.kernel.name"))
+				}
+				children[s.Name()]++
 			}
 		}
+		require.Equal(t, map[string]int{"cuLaunchKernel": 10, "cuModuleGetFunction": 1}, children)
 	})
 
 	t.Run("threads: thread ids on spans", func(t *testing.T) {

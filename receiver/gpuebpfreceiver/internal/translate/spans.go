@@ -66,6 +66,9 @@ func (t *Translator) addSpan(p *process, e *ev.Event) {
 	sp.SetKind(ptrace.SpanKindInternal)
 	sp.SetStartTimestamp(t.clock.Timestamp(e.Start))
 	sp.SetEndTimestamp(t.clock.Timestamp(e.End))
+	if e.Returned() {
+		t.nest(e.TID, e.Start, e.End, sp)
+	}
 	attrs := sp.Attributes()
 	attrs.EnsureCapacity(6)
 	attrs.PutInt(attrThreadID, int64(e.TID))
@@ -128,5 +131,6 @@ func (t *Translator) TakeSpans() (ptrace.Traces, int) {
 	t.traces = ptrace.NewTraces()
 	t.nspans = 0
 	t.gen++
+	clear(t.threads)
 	return out, n
 }

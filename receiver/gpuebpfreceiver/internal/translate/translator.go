@@ -93,7 +93,8 @@ type Translator struct {
 	start      pcommon.Timestamp
 	traces     ptrace.Traces
 	nspans     int
-	gen        uint64 // span batch generation
+	gen        uint64                  // span batch generation
+	threads    map[uint32]*threadSpans // recent spans per thread, this batch
 	received   uint64
 	decodeErrs uint64
 	procLimit  uint64
@@ -117,6 +118,7 @@ func New(cfg Config, set receiver.Settings, res Resolver, sym Symbolizer, hooks 
 		ids:       newIDSource(),
 		procs:     map[uint32]*process{},
 		execComm:  map[uint32]string{},
+		threads:   map[uint32]*threadSpans{},
 		demangled: map[string]string{},
 		traces:    ptrace.NewTraces(),
 	}

@@ -127,12 +127,14 @@ func TestLaunchSpansNameKernels(t *testing.T) {
 	tr := newTestTranslator(t, Hooks{})
 	named := withOut(rec(ev.APICuModuleGetFunction, ev.KindCallNamed, 0x7ffc, 0xe0, 0x5000), 0xf00)
 	named.Name = "_Z6vecAddPfS_S_i"
+	named.Start, named.End = 100, 200
 	tr.Handle(decoded(t, named))
 	l := rec(ev.APICuLaunchKernel, ev.KindCall, 0xf00, 128, 1, 1, 256, 1, 1, 1024, 0x5)
 	l.Flags = ev.FlagStackValid
 	tr.Handle(decoded(t, l))
 	bad := rec(ev.APICuLaunchKernel, ev.KindCall, 0, 1, 1, 1, 1, 1, 1, 0, 0)
 	bad.Result = 400
+	bad.Start, bad.End = 4000, 4500
 	tr.Handle(decoded(t, bad))
 
 	td, n := tr.TakeSpans()
@@ -157,6 +159,54 @@ func TestLaunchSpansNameKernels(t *testing.T) {
 
 	_, n = tr.TakeSpans()
 	require.Zero(t, n, "batch was handed over")
+}
+
+// TestNestedCallsShareATrace: a runtime launch and the driver launch it
+// makes become parent and child in one trace, whatever order they arrive
+// in; calls after them on the thread start their own traces.
+func TestNestedCallsShareATrace(t *testing.T) {
+	tr := newTestTranslator(t, Hooks{})
+	at := func(api ev.API, start, end uint64) *ev.Event {
+		e := rec(api, ev.KindCall)
+		e.Start, e.End = start, end
+		return decoded(t, e)
+	}
+	tr.Handle(at(ev.APICuLaunchKernel, 1100, 1400))   // first inner call, returns first
+	tr.Handle(at(ev.APICuMemsetD8, 1500, 1900))       // second inner call
+	tr.Handle(at(ev.APICudaLaunchKernel, 1000, 2000)) // the outer call returns last
+	tr.Handle(at(ev.APICuCtxSynchronize, 2100, 3000)) // after it: a trace of its own
+	td, n := tr.TakeSpans()
+	require.Equal(t, 4, n)
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	inner, set, outer, after := spans.At(0), spans.At(1), spans.At(2), spans.At(3)
+	require.Equal(t, outer.TraceID(), inner.TraceID())
+	require.Equal(t, outer.SpanID(), inner.ParentSpanID())
+	require.Equal(t, outer.TraceID(), set.TraceID())
+	require.Equal(t, outer.SpanID(), set.ParentSpanID(), "both inner calls are the outer call's children")
+	require.True(t, outer.ParentSpanID().IsEmpty())
+	require.NotEqual(t, outer.TraceID(), after.TraceID())
+	require.True(t, after.ParentSpanID().IsEmpty())
+}
+
+// TestThreeLevelNesting: the middle span is parented to the outer one and
+// the innermost keeps the middle as parent, all in the outer's trace.
+func TestThreeLevelNesting(t *testing.T) {
+	tr := newTestTranslator(t, Hooks{})
+	at := func(api ev.API, start, end uint64) *ev.Event {
+		e := rec(api, ev.KindCall)
+		e.Start, e.End = start, end
+		return decoded(t, e)
+	}
+	tr.Handle(at(ev.APICuMemsetD8, 1200, 1300))
+	tr.Handle(at(ev.APICuLaunchKernel, 1100, 1900))
+	tr.Handle(at(ev.APICudaLaunchKernel, 1000, 2000))
+	td, _ := tr.TakeSpans()
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	innermost, middle, outer := spans.At(0), spans.At(1), spans.At(2)
+	require.Equal(t, middle.SpanID(), innermost.ParentSpanID())
+	require.Equal(t, outer.SpanID(), middle.ParentSpanID())
+	require.Equal(t, outer.TraceID(), innermost.TraceID())
+	require.Equal(t, outer.TraceID(), middle.TraceID())
 }
 
 func TestSelectionSkipsProcesses(t *testing.T) {

@@ -1,0 +1,51 @@
+package translate
+
+import (
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Nesting: a runtime call (cudaLaunchKernel) makes a driver call
+// (cuLaunchKernel) on the same thread, and both are probed. The inner call
+// returns first, so its record arrives first. Each thread keeps its last few
+// spans of the current batch; when a span arrives whose interval contains
+// some of them, it becomes their trace's root: the outermost unparented
+// ones get it as parent, and all of them take its trace id.
+
+const recentPerThread = 8
+
+type recentSpan struct {
+	span       ptrace.Span
+	start, end uint64
+	parented   bool
+}
+
+type threadSpans struct {
+	spans [recentPerThread]recentSpan
+	n     int // spans recorded, the last recentPerThread of them kept
+}
+
+// nest links the spans of thread tid that e's interval contains to sp, then
+// remembers sp. Only spans of the current batch are kept (the table is
+// cleared when a batch is handed over), so a handle is never stale.
+func (t *Translator) nest(tid uint32, start, end uint64, sp ptrace.Span) {
+	ts := t.threads[tid]
+	if ts == nil {
+		ts = &threadSpans{}
+		t.threads[tid] = ts
+	}
+	traceID, spanID := sp.TraceID(), sp.SpanID()
+	kept := min(ts.n, recentPerThread)
+	for i := 0; i < kept; i++ {
+		r := &ts.spans[i]
+		if r.start < start || r.end > end {
+			continue
+		}
+		r.span.SetTraceID(traceID)
+		if !r.parented {
+			r.span.SetParentSpanID(spanID)
+			r.parented = true
+		}
+	}
+	ts.spans[ts.n%recentPerThread] = recentSpan{span: sp, start: start, end: end}
+	ts.n++
+}
