@@ -118,6 +118,22 @@ func (r *Resolver) Resolve(pid int) (Process, error) {
 	return p, nil
 }
 
+// Alive reports whether process pid exists and has not exited: a zombie
+// (exited, not yet reaped) or a dead task is not alive. The group leader's
+// exit event comes when its thread exits, which need not be the process's
+// end, so callers check before dropping a process's state.
+func (r *Resolver) Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile(filepath.Join(r.procRoot, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	state, err := statState(stat)
+	return err == nil && state != 'Z' && state != 'X' && state != 'x'
+}
+
 // Forget drops what the Resolver remembers about pid, for example when the
 // process exits or calls execve.
 func (r *Resolver) Forget(pid int) {

@@ -47,3 +47,12 @@ func parseStat(data []byte) (comm string, startTime uint64, err error) {
 		rest = rest[end:]
 	}
 }
+
+// statState returns the state letter (field 3) of /proc/<pid>/stat contents.
+func statState(data []byte) (byte, error) {
+	closing := bytes.LastIndexByte(data, ')')
+	if closing < 0 || closing+2 >= len(data) || data[closing+1] != ' ' {
+		return 0, errors.New("stat: no state field after comm")
+	}
+	return data[closing+2], nil
+}

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fakecudatest"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 )
@@ -27,31 +26,8 @@ import (
 // CUDA driver (testdata/fakecuda), run its workload and compare what the
 // receiver reports with what the workload did. They need root.
 
-var (
-	fakeOnce sync.Once
-	fakeDir  string
-	fakeErr  error
-)
-
-// fakeCUDA returns the directory of the built fake driver: $FAKECUDA (set by
-// make test) or a fresh build.
-func fakeCUDA(t testing.TB) string {
-	t.Helper()
-	fakeOnce.Do(func() {
-		if d := os.Getenv("FAKECUDA"); d != "" {
-			fakeDir = d
-			return
-		}
-		fakeDir = filepath.Join(os.TempDir(), "otelcol-gpu-fakecuda")
-		out, err := exec.Command("make", "-s", "-C", "../../testdata/fakecuda", "OUT="+fakeDir).CombinedOutput()
-		if err != nil {
-			fakeErr = err
-			fakeDir = string(out)
-		}
-	})
-	require.NoError(t, fakeErr, fakeDir)
-	return fakeDir
-}
+// fakeCUDA returns a private copy of the fake driver, runtime and programs.
+func fakeCUDA(t testing.TB) string { return fakecudatest.Dir(t) }
 
 func requireRoot(t testing.TB) {
 	if os.Geteuid() != 0 {

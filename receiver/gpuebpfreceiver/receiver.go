@@ -87,7 +87,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	}, r.set, resolver, symtab.New(cfg.ProcRoot, 256), translate.Hooks{
 		Select:   cfg.CUDA.selector(),
 		Skipped:  r.skip,
-		Released: func(pid uint32) { trySend(r.forgetCh, pid) },
+		Released: r.released,
 		Seen:     func(pid uint32) { trySend(r.seenCh, pid) },
 		Cgroups:  procattr.NewCgroupIndex(hostRoot(cfg.ProcRoot)+"/sys/fs/cgroup", time.Second),
 	})
@@ -262,6 +262,21 @@ func (r *gpuReceiver) emitMetrics(ctx context.Context) {
 	if err := r.metrics.ConsumeMetrics(ctx, md); err != nil {
 		r.log.Debug("metrics refused downstream", zap.Error(err))
 	}
+}
+
+// released drops the kernel state of a process the translator let go of:
+// at exit its filter entry and unfinished calls (walking the in-flight map,
+// so off the reading goroutine); at execve only its filter entry, so the
+// new program is judged afresh and its first calls are not swept away.
+func (r *gpuReceiver) released(pid uint32, exited bool) {
+	if r.tracer == nil {
+		return
+	}
+	if exited {
+		trySend(r.forgetCh, pid)
+		return
+	}
+	r.tracer.ClearFilter(pid)
 }
 
 // skip stops the kernel from reporting a process the rules exclude.

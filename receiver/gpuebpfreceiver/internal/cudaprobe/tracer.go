@@ -324,10 +324,14 @@ func (t *Tracer) SetTraced(pid uint32, traced bool) error {
 	return t.objs.PidFilter.Put(pid, v)
 }
 
+// ClearFilter forgets whether pid is traced (after execve: the new program
+// is judged again).
+func (t *Tracer) ClearFilter(pid uint32) { _ = t.objs.PidFilter.Delete(pid) }
+
 // ForgetProcess drops the kernel state of an exited process: its filter
 // entry and any call it left unfinished.
 func (t *Tracer) ForgetProcess(pid uint32) {
-	_ = t.objs.PidFilter.Delete(pid)
+	t.ClearFilter(pid)
 	var (
 		key    [16]byte
 		val    []byte

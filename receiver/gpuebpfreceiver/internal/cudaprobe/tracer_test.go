@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fakecudatest"
 	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
 )
 
@@ -43,15 +44,8 @@ func TestTargetsRejectsNonELF(t *testing.T) {
 	require.ErrorContains(t, err, "open ELF")
 }
 
-func fakeDriver(t testing.TB) string {
-	if d := os.Getenv("FAKECUDA"); d != "" {
-		return d + "/libcuda.so.1"
-	}
-	dir := t.TempDir()
-	b, err := exec.Command("make", "-s", "-C", "../../../../testdata/fakecuda", "OUT="+dir).CombinedOutput()
-	require.NoError(t, err, string(b))
-	return dir + "/libcuda.so.1"
-}
+// fakeDriver returns the driver of a private fake CUDA copy.
+func fakeDriver(t testing.TB) string { return fakecudatest.Dir(t) + "/libcuda.so.1" }
 
 func TestAttachOncePerInode(t *testing.T) {
 	if os.Geteuid() != 0 {

@@ -42,8 +42,12 @@ func (t *Translator) Metrics(stats SelfStats) pmetric.Metrics {
 		if !p.skip {
 			t.emitProcess(p, now, out)
 		}
-		if p.exited {
-			t.release(p)
+		// The exit event is the group leader thread's; the process may
+		// live on in other threads. Release only what is really gone.
+		if p.exited && (t.res == nil || !t.res.Alive(int(pid))) {
+			t.release(p, true)
+		} else {
+			p.exited = false
 		}
 	}
 
@@ -99,7 +103,7 @@ func (t *Translator) emitProcess(p *process, now pcommon.Timestamp, out pmetric.
 	if p.set > 0 {
 		mb.RecordGpuCudaMemorySetDataPoint(now, int64(p.set))
 	}
-	m := mb.Emit(metadata.WithResource(p.resource))
+	m := mb.Emit(metadata.WithResource(p.resource), metadata.WithStartTimeOverride(p.start))
 	if m.ResourceMetrics().Len() == 0 {
 		rm := m.ResourceMetrics().AppendEmpty()
 		p.resource.CopyTo(rm.Resource())
@@ -110,11 +114,11 @@ func (t *Translator) emitProcess(p *process, now pcommon.Timestamp, out pmetric.
 	}
 	ms := rm.ScopeMetrics().At(0).Metrics()
 	t.appendHistograms(ms, histCallDuration, "Duration of CUDA API calls, by function.", "s",
-		t.cfg.CallDuration, p.durations[:], now)
+		t.cfg.CallDuration, p.durations[:], p.start, now)
 	t.appendHistograms(ms, histGridSize, "Thread blocks per kernel launch, by launching function.", "{block}",
-		t.cfg.GridSize, p.grids[:], now)
+		t.cfg.GridSize, p.grids[:], p.start, now)
 	t.appendHistograms(ms, histBlockSize, "Threads per block of kernel launches, by launching function.", "{thread}",
-		t.cfg.BlockSize, p.blocks[:], now)
+		t.cfg.BlockSize, p.blocks[:], p.start, now)
 	if ms.Len() == 0 {
 		return
 	}
@@ -122,7 +126,7 @@ func (t *Translator) emitProcess(p *process, now pcommon.Timestamp, out pmetric.
 }
 
 func (t *Translator) appendHistograms(ms pmetric.MetricSlice, name, desc, unit string, cfg HistogramConfig,
-	hs []*histogram, now pcommon.Timestamp) {
+	hs []*histogram, start, now pcommon.Timestamp) {
 	if !cfg.Enabled {
 		return
 	}
@@ -138,7 +142,7 @@ func (t *Translator) appendHistograms(ms pmetric.MetricSlice, name, desc, unit s
 			m.SetUnit(unit)
 			m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 		}
-		dp := h.appendTo(m.Histogram().DataPoints(), cfg.Buckets, t.start, now)
+		dp := h.appendTo(m.Histogram().DataPoints(), cfg.Buckets, start, now)
 		dp.Attributes().PutStr("gpu.cuda.api", ev.API(api).String())
 	}
 }

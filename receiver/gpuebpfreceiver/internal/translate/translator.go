@@ -39,6 +39,8 @@ type Config struct {
 type Resolver interface {
 	Resolve(pid int) (procattr.Process, error)
 	Forget(pid int)
+	// Alive reports whether the process still runs (not a zombie).
+	Alive(pid int) bool
 }
 
 // Cgroups attributes a cgroup id to a container and pod
@@ -59,8 +61,10 @@ type Hooks struct {
 	// Skipped is called once for a process Select rejected, so the kernel
 	// can stop reporting it.
 	Skipped func(pid uint32)
-	// Released is called when an exited process's state is dropped.
-	Released func(pid uint32)
+	// Released is called when a process's state is dropped: exited is true
+	// when the process ended, false when it called execve (the pid lives
+	// on with a new program).
+	Released func(pid uint32, exited bool)
 	// Seen is called when a traced process makes its first call: its CUDA
 	// runtime, if it has one, is loaded by now and can be probed.
 	Seen func(pid uint32)
@@ -143,6 +147,7 @@ type process struct {
 	pid      uint32
 	skip     bool
 	exited   bool
+	start    pcommon.Timestamp // first seen: start of its cumulative metrics
 	resource pcommon.Resource
 
 	names    map[uint64]string // function/kernel/stub handle → mangled name
@@ -195,7 +200,8 @@ func (t *Translator) process(e *ev.Event) *process {
 	if len(t.procs) >= t.cfg.MaxProcesses {
 		return nil
 	}
-	p := &process{pid: pid, names: map[uint64]string{}, kernelOf: map[uint64]uint64{},
+	p := &process{pid: pid, start: pcommon.NewTimestampFromTime(t.clock.Now()),
+		names: map[uint64]string{}, kernelOf: map[uint64]uint64{},
 		allocs: map[uint64]allocation{}, errCalls: map[callKey]uint64{}}
 	rb := t.mb.NewResourceBuilder()
 	rb.SetProcessPid(int64(pid))
@@ -249,8 +255,7 @@ func (t *Translator) Handle(e *ev.Event) {
 		// A new program image: earlier names and allocations mean nothing
 		// now, and the identity (executable, rules) must be read again.
 		if p, ok := t.procs[e.PID]; ok {
-			p.exited = true
-			t.release(p)
+			t.release(p, false)
 		}
 		if len(t.execComm) < t.cfg.MaxProcesses {
 			t.execComm[e.PID] = e.Name
@@ -425,14 +430,14 @@ func (t *Translator) demangle(name string) string {
 	return d
 }
 
-// release drops an exited process's state.
-func (t *Translator) release(p *process) {
+// release drops a process's state, at its exit or its execve.
+func (t *Translator) release(p *process, exited bool) {
 	delete(t.procs, p.pid)
 	if t.res != nil {
 		t.res.Forget(int(p.pid))
 	}
 	if t.hooks.Released != nil {
-		t.hooks.Released(p.pid)
+		t.hooks.Released(p.pid, exited)
 	}
 }
 

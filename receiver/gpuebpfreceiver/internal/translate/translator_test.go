@@ -15,6 +15,8 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 )
 
+// fakeResolver knows the processes in the map; those whose Cgroup.Path is
+// "exited" have ended (Resolve still answers, as a cache would).
 type fakeResolver map[int]procattr.Process
 
 func (f fakeResolver) Resolve(pid int) (procattr.Process, error) {
@@ -24,7 +26,13 @@ func (f fakeResolver) Resolve(pid int) (procattr.Process, error) {
 	}
 	return p, nil
 }
+
 func (f fakeResolver) Forget(int) {}
+
+func (f fakeResolver) Alive(pid int) bool {
+	p, ok := f[pid]
+	return ok && p.Cgroup.Path != "exited"
+}
 
 func testConfig() Config {
 	return Config{
@@ -250,9 +258,35 @@ func TestShortLivedProcessAttributedFromExec(t *testing.T) {
 	require.Equal(t, "trainer", name.Str())
 }
 
+// TestLeaderExitOfLiveProcessKeepsState: the exit event is the group
+// leader's; if the process still runs (other threads), nothing is dropped
+// and its cumulative metrics keep their start time.
+func TestLeaderExitOfLiveProcessKeepsState(t *testing.T) {
+	res := fakeResolver{100: {PID: 100, ExeName: "python3"}}
+	tr := New(testConfig(), receivertest.NewNopSettings(metadata.Type), res, nil, Hooks{
+		Released: func(uint32, bool) { t.Fatal("released a live process") },
+	})
+	tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
+	tr.Handle(&ev.Event{Kind: ev.KindExit, PID: 100})
+	first := tr.Metrics(SelfStats{})
+	tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
+	second := tr.Metrics(SelfStats{})
+	require.Equal(t, 1, tr.Processes())
+	require.Equal(t, int64(2), sumValue(t, second, "gpu.cuda.calls", map[string]string{"gpu.cuda.api": "cuCtxSynchronize"}))
+	start := func(md pmetric.Metrics) pcommon.Timestamp {
+		return md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints().At(0).StartTimestamp()
+	}
+	require.Equal(t, start(first), start(second))
+}
+
 func TestExitReleasesAfterFinalEmission(t *testing.T) {
 	var released []uint32
-	tr := newTestTranslator(t, Hooks{Released: func(pid uint32) { released = append(released, pid) }})
+	res := fakeResolver{100: {PID: 100, ExeName: "python3", Cgroup: procattr.Cgroup{Path: "exited"}}}
+	tr := New(testConfig(), receivertest.NewNopSettings(metadata.Type), res, nil, Hooks{
+		Released: func(pid uint32, exited bool) {
+			require.True(t, exited)
+			released = append(released, pid)
+		}})
 	tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
 	tr.Handle(&ev.Event{Kind: ev.KindExit, PID: 100})
 	require.Equal(t, 1, tr.Processes())
