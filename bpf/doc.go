@@ -9,3 +9,4 @@ package bpf
 // CFLAGS: -idirafter finds the multiarch asm/ headers that linux/types.h
 // needs; the programs are x86-64 only (uprobe argument registers).
 //go:generate go tool bpf2go -cc clang-19 -target amd64 -cflags "-O2 -g -Wall -Werror -D__TARGET_ARCH_x86 -idirafter /usr/include/x86_64-linux-gnu" Cuda cuda.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -target amd64 -cflags "-O2 -g -Wall -Werror -D__TARGET_ARCH_x86 -idirafter /usr/include/x86_64-linux-gnu" Xid xid.bpf.c

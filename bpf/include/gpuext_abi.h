@@ -24,6 +24,7 @@ enum gpuext_kind {
 	GPUEXT_KIND_EXEC = 3,       /* struct gpuext_event: a process called execve;
 	                             * args[0..1] hold its new comm (16 bytes) */
 	GPUEXT_KIND_EXIT = 4,       /* struct gpuext_event: a process (thread group) exited */
+	GPUEXT_KIND_XID = 5,        /* struct gpuext_xid_event: the driver reported an Xid */
 };
 
 /* Who produced a record. */
@@ -190,6 +191,24 @@ struct gpuext_event {
 struct gpuext_named_event {
 	struct gpuext_event ev;
 	char name[GPUEXT_NAME_MAX];
+};
+
+#define GPUEXT_XID_DEV_MAX 32
+#define GPUEXT_XID_MSG_MAX 224
+
+/*
+ * struct gpuext_xid_event - one Xid error, from the nvidia:nvidia_dev_xid
+ * tracepoint of NVIDIA's kernel module. 288 bytes.
+ */
+struct gpuext_xid_event {
+	__u16 kind; /* GPUEXT_KIND_XID */
+	__u16 _pad;
+	__u32 pid;  /* thread group current when the driver reported it */
+	__u64 ts_ns;
+	__u32 xid;  /* error_code */
+	__u32 _pad2;
+	char dev[GPUEXT_XID_DEV_MAX];  /* PCI bus id, "0000:00:06.0" */
+	char msg[GPUEXT_XID_MSG_MAX];  /* the driver's text, NUL-terminated */
 };
 
 /* Drop counters, indexes of the per-CPU drops map. */

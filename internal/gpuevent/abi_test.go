@@ -82,5 +82,6 @@ func TestKindAndDropEnumsMatchBTF(t *testing.T) {
 	require.Equal(t, map[string]uint64{
 		"GPUEXT_KIND_CALL": uint64(KindCall), "GPUEXT_KIND_CALL_NAMED": uint64(KindCallNamed),
 		"GPUEXT_KIND_EXEC": uint64(KindExec), "GPUEXT_KIND_EXIT": uint64(KindExit),
+		"GPUEXT_KIND_XID": uint64(KindXID),
 	}, got)
 }

@@ -44,6 +44,7 @@ const (
 	KindCallNamed Kind = 2
 	KindExec      Kind = 3
 	KindExit      Kind = 4
+	KindXID       Kind = 5 // struct gpuext_xid_event, decoded by DecodeXID
 )
 
 // Source is enum gpuext_source.
