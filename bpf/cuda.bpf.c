@@ -68,20 +68,13 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-/* Scratch space for the named record, which is too big for the stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct gpuext_event);
-} scratch SEC(".maps");
-
 static __always_inline void count_drop(__u32 reason)
 {
 	__u64 *n = bpf_map_lookup_elem(&drops, &reason);
 
+	/* Atomic even per CPU: uprobe programs can be preempted. */
 	if (n)
-		*n += 1; /* per-CPU: no atomics needed */
+		__sync_fetch_and_add(n, 1);
 }
 
 static __always_inline int traced(__u32 tgid)
@@ -97,18 +90,17 @@ int cuda_enter(struct pt_regs *ctx)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	__u32 zero = 0;
-	struct gpuext_event *ev;
 	struct inflight_key key = {};
+	/*
+	 * On the stack, not in per-CPU scratch: uprobe programs run with
+	 * migration disabled but can be preempted, and another task's entry on
+	 * this CPU would overwrite a shared buffer mid-build.
+	 */
+	struct gpuext_event rec = {};
+	struct gpuext_event *ev = &rec;
 
 	if (!traced(tgid))
 		return 0;
-
-	/* Build the record in per-CPU scratch rather than on the 512-byte stack. */
-	ev = bpf_map_lookup_elem(&scratch, &zero);
-	if (!ev)
-		return 0;
-	__builtin_memset(ev, 0, sizeof(*ev));
 
 	ev->kind = GPUEXT_KIND_CALL;
 	ev->api = cookie & GPUEXT_CK_API_MASK;

@@ -96,7 +96,6 @@ type CudaMapSpecs struct {
 	Events    *ebpf.MapSpec `ebpf:"events"`
 	Inflight  *ebpf.MapSpec `ebpf:"inflight"`
 	PidFilter *ebpf.MapSpec `ebpf:"pid_filter"`
-	Scratch   *ebpf.MapSpec `ebpf:"scratch"`
 }
 
 // CudaVariableSpecs contains global variables before they are loaded into the kernel.
@@ -133,7 +132,6 @@ type CudaMaps struct {
 	Events    *ebpf.Map `ebpf:"events"`
 	Inflight  *ebpf.Map `ebpf:"inflight"`
 	PidFilter *ebpf.Map `ebpf:"pid_filter"`
-	Scratch   *ebpf.Map `ebpf:"scratch"`
 }
 
 func (m *CudaMaps) Close() error {
@@ -142,7 +140,6 @@ func (m *CudaMaps) Close() error {
 		m.Events,
 		m.Inflight,
 		m.PidFilter,
-		m.Scratch,
 	)
 }
 
