@@ -38,7 +38,11 @@ func Dir(t testing.TB) string {
 		}
 		_, self, _, _ := runtime.Caller(0)
 		src := filepath.Join(filepath.Dir(self), "..", "..", "testdata", "fakecuda")
-		built = filepath.Join(os.TempDir(), "otelcol-gpu-fakecuda")
+		// A directory of this test binary's own: test binaries run in
+		// parallel, and checkouts differ, so no build is shared.
+		if built, err = os.MkdirTemp("", "otelcol-gpu-fakecuda-"); err != nil {
+			return
+		}
 		var out []byte
 		if out, err = exec.Command("make", "-s", "-C", src, "OUT="+built).CombinedOutput(); err != nil {
 			err = &buildError{err, string(out)}

@@ -118,20 +118,33 @@ func (r *Resolver) Resolve(pid int) (Process, error) {
 	return p, nil
 }
 
-// Alive reports whether process pid exists and has not exited: a zombie
-// (exited, not yet reaped) or a dead task is not alive. The group leader's
-// exit event comes when its thread exits, which need not be the process's
-// end, so callers check before dropping a process's state.
-func (r *Resolver) Alive(pid int) bool {
+// Alive reports whether process pid still runs. start, when not zero, is
+// the start time the caller knew it by: a different one means the pid now
+// belongs to another process. A zombie or dead group leader counts as alive
+// while other threads of the group remain (a main thread may pthread_exit
+// and leave its workers running); the group is gone when its last task is.
+func (r *Resolver) Alive(pid int, start uint64) bool {
 	if pid <= 0 {
 		return false
 	}
-	stat, err := os.ReadFile(filepath.Join(r.procRoot, strconv.Itoa(pid), "stat"))
+	dir := filepath.Join(r.procRoot, strconv.Itoa(pid))
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
 		return false
 	}
+	_, st, err := parseStat(stat)
+	if err != nil || (start != 0 && st != start) {
+		return false
+	}
 	state, err := statState(stat)
-	return err == nil && state != 'Z' && state != 'X' && state != 'x'
+	if err != nil {
+		return false
+	}
+	if state != 'Z' && state != 'X' && state != 'x' {
+		return true
+	}
+	tasks, err := os.ReadDir(filepath.Join(dir, "task"))
+	return err == nil && len(tasks) > 1
 }
 
 // Forget drops what the Resolver remembers about pid, for example when the

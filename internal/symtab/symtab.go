@@ -31,13 +31,31 @@ type table struct {
 
 // Symbolizer caches symbol tables per file (device and inode), so every
 // process mapping the same file shares one table.
+//
+// Reading a process's maps and a library's symbol table can take
+// milliseconds (seconds for a big .symtab), so the collector does not do it
+// on the goroutine that drains the ring: Lookup answers from what is known
+// and queues the rest for a background worker (Start).
 type Symbolizer struct {
 	procRoot string
 	maxFiles int
 
-	mu    sync.Mutex
-	files map[fileKey]*table
+	mu      sync.Mutex
+	files   map[fileKey]*table
+	results map[query]string // resolved, not yet collected by Lookup ("" = no symbol)
+	pending map[query]bool
+	queue   chan query
+	done    chan struct{}
+	wg      sync.WaitGroup
 }
+
+type query struct {
+	pid  uint32
+	addr uint64
+}
+
+// maxResults bounds resolved names waiting to be collected.
+const maxResults = 1 << 16
 
 // New returns a symbolizer reading processes under procRoot, keeping at
 // most maxFiles tables.
@@ -45,7 +63,63 @@ func New(procRoot string, maxFiles int) *Symbolizer {
 	if maxFiles <= 0 {
 		maxFiles = 256
 	}
-	return &Symbolizer{procRoot: procRoot, maxFiles: maxFiles, files: map[fileKey]*table{}}
+	return &Symbolizer{procRoot: procRoot, maxFiles: maxFiles, files: map[fileKey]*table{},
+		results: map[query]string{}, pending: map[query]bool{}, queue: make(chan query, 1024)}
+}
+
+// Start runs the background worker that serves Lookup's queue.
+func (s *Symbolizer) Start() {
+	s.done = make(chan struct{})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			select {
+			case <-s.done:
+				return
+			case q := <-s.queue:
+				name, _ := s.Symbolize(q.pid, q.addr)
+				s.mu.Lock()
+				delete(s.pending, q)
+				if len(s.results) < maxResults {
+					s.results[q] = name
+				}
+				s.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// Close stops the worker.
+func (s *Symbolizer) Close() {
+	if s.done != nil {
+		close(s.done)
+		s.wg.Wait()
+		s.done = nil
+	}
+}
+
+// Lookup never blocks: it returns the name of addr in pid when it has been
+// resolved (done true; the name is "" when there is no symbol), and
+// otherwise queues the question and returns done false — ask again later.
+// A full queue drops the question; it is queued again on a later ask.
+func (s *Symbolizer) Lookup(pid uint32, addr uint64) (name string, done bool) {
+	q := query{pid, addr}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if name, ok := s.results[q]; ok {
+		delete(s.results, q) // the caller keeps it from now on
+		return name, true
+	}
+	if s.pending[q] {
+		return "", false
+	}
+	select {
+	case s.queue <- q:
+		s.pending[q] = true
+	default:
+	}
+	return "", false
 }
 
 // Symbolize returns the name of the function containing addr in process

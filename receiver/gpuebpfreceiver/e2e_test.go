@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -433,12 +435,15 @@ func TestEndToEndFakeDriver(t *testing.T) {
 	})
 }
 
+// TestExcludedProcessIsNotReported: an excluded process is dropped in the
+// kernel after its first call, not only in the translator: with calls 1 ms
+// apart, all but the first few never reach the ring.
 func TestExcludedProcessIsNotReported(t *testing.T) {
 	h := startHarness(t, func(c *Config) {
 		c.CUDA.Include = nil
 		c.CUDA.Exclude = []ProcessRule{{Executable: "workload"}}
 	})
-	res := h.run(nil, "launch-storm", "200")
+	res := h.run([]string{"FAKECUDA_DELAY_US=1000"}, "launch-storm", "200")
 	time.Sleep(300 * time.Millisecond)
 	for _, td := range h.traces.AllTraces() {
 		rss := td.ResourceSpans()
@@ -447,6 +452,23 @@ func TestExcludedProcessIsNotReported(t *testing.T) {
 			require.NotEqual(t, int64(res.PID), p.Int())
 		}
 	}
+	_, total := expectedSpans(t, res.DriverCalls)
+	require.Equal(t, 204, total, "retain, load, lookup, 200 launches, synchronise")
+	var received int64
+	require.Eventually(t, func() bool {
+		all := h.metrics.AllMetrics()
+		for i := len(all) - 1; i >= 0; i-- {
+			rms := all[i].ResourceMetrics()
+			for j := 0; j < rms.Len(); j++ {
+				if n, ok := metricSum(rms.At(j), "gpu.ebpf.events.received", nil); ok {
+					received = n
+					return true
+				}
+			}
+		}
+		return false
+	}, 2*time.Second, 20*time.Millisecond)
+	require.Less(t, received, int64(30), "the kernel filter stopped the process's calls (of %d)", total)
 }
 
 func itoa(v int) string { return pcommon.NewValueInt(int64(v)).AsString() }
@@ -517,4 +539,58 @@ func TestShutdownHandsOverOnFirstCall(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	require.Equal(t, spans, h.traces.SpanCount())
 	require.Equal(t, metrics, len(h.metrics.AllMetrics()))
+}
+
+// TestLeaderExitsFirst: the main thread calls pthread_exit and a worker goes
+// on calling. The process keeps one series (no reset when its leader's exit
+// event arrives), and its state is released once the whole group has gone.
+func TestLeaderExitsFirst(t *testing.T) {
+	h := startHarness(t, func(c *Config) { c.CUDA.Include = []ProcessRule{{Executable: "leaderexit"}} })
+	bin := h.dir + "/leaderexit"
+	out, err := exec.Command("gcc", "-O1", "-pthread", "-I../../testdata/fakecuda", "-o", bin,
+		"testdata/leaderexit.c", h.dir+"/libcuda.so.1", "-Wl,-rpath,"+h.dir).CombinedOutput()
+	require.NoError(t, err, string(out))
+	out, err = exec.Command(bin).Output() // returns when the worker, the last thread, ends
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	require.NoError(t, err)
+
+	// 1 retain + 1 + 30 synchronises, all in one series.
+	require.Eventually(t, func() bool {
+		starts := map[pcommon.Timestamp]int64{}
+		for _, md := range h.metrics.AllMetrics() {
+			rms := md.ResourceMetrics()
+			for i := 0; i < rms.Len(); i++ {
+				if p, ok := rms.At(i).Resource().Attributes().Get("process.pid"); !ok || p.Int() != int64(pid) {
+					continue
+				}
+				ms := rms.At(i).ScopeMetrics().At(0).Metrics()
+				for k := 0; k < ms.Len(); k++ {
+					if ms.At(k).Name() != "gpu.cuda.calls" {
+						continue
+					}
+					dps := ms.At(k).Sum().DataPoints()
+					for d := 0; d < dps.Len(); d++ {
+						if api, _ := dps.At(d).Attributes().Get("gpu.cuda.api"); api.Str() == "cuCtxSynchronize" {
+							starts[dps.At(d).StartTimestamp()] = dps.At(d).IntValue()
+						}
+					}
+				}
+			}
+		}
+		if len(starts) != 1 {
+			return false
+		}
+		for _, n := range starts {
+			return n == 31
+		}
+		return false
+	}, 5*time.Second, 50*time.Millisecond, "one series reaching 31")
+
+	// Gone from /proc: released at the next emission.
+	require.Eventually(t, func() bool {
+		_, self := h.lastMetrics(pid)
+		n, ok := metricSum(self, "gpu.ebpf.processes.tracked", nil)
+		return ok && n == 0
+	}, 5*time.Second, 50*time.Millisecond)
 }

@@ -43,10 +43,11 @@ type gpuReceiver struct {
 
 	tracer   *cudaprobe.Tracer
 	tr       *translate.Translator
+	sym      *symtab.Symbolizer
 	resolver *procattr.Resolver
 	scanCh   chan uint32 // new programs (exec): scan their maps a little later
 	seenCh   chan uint32 // first call of a traced process: scan its maps now
-	forgetCh chan uint32 // exited processes whose kernel state to drop
+	forgets  pidQueue    // ended processes whose kernel state to drop (never lossy)
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, release func()) *gpuReceiver {
@@ -72,9 +73,11 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		return err
 	}
 	r.resolver = resolver
+	r.sym = symtab.New(cfg.ProcRoot, 256)
+	r.sym.Start()
 	r.scanCh = make(chan uint32, 4096)
 	r.seenCh = make(chan uint32, 4096)
-	r.forgetCh = make(chan uint32, 4096)
+	r.forgets = newPIDQueue()
 	hostName, _ := os.Hostname()
 	r.tr = translate.New(translate.Config{
 		Spans:        cfg.Spans.Enabled && r.traces != nil,
@@ -84,7 +87,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		BlockSize:    translate.HistogramConfig(cfg.Histograms.BlockSize),
 		Metrics:      cfg.MetricsBuilderConfig,
 		HostName:     hostName,
-	}, r.set, resolver, symtab.New(cfg.ProcRoot, 256), translate.Hooks{
+	}, r.set, resolver, r.sym, translate.Hooks{
 		Select:   cfg.CUDA.selector(),
 		Skipped:  r.skip,
 		Released: r.released,
@@ -146,15 +149,19 @@ func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 	cancel()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return ctx.Err()
+		// Out of time: detach the probes all the same, so the traced
+		// programs stop paying for them.
+		err = ctx.Err()
 	}
+	r.sym.Close()
 	if r.tracer != nil {
-		return r.tracer.Close()
+		err = errors.Join(err, r.tracer.Close())
 	}
-	return nil
+	return err
 }
 
 // loop is the only goroutine that touches the translator: it reads the ring,
@@ -273,7 +280,7 @@ func (r *gpuReceiver) released(pid uint32, exited bool) {
 		return
 	}
 	if exited {
-		trySend(r.forgetCh, pid)
+		r.forgets.push(pid)
 		return
 	}
 	r.tracer.ClearFilter(pid)
@@ -360,8 +367,8 @@ func (r *gpuReceiver) discover(ctx context.Context) {
 			r.scan(int(pid), match)
 		case pid := <-delayed:
 			r.scan(int(pid), match)
-		case pid := <-r.forgetCh:
-			r.tracer.ForgetProcess(pid)
+		case <-r.forgets.ready:
+			r.tracer.ForgetProcesses(r.forgets.drain())
 		case <-rescan:
 			pids, err := procmaps.ListPIDs(r.cfg.ProcRoot)
 			if err != nil {
@@ -372,6 +379,35 @@ func (r *gpuReceiver) discover(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// pidQueue is an unbounded queue of pids with a wake-up signal: cleanup
+// requests must not be dropped when the discovery goroutine is busy (a
+// stale "skip" filter entry would hide a later process with the same pid).
+type pidQueue struct {
+	mu    sync.Mutex
+	pids  []uint32
+	ready chan struct{}
+}
+
+func newPIDQueue() pidQueue { return pidQueue{ready: make(chan struct{}, 1)} }
+
+func (q *pidQueue) push(pid uint32) {
+	q.mu.Lock()
+	q.pids = append(q.pids, pid)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *pidQueue) drain() []uint32 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.pids
+	q.pids = nil
+	return out
 }
 
 func trySend(ch chan uint32, v uint32) {

@@ -330,17 +330,27 @@ func (t *Tracer) ClearFilter(pid uint32) { _ = t.objs.PidFilter.Delete(pid) }
 
 // ForgetProcess drops the kernel state of an exited process: its filter
 // entry and any call it left unfinished.
-func (t *Tracer) ForgetProcess(pid uint32) {
-	t.ClearFilter(pid)
+func (t *Tracer) ForgetProcess(pid uint32) { t.ForgetProcesses([]uint32{pid}) }
+
+// ForgetProcesses does ForgetProcess for several processes with one walk of
+// the in-flight map.
+func (t *Tracer) ForgetProcesses(pids []uint32) {
+	if len(pids) == 0 {
+		return
+	}
+	gone := make(map[uint32]bool, len(pids))
+	for _, pid := range pids {
+		t.ClearFilter(pid)
+		gone[pid] = true
+	}
 	var (
-		key    [16]byte
-		val    []byte
-		stale  [][16]byte
-		it     = t.objs.Inflight.Iterate()
-		keyPID = func(k [16]byte) uint32 { return uint32(binary.LittleEndian.Uint64(k[:8]) >> 32) }
+		key   [16]byte
+		val   []byte
+		stale [][16]byte
+		it    = t.objs.Inflight.Iterate()
 	)
 	for it.Next(&key, &val) {
-		if keyPID(key) == pid {
+		if gone[uint32(binary.LittleEndian.Uint64(key[:8])>>32)] {
 			stale = append(stale, key)
 		}
 	}

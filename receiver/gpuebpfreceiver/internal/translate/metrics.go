@@ -31,23 +31,27 @@ const (
 )
 
 // Metrics returns the cumulative metrics of every process and of the
-// receiver itself, then drops the state of processes that have exited (their
-// final values are in this emission).
+// receiver itself, then drops the state of processes that have ended and of
+// programs replaced by execve (their final values are in this emission).
+// Whether a process has ended is asked of /proc at each emission, so a lost
+// exit record or a group that outlives its leader thread cannot leak state.
 func (t *Translator) Metrics(stats SelfStats) pmetric.Metrics {
 	t.clock.Calibrate()
 	now := pcommon.NewTimestampFromTime(t.clock.Now())
 	out := pmetric.NewMetrics()
+	for _, p := range t.retired {
+		if !p.skip {
+			t.emitProcess(p, now, out)
+		}
+	}
+	t.retired = t.retired[:0]
 	for _, pid := range t.sortedPIDs() {
 		p := t.procs[pid]
 		if !p.skip {
 			t.emitProcess(p, now, out)
 		}
-		// The exit event is the group leader thread's; the process may
-		// live on in other threads. Release only what is really gone.
-		if p.exited && (t.res == nil || !t.res.Alive(int(pid))) {
-			t.release(p, true)
-		} else {
-			p.exited = false
+		if t.res != nil && !t.res.Alive(int(pid), p.procStart) {
+			t.release(p)
 		}
 	}
 
@@ -105,6 +109,12 @@ func (t *Translator) emitProcess(p *process, now pcommon.Timestamp, out pmetric.
 	}
 	m := mb.Emit(metadata.WithResource(p.resource), metadata.WithStartTimeOverride(p.start))
 	if m.ResourceMetrics().Len() == 0 {
+		// Every tracked process has at least one gpu.cuda.calls point: with
+		// that metric on, nothing back means the resource attribute filters
+		// (metrics_include/exclude) dropped the process, histograms too.
+		if t.cfg.Metrics.Metrics.GpuCudaCalls.Enabled {
+			return
+		}
 		rm := m.ResourceMetrics().AppendEmpty()
 		p.resource.CopyTo(rm.Resource())
 	}

@@ -39,8 +39,9 @@ type Config struct {
 type Resolver interface {
 	Resolve(pid int) (procattr.Process, error)
 	Forget(pid int)
-	// Alive reports whether the process still runs (not a zombie).
-	Alive(pid int) bool
+	// Alive reports whether the process still runs; start, when not zero,
+	// is the start time it was known by (a different one: pid reused).
+	Alive(pid int, start uint64) bool
 }
 
 // Cgroups attributes a cgroup id to a container and pod
@@ -49,9 +50,11 @@ type Cgroups interface {
 	Attribute(id uint64) (procattr.Cgroup, bool)
 }
 
-// Symbolizer names a code address in a process (runtime launch stubs).
+// Symbolizer names a code address in a process (runtime launch stubs)
+// without blocking: done is false while the answer is being worked out, and
+// the question is asked again on a later launch. symtab.Symbolizer.
 type Symbolizer interface {
-	Symbolize(pid uint32, addr uint64) (string, bool)
+	Lookup(pid uint32, addr uint64) (name string, done bool)
 }
 
 // Hooks connect the translator to the probe side. All are optional.
@@ -92,6 +95,7 @@ type Translator struct {
 	clock      *Clock
 	ids        idSource
 	procs      map[uint32]*process
+	retired    []*process        // replaced by execve: emitted once more, then dropped
 	execComm   map[uint32]string // comm of recent execs, for short-lived processes
 	demangled  map[string]string
 	start      pcommon.Timestamp
@@ -144,11 +148,11 @@ func New(cfg Config, set receiver.Settings, res Resolver, sym Symbolizer, hooks 
 
 // process is the state kept per traced process.
 type process struct {
-	pid      uint32
-	skip     bool
-	exited   bool
-	start    pcommon.Timestamp // first seen: start of its cumulative metrics
-	resource pcommon.Resource
+	pid       uint32
+	skip      bool
+	procStart uint64            // start time in /proc (clock ticks), 0 if never read
+	start     pcommon.Timestamp // first seen: start of its cumulative metrics
+	resource  pcommon.Resource
 
 	names    map[uint64]string // function/kernel/stub handle → mangled name
 	kernelOf map[uint64]uint64 // function handle → kernel handle
@@ -207,6 +211,7 @@ func (t *Translator) process(e *ev.Event) *process {
 	rb.SetProcessPid(int64(pid))
 	rb.SetHostName(t.cfg.HostName)
 	info := t.identify(e)
+	p.procStart = info.StartTime
 	if info.ExeName != "" {
 		rb.SetProcessExecutableName(info.ExeName)
 	}
@@ -253,19 +258,19 @@ func (t *Translator) Handle(e *ev.Event) {
 	switch e.Kind {
 	case ev.KindExec:
 		// A new program image: earlier names and allocations mean nothing
-		// now, and the identity (executable, rules) must be read again.
+		// now, and the identity (executable, rules) must be read again. What
+		// the old program did since the last emission is still emitted.
 		if p, ok := t.procs[e.PID]; ok {
-			t.release(p, false)
+			t.retire(p)
 		}
 		if len(t.execComm) < t.cfg.MaxProcesses {
 			t.execComm[e.PID] = e.Name
 		}
 		return
 	case ev.KindExit:
+		// The group leader's thread ended, which need not be the process
+		// (workers may run on): liveness is checked at each emission.
 		delete(t.execComm, e.PID)
-		if p, ok := t.procs[e.PID]; ok {
-			p.exited = true
-		}
 		return
 	}
 	p := t.process(e)
@@ -410,7 +415,10 @@ func (t *Translator) kernelName(p *process, e *ev.Event) string {
 		}
 	}
 	if e.API == ev.APICudaLaunchKernel && t.sym != nil {
-		if n, ok := t.sym.Symbolize(p.pid, e.Handle); ok {
+		// A stub whose registration was not seen (the runtime was probed
+		// after the program loaded its kernels): its ELF symbol. A miss is
+		// remembered as "" so it is not asked again.
+		if n, done := t.sym.Lookup(p.pid, e.Handle); done {
 			p.remember(t, e.Handle, n)
 			return n
 		}
@@ -430,14 +438,27 @@ func (t *Translator) demangle(name string) string {
 	return d
 }
 
-// release drops a process's state, at its exit or its execve.
-func (t *Translator) release(p *process, exited bool) {
+// release drops the state of a process that has ended.
+func (t *Translator) release(p *process) {
 	delete(t.procs, p.pid)
 	if t.res != nil {
 		t.res.Forget(int(p.pid))
 	}
 	if t.hooks.Released != nil {
-		t.hooks.Released(p.pid, exited)
+		t.hooks.Released(p.pid, true)
+	}
+}
+
+// retire sets aside a process whose pid now runs a new program: its
+// counters are emitted once more, under its old identity, and dropped.
+func (t *Translator) retire(p *process) {
+	delete(t.procs, p.pid)
+	t.retired = append(t.retired, p)
+	if t.res != nil {
+		t.res.Forget(int(p.pid))
+	}
+	if t.hooks.Released != nil {
+		t.hooks.Released(p.pid, false)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/filter"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -29,7 +30,7 @@ func (f fakeResolver) Resolve(pid int) (procattr.Process, error) {
 
 func (f fakeResolver) Forget(int) {}
 
-func (f fakeResolver) Alive(pid int) bool {
+func (f fakeResolver) Alive(pid int, _ uint64) bool {
 	p, ok := f[pid]
 	return ok && p.Cgroup.Path != "exited"
 }
@@ -258,6 +259,49 @@ func TestShortLivedProcessAttributedFromExec(t *testing.T) {
 	require.Equal(t, "trainer", name.Str())
 }
 
+// TestExecEmitsTheOldProgramOnce: calls made before an execve since the
+// last emission are emitted under the old identity; the new program starts
+// a new series; the kernel filter is cleared at once (Released, not exited).
+func TestExecEmitsTheOldProgramOnce(t *testing.T) {
+	var released []bool
+	res := fakeResolver{100: {PID: 100, ExeName: "launcher", StartTime: 5}}
+	tr := New(testConfig(), receivertest.NewNopSettings(metadata.Type), res, nil, Hooks{
+		Released: func(pid uint32, exited bool) { released = append(released, exited) },
+	})
+	for i := 0; i < 5; i++ {
+		tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
+	}
+	first := tr.Metrics(SelfStats{})
+	require.Equal(t, int64(5), sumValue(t, first, "gpu.cuda.calls", map[string]string{"gpu.cuda.api": "cuCtxSynchronize"}))
+	for i := 0; i < 7; i++ {
+		tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
+	}
+	tr.Handle(&ev.Event{Kind: ev.KindExec, PID: 100, Name: "trainer"})
+	require.Equal(t, []bool{false}, released)
+	res[100] = procattr.Process{PID: 100, ExeName: "trainer", StartTime: 5}
+	tr.Handle(decoded(t, rec(ev.APICuCtxSynchronize, ev.KindCall)))
+
+	second := tr.Metrics(SelfStats{})
+	byExe := map[string]int64{}
+	rms := second.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		exe, ok := rms.At(i).Resource().Attributes().Get("process.executable.name")
+		if !ok {
+			continue
+		}
+		byExe[exe.Str()] = sumValue(t, pmetricOf(rms.At(i)), "gpu.cuda.calls", nil)
+	}
+	require.Equal(t, map[string]int64{"launcher": 12, "trainer": 1}, byExe)
+	third := tr.Metrics(SelfStats{})
+	require.Equal(t, 2, third.ResourceMetrics().Len(), "the retired program is gone: trainer and the receiver remain")
+}
+
+func pmetricOf(rm pmetric.ResourceMetrics) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm.CopyTo(md.ResourceMetrics().AppendEmpty())
+	return md
+}
+
 // TestLeaderExitOfLiveProcessKeepsState: the exit event is the group
 // leader's; if the process still runs (other threads), nothing is dropped
 // and its cumulative metrics keep their start time.
@@ -309,4 +353,33 @@ func TestHistogramBuckets(t *testing.T) {
 	require.Equal(t, 27.5, h.sum)
 	require.Equal(t, 0.5, h.min)
 	require.Equal(t, 11.0, h.max)
+}
+
+// TestResourceFilterDropsHistogramsToo: a process the resource attribute
+// filters exclude emits no metrics at all, histograms included.
+func TestResourceFilterDropsHistogramsToo(t *testing.T) {
+	cfg := testConfig()
+	cfg.Metrics.ResourceAttributes.ProcessExecutableName.MetricsExclude = []filter.Config{{Strict: "python3"}}
+	res := fakeResolver{100: {PID: 100, ExeName: "python3"}, 200: {PID: 200, ExeName: "trainer"}}
+	tr := New(cfg, receivertest.NewNopSettings(metadata.Type), res, nil, Hooks{})
+	for _, pid := range []uint32{100, 200} {
+		e := rec(ev.APICuLaunchKernel, ev.KindCall, 0xf00, 1, 1, 1, 32, 1, 1)
+		e.PID = pid
+		tr.Handle(decoded(t, e))
+	}
+	md := tr.Metrics(SelfStats{})
+	var exes []string
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		if exe, ok := rms.At(i).Resource().Attributes().Get("process.executable.name"); ok {
+			exes = append(exes, exe.Str())
+			names := map[string]bool{}
+			ms := rms.At(i).ScopeMetrics().At(0).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				names[ms.At(k).Name()] = true
+			}
+			require.True(t, names["gpu.cuda.call.duration"], "the kept process has its histograms")
+		}
+	}
+	require.Equal(t, []string{"trainer"}, exes)
 }
