@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 )
 
 // Config is the gpuebpf receiver's configuration. Every field is validated in
@@ -23,6 +24,8 @@ type Config struct {
 	CUDA       CUDAConfig       `mapstructure:"cuda"`
 	Spans      SpansConfig      `mapstructure:"spans"`
 	Histograms HistogramsConfig `mapstructure:"histograms"`
+	// NVML is device telemetry, per-process GPU usage and Xid errors.
+	NVML nvml.Config `mapstructure:"nvml"`
 
 	metadata.MetricsBuilderConfig `mapstructure:",squash"`
 }
@@ -114,6 +117,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Histograms.CallDuration.validate("histograms::gpu.cuda.call.duration"))
 	errs = append(errs, c.Histograms.GridSize.validate("histograms::gpu.cuda.launch.grid.size"))
 	errs = append(errs, c.Histograms.BlockSize.validate("histograms::gpu.cuda.launch.block.size"))
+	errs = append(errs, c.NVML.Validate())
 	return errors.Join(errs...)
 }
 

@@ -45,6 +45,11 @@ func TestLoadConfig(t *testing.T) {
 	want.Spans.FlushInterval = time.Second
 	want.Spans.MaxBatch = 1024
 	want.Histograms.BlockSize.Enabled = false
+	require.Equal(t, "/usr/local/nvidia/lib64/libnvidia-ml.so.1", got.NVML.LibraryPath)
+	require.False(t, got.NVML.ProcessUsage)
+	require.False(t, got.NVML.Metrics.HwGpuIo.Enabled)
+	require.True(t, got.NVML.Metrics.HwPower.Enabled)
+	want.NVML = got.NVML // holds unexported "set by user" flags, checked above
 	require.False(t, got.Metrics.GpuCudaMemorySet.Enabled)
 	require.True(t, got.Metrics.GpuCudaCalls.Enabled)
 	want.MetricsBuilderConfig = got.MetricsBuilderConfig // holds unexported "set by user" flags
@@ -85,6 +90,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"batch", func(c *Config) { c.Spans.MaxBatch = 0 }, "spans::max_batch: must be between 1 and 1048576, got 0"},
 		{"buckets order", func(c *Config) { c.Histograms.CallDuration.Buckets = []float64{1, 1} },
 			"histograms::gpu.cuda.call.duration::buckets: must be strictly increasing, got [1 1]"},
+		{"nvml library", func(c *Config) { c.NVML.LibraryPath = "libnvidia-ml.so.1" },
+			`nvml::library_path: must be an absolute path, got "libnvidia-ml.so.1"`},
 		{"buckets empty", func(c *Config) { c.Histograms.GridSize.Buckets = nil },
 			"histograms::gpu.cuda.launch.grid.size::buckets: an enabled histogram needs at least one bucket boundary"},
 	}

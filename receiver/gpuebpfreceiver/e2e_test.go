@@ -53,6 +53,7 @@ func startHarness(t testing.TB, mutate func(*Config)) *harness {
 	cfg.Spans.FlushInterval = 20 * time.Millisecond
 	cfg.CUDA.Libraries = []string{dir + "/libcuda.so.1", dir + "/libcudart.so.12"}
 	cfg.CUDA.RescanInterval = 0
+	cfg.NVML.Enabled = false // no NVIDIA driver here; TestNVMLMissing covers that path
 	// Other tests may run fake workloads at the same time: only ours count.
 	cfg.CUDA.Include = []ProcessRule{{Executable: "workload"}}
 	if mutate != nil {

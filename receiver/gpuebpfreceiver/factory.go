@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 )
 
 // NewFactory returns the factory of the gpuebpf receiver.
@@ -19,6 +20,7 @@ func NewFactory() receiver.Factory {
 		createDefaultConfig,
 		receiver.WithTraces(createTraces, metadata.TracesStability),
 		receiver.WithMetrics(createMetrics, metadata.MetricsStability),
+		receiver.WithLogs(createLogs, metadata.LogsStability),
 	)
 }
 
@@ -49,6 +51,7 @@ func createDefaultConfig() component.Config {
 			BlockSize: HistogramConfig{Enabled: true, Buckets: []float64{
 				32, 64, 128, 256, 512, 1024}},
 		},
+		NVML:                 nvml.NewDefaultConfig(),
 		MetricsBuilderConfig: metadata.DefaultMetricsBuilderConfig(),
 	}
 }
@@ -88,5 +91,11 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 func createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	r := receivers.get(cfg.(*Config), set)
 	r.setMetrics(next)
+	return r, nil
+}
+
+func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	r := receivers.get(cfg.(*Config), set)
+	r.setLogs(next)
 	return r, nil
 }

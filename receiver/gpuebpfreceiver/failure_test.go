@@ -2,7 +2,10 @@ package gpuebpfreceiver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 )
 
 type statusHost struct {
@@ -41,6 +45,7 @@ func TestSourceFailureKeepsReceiverRunning(t *testing.T) {
 
 	cfg := createDefaultConfig().(*Config)
 	cfg.CollectionInterval = 20 * time.Millisecond
+	cfg.NVML.Enabled = false
 	sink := new(consumertest.MetricsSink)
 	r, err := createMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)
@@ -58,4 +63,37 @@ func TestSourceFailureKeepsReceiverRunning(t *testing.T) {
 	n, ok := metricSum(rm, "gpu.ebpf.probes.attached", nil)
 	require.True(t, ok)
 	require.Zero(t, n)
+}
+
+// TestNVMLMissing: on a machine without the NVIDIA driver (this one) the
+// NVML source reports why once, and the CUDA source and the receiver's own
+// metrics run on.
+func TestNVMLMissing(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("this machine has the NVIDIA driver")
+	}
+	cfg := createDefaultConfig().(*Config)
+	cfg.CollectionInterval = 20 * time.Millisecond
+	cfg.NVML.LibraryPath = filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
+	sink := new(consumertest.MetricsSink)
+	logs := new(consumertest.LogsSink)
+	set := receivertest.NewNopSettings(metadata.Type)
+	r, err := createMetrics(context.Background(), set, cfg, sink)
+	require.NoError(t, err)
+	_, err = createLogs(context.Background(), set, cfg, logs)
+	require.NoError(t, err)
+	host := &statusHost{}
+	require.NoError(t, r.Start(context.Background(), host))
+	require.Eventually(t, func() bool { return len(sink.AllMetrics()) >= 2 }, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, r.Shutdown(context.Background()))
+
+	var nvmlErrs []error
+	for _, e := range host.events {
+		if errors.Is(e.Err(), nvml.ErrUnavailable) {
+			nvmlErrs = append(nvmlErrs, e.Err())
+		}
+	}
+	require.Len(t, nvmlErrs, 1)
+	require.ErrorContains(t, nvmlErrs[0], "libnvidia-ml.so.1")
+	require.Zero(t, logs.LogRecordCount())
 }

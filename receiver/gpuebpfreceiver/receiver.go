@@ -19,7 +19,9 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/symtab"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/translate"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/xidprobe"
 )
 
 // newTracer loads the CUDA uprobe source; a variable so tests can make it fail.
@@ -36,6 +38,7 @@ type gpuReceiver struct {
 	mu      sync.Mutex
 	traces  consumer.Traces
 	metrics consumer.Metrics
+	logs    consumer.Logs
 	started bool
 	stopped bool
 	cancel  context.CancelFunc
@@ -44,6 +47,8 @@ type gpuReceiver struct {
 	tracer   *cudaprobe.Tracer
 	tr       *translate.Translator
 	sym      *symtab.Symbolizer
+	nvml     *nvml.Source
+	xid      *xidprobe.Probe
 	resolver *procattr.Resolver
 	scanCh   chan uint32 // new programs (exec): scan their maps a little later
 	seenCh   chan uint32 // first call of a traced process: scan its maps now
@@ -56,6 +61,7 @@ func newReceiver(cfg *Config, set receiver.Settings, release func()) *gpuReceive
 
 func (r *gpuReceiver) setTraces(c consumer.Traces)   { r.mu.Lock(); r.traces = c; r.mu.Unlock() }
 func (r *gpuReceiver) setMetrics(c consumer.Metrics) { r.mu.Lock(); r.metrics = c; r.mu.Unlock() }
+func (r *gpuReceiver) setLogs(c consumer.Logs)       { r.mu.Lock(); r.logs = c; r.mu.Unlock() }
 
 // Start starts the sources once, however many pipelines share the receiver.
 // A source that cannot start is reported (status and one log line) and the
@@ -112,6 +118,9 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	if cfg.NVML.Enabled {
+		r.startNVML(ctx, host, hostName)
+	}
 	if r.tracer != nil {
 		r.attachInitial()
 		r.wg.Add(1)
@@ -147,6 +156,14 @@ func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	cancel()
+	// Stop the Xid reader and the NVML source first: their goroutines end
+	// when their channels close.
+	if r.xid != nil {
+		_ = r.xid.Close()
+	}
+	if r.nvml != nil {
+		_ = r.nvml.Shutdown(ctx)
+	}
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	var err error
@@ -269,6 +286,73 @@ func (r *gpuReceiver) emitMetrics(ctx context.Context) {
 	if err := r.metrics.ConsumeMetrics(ctx, md); err != nil {
 		r.log.Debug("metrics refused downstream", zap.Error(err))
 	}
+}
+
+// startNVML starts device telemetry: NVML scrapes on collection_interval on
+// a goroutine of their own (an NVML scrape can take tens of milliseconds per
+// GPU and must not hold up the ring), NVML events and the driver's Xid
+// tracepoint as log records. Either failing is reported and the rest runs.
+func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostName string) {
+	src := nvml.New(r.cfg.NVML, r.set, nvml.ResolverAttributor(r.resolver), nvml.WithHostName(hostName))
+	if err := src.Start(ctx); err != nil {
+		r.log.Warn("NVML source unavailable; other sources keep running", zap.Error(err))
+		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+	} else {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			t := time.NewTicker(r.cfg.CollectionInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					md, err := src.Scrape(ctx)
+					if err != nil {
+						r.log.Debug("NVML scrape failed", zap.Error(err))
+					}
+					if r.metrics != nil && md.ResourceMetrics().Len() > 0 {
+						if err := r.metrics.ConsumeMetrics(ctx, md); err != nil {
+							r.log.Debug("metrics refused downstream", zap.Error(err))
+						}
+					}
+				}
+			}
+		}()
+	}
+	r.nvml = src
+	// Log records (Xids, NVML events) until the source shuts down, also when
+	// NVML itself is missing: the tracepoint still reports Xids.
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for ld := range src.Logs() {
+			if r.logs == nil {
+				continue
+			}
+			if err := r.logs.ConsumeLogs(context.Background(), ld); err != nil {
+				r.log.Debug("logs refused downstream", zap.Error(err))
+			}
+		}
+	}()
+	if !r.cfg.NVML.Events {
+		return
+	}
+	probe, err := xidprobe.New()
+	if err != nil {
+		r.log.Info("Xid tracepoint unavailable; Xids come from NVML events only", zap.Error(err))
+		return
+	}
+	r.xid = probe
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		err := probe.Run(func(x ev.XID) { src.RecordXID(x.BusID, uint64(x.Code), x.PID, x.Msg) })
+		if err != nil {
+			r.log.Warn("Xid tracepoint reader stopped", zap.Error(err))
+		}
+	}()
 }
 
 // released drops the kernel state of a process the translator let go of:

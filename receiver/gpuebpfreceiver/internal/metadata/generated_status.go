@@ -14,6 +14,7 @@ var (
 )
 
 const (
+	LogsStability    = component.StabilityLevelDevelopment
 	TracesStability  = component.StabilityLevelAlpha
 	MetricsStability = component.StabilityLevelAlpha
 )
