@@ -348,7 +348,10 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		err := probe.Run(func(x ev.XID) { src.RecordXID(x.BusID, uint64(x.Code), x.PID, x.Msg) })
+		// No pid: the task current at the tracepoint is whoever the driver
+		// ran in (on the H200 it was this collector's NVML event thread),
+		// not the program that faulted.
+		err := probe.Run(func(x ev.XID) { src.RecordXID(x.BusID, uint64(x.Code), 0, x.Msg) })
 		if err != nil {
 			r.log.Warn("Xid tracepoint reader stopped", zap.Error(err))
 		}

@@ -105,7 +105,10 @@ def load_collector(path):
                             t = int(dp.get("timeUnixNano", "0")) / 1e9
                             pa = attrs(dp.get("attributes"))
                             if "process.pid" in res:
-                                processes.append({"res": res, "metric": m["name"], "attrs": pa, "t": t, "v": v})
+                                # NVML's per-process points are on a GPU; the
+                                # CUDA source's per-process metrics are not.
+                                if hwid:
+                                    processes.append({"res": res, "metric": m["name"], "attrs": pa, "t": t, "v": v})
                             elif hwid:
                                 series[(hwid, m["name"], frozenset(pa.items()))].append((t, v))
     for pts in series.values():
