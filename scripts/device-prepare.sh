@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 make -s build
 mkdir -p .device
 xz -T0 -6 -c bin/otelcol-gpu > .device/otelcol-gpu.xz
+# The NVML package's tests, for BenchmarkScrapeNVML against the real library.
+go test -c -o .device/nvml.test ./receiver/gpuebpfreceiver/internal/nvml/
 ls -la .device

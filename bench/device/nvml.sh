@@ -5,7 +5,8 @@
 #   2. a CUDA program faults on a bad pointer: the driver reports Xid 31, which
 #      must arrive as a log record (tracepoint and NVML event, one record);
 #   3. nvml_compare.py sets the collector's figures beside nvidia-smi's and
-#      checks that the per-process figures name the workload's pid.
+#      checks that the per-process figures name the workload's pid;
+#   4. BenchmarkScrapeNVML times one scrape against the real library.
 # Expects .device/otelcol-gpu.xz (scripts/device-prepare.sh); writes to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,5 +51,7 @@ for line in open(path):
                       {k: v for k, v in res.items() if k in ("hw.id", "process.pid", "process.executable.name")})
 print(f"{n} log records; the faulting program was pid {pid}")
 PY
+echo "== 4. cost of one scrape on this GPU"
+(cd receiver/gpuebpfreceiver/internal/nvml && ../../../../.device/nvml.test -test.run XXX -test.bench ScrapeNVML -test.benchtime 20x -test.v 2>&1 | grep -E "Benchmark|SKIP") | tee $OUT/scrape-bench.txt
 gzip -f $OUT/otel.jsonl
 ls -la $OUT $OUT/run

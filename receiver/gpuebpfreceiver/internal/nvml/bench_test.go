@@ -51,3 +51,42 @@ func BenchmarkScrape(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScrapeNVML is one scrape against the real NVML library, with and
+// without the PCIe throughput sampling of hw.gpu.io; it is skipped where
+// NVML cannot start (no driver). bench/device/nvml.sh runs it on a GPU.
+func BenchmarkScrapeNVML(b *testing.B) {
+	for _, io := range []bool{true, false} {
+		b.Run(fmt.Sprintf("hw.gpu.io=%v", io), func(b *testing.B) {
+			cfg := NewDefaultConfig()
+			cfg.Events = false
+			cfg.Metrics.HwGpuIo.Enabled = io
+			src := New(cfg, receivertest.NewNopSettings(metadata.Type), testAttributor)
+			if err := src.Start(b.Context()); err != nil {
+				b.Skipf("NVML: %v", err)
+			}
+			defer func() { _ = src.Shutdown(b.Context()) }()
+			gpus := 0
+			if md, err := src.Scrape(b.Context()); err == nil {
+				rms := md.ResourceMetrics()
+				for i := 0; i < rms.Len(); i++ {
+					if id, ok := rms.At(i).Resource().Attributes().Get("hw.id"); ok && len(id.Str()) > 4 && id.Str()[:4] == "GPU-" {
+						if _, proc := rms.At(i).Resource().Attributes().Get("process.pid"); !proc {
+							gpus++
+						}
+					}
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := src.Scrape(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if gpus > 0 {
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(gpus), "µs/gpu")
+			}
+		})
+	}
+}
