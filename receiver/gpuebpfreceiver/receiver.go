@@ -350,7 +350,8 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 		defer r.wg.Done()
 		// No pid: the task current at the tracepoint is whoever the driver
 		// ran in (on the H200 it was this collector's NVML event thread),
-		// not the program that faulted.
+		// not the program that faulted. The source names the GPU's
+		// processes instead.
 		err := probe.Run(func(x ev.XID) { src.RecordXID(x.BusID, uint64(x.Code), 0, x.Msg) })
 		if err != nil {
 			r.log.Warn("Xid tracepoint reader stopped", zap.Error(err))

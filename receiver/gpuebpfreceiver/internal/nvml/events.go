@@ -230,6 +230,13 @@ func (s *Source) xid(d *device, key string, xid uint64, pid uint32, msg, source 
 	if info.State > stateOK {
 		sev = severityError
 	}
+	// Neither NVML nor the tracepoint says which process faulted. The
+	// processes running on the GPU at that moment are the suspects; when
+	// there is exactly one, the record is attributed to it.
+	suspects := s.runningPIDs(d)
+	if pid == 0 && len(suspects) == 1 {
+		pid = suspects[0]
+	}
 	logs := plog.NewLogs()
 	rl := logs.ResourceLogs().AppendEmpty()
 	s.eventResource(d, key, pid).MoveTo(rl.Resource())
@@ -243,8 +250,31 @@ func (s *Source) xid(d *device, key string, xid uint64, pid uint32, msg, source 
 	if msg = strings.TrimSpace(msg); msg != "" {
 		attrs.PutStr("gpu.xid.message", msg)
 	}
+	if len(suspects) > 0 {
+		sl := attrs.PutEmptySlice("gpu.xid.gpu_processes")
+		for _, p := range suspects {
+			sl.AppendEmpty().SetInt(int64(p))
+		}
+	}
 	putInstance(attrs, gi, ci)
 	s.sendLogs(logs)
+}
+
+// runningPIDs lists the compute processes on d now (none when d is
+// unknown, lost, or NVML cannot say).
+func (s *Source) runningPIDs(d *device) []uint32 {
+	if d == nil || d.lost || d.handle == nil {
+		return nil
+	}
+	procs, ret := d.handle.GetComputeRunningProcesses()
+	if ret != nvml.SUCCESS {
+		return nil
+	}
+	pids := make([]uint32, 0, len(procs))
+	for _, p := range procs {
+		pids = append(pids, p.Pid)
+	}
+	return pids
 }
 
 // emitEventLog sends a non-XID event as a log record.

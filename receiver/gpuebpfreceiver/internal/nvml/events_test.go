@@ -98,6 +98,8 @@ func TestXIDEventBecomesLogRecordCountAndStatus(t *testing.T) {
 			"gpu.xid.description": "GPU has fallen off the bus",
 			"gpu.xid.source":      "nvml_event",
 			"hw.state":            "failed",
+			// Two processes run on the GPU: suspects, none chosen.
+			"gpu.xid.gpu_processes": []any{int64(100), int64(200)},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -160,6 +162,23 @@ func TestXIDOnMIGDevice(t *testing.T) {
 	}
 }
 
+// TestXIDAttributedToTheOnlyProcess: with one process on the GPU, an Xid
+// that names none is attributed to it.
+func TestXIDAttributedToTheOnlyProcess(t *testing.T) {
+	lib := newTwoGPUs()
+	lib.gpus[0].procs = lib.gpus[0].procs[:1]
+	h := newHarness(t, lib, nil)
+	h.start()
+	h.src.RecordXID("0000:17:00.0", 31, 0, "MMU Fault")
+	got := h.nextLog()
+	if got.Resource["process.pid"] != int64(lib.gpus[0].procs[0].Pid) {
+		t.Fatalf("resource %v: want the GPU's only process", got.Resource)
+	}
+	if diff := cmp.Diff([]any{int64(lib.gpus[0].procs[0].Pid)}, got.Attributes["gpu.xid.gpu_processes"]); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
 func TestRecordXIDFromTracepoint(t *testing.T) {
 	lib := newTwoGPUs()
 	h := newHarness(t, lib, nil)
@@ -178,6 +197,7 @@ func TestRecordXIDFromTracepoint(t *testing.T) {
 		Attributes: map[string]any{
 			"gpu.xid": int64(48), "gpu.xid.description": "Double-bit ECC error", "gpu.xid.source": "tracepoint",
 			"hw.state": "degraded", "gpu.xid.message": "NVRM: Xid (PCI:0000:17:00): 48, pid=100, name=python3, DBE",
+			"gpu.xid.gpu_processes": []any{int64(100), int64(200)},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
