@@ -25,6 +25,10 @@ echo "== ring buffer to pdata, whole receiver"
 go test -run XXX -bench ReceiverRing -benchtime 300000x -count 3 \
 	./receiver/gpuebpfreceiver/ | tee "$out/ring.txt"
 
+echo "== NVML source, collector-side cost per scrape (mock NVML)"
+go test -run XXX -bench 'BenchmarkScrape$' -benchmem -count 3 \
+	./receiver/gpuebpfreceiver/internal/nvml/ | tee "$out/nvml.txt"
+
 # Summary: medians of the three runs, and the ratios.
 python3 - "$out" <<'PY'
 import re, statistics, sys
@@ -46,6 +50,8 @@ pa = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/paced-100k", "calls/s")
 pd = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/paced-100k", "dropped")
 fl = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/flood", "calls/s")
 fd = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/flood", "dropped")
+n1 = metric(f"{out}/nvml.txt", "BenchmarkScrape/gpus=1", "µs/gpu")
+n8 = metric(f"{out}/nvml.txt", "BenchmarkScrape/gpus=8", "µs/gpu")
 print()
 print("| benchmark | result |")
 print("| --- | --- |")
@@ -56,4 +62,5 @@ print(f"| decode + translate, spans and metrics, 1 core | {sp/1e6:.2f} M events/
 print(f"| decode + translate, metrics only, 1 core | {mo/1e6:.1f} M events/s |")
 print(f"| ring to pdata, paced 100k calls/s | {pa:.0f} calls/s, {pd:.0f} dropped |")
 print(f"| ring to pdata, flood from one thread | {fl:.0f} calls/s, {fd:.0f} dropped |")
+print(f"| NVML scrape, collector's own work (mock), 1 GPU / 8 GPUs | {n1:.1f} / {n8:.1f} µs per GPU |")
 PY
