@@ -45,6 +45,9 @@ unit: fakecuda
 
 test: deps check-generated vet unit build
 	bin/otelcol-gpu validate --config deploy/config/default.yaml
+	DAEMONSET_CONFIG_OUT=$(CURDIR)/build/daemonset-config.yaml $(GO) test -count=1 -run TestDaemonSetManifest ./deploy/kubernetes/
+	POD_IP=127.0.0.1 OTLP_ENDPOINT=localhost:4317 K8S_NODE_NAME=node \
+		bin/otelcol-gpu validate --config build/daemonset-config.yaml
 	FAKECUDA_LIB=$(FAKECUDA)/libcuda.so.1 FAKECUDA_RT=$(FAKECUDA)/libcudart.so.12 \
 		bin/otelcol-gpu validate --config deploy/config/demo.yaml
 	@echo "make test: all checks passed"
