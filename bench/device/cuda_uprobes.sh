@@ -9,13 +9,7 @@
 #      loop's medians.
 # Expects the collector binary, xz-compressed, at .device/otelcol-gpu.xz
 # (scripts/device-prepare.sh) and writes results under $OUT.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export OTEL_OUT=$OUT PYTHONUNBUFFERED=1
-bin=/tmp/otelcol-gpu
-xz -dc .device/otelcol-gpu.xz > $bin && chmod +x $bin
+source "$(dirname "$0")/lib.sh"
 
 echo "== machine"
 nvidia-smi -L; uname -r

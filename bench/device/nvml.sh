@@ -8,13 +8,7 @@
 #      checks that the per-process figures name the workload's pid;
 #   4. BenchmarkScrapeNVML times one scrape against the real library.
 # Expects .device/otelcol-gpu.xz (scripts/device-prepare.sh); writes to $OUT.
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export OTEL_OUT=$OUT PYTHONUNBUFFERED=1
-bin=/tmp/otelcol-gpu
-xz -dc .device/otelcol-gpu.xz > $bin && chmod +x $bin
+source "$(dirname "$0")/lib.sh"
 nvcc -o /tmp/xid_trigger bench/device/xid_trigger.cu 2>&1 | tail -3
 
 rm -f $OUT/otel.jsonl
