@@ -324,6 +324,16 @@ func (t *Tracer) SetTraced(pid uint32, traced bool) error {
 	return t.objs.PidFilter.Put(pid, v)
 }
 
+// Traced reports what the kernel filter says of pid: known is false when
+// the pid has no entry (it is then traced).
+func (t *Tracer) Traced(pid uint32) (traced, known bool) {
+	var v uint8
+	if err := t.objs.PidFilter.Lookup(pid, &v); err != nil {
+		return true, false
+	}
+	return v != filterSkip, true
+}
+
 // ClearFilter forgets whether pid is traced (after execve: the new program
 // is judged again).
 func (t *Tracer) ClearFilter(pid uint32) { _ = t.objs.PidFilter.Delete(pid) }
