@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm"
 )
 
 // Config is the gpuebpf receiver's configuration. Every field is validated in
@@ -26,6 +27,9 @@ type Config struct {
 	Histograms HistogramsConfig `mapstructure:"histograms"`
 	// NVML is device telemetry, per-process GPU usage and Xid errors.
 	NVML nvml.Config `mapstructure:"nvml"`
+	// UVM is unified-memory driver telemetry per process (faults,
+	// migrations, evictions, thrashing, the fault pattern).
+	UVM uvm.Config `mapstructure:"uvm"`
 
 	metadata.MetricsBuilderConfig `mapstructure:",squash"`
 }
@@ -118,6 +122,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Histograms.GridSize.validate("histograms::gpu.cuda.launch.grid.size"))
 	errs = append(errs, c.Histograms.BlockSize.validate("histograms::gpu.cuda.launch.block.size"))
 	errs = append(errs, c.NVML.Validate())
+	errs = append(errs, c.UVM.Validate())
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm"
 )
 
 // NewFactory returns the factory of the gpuebpf receiver.
@@ -52,6 +53,7 @@ func createDefaultConfig() component.Config {
 				32, 64, 128, 256, 512, 1024}},
 		},
 		NVML:                 nvml.NewDefaultConfig(),
+		UVM:                  uvm.NewDefaultConfig(),
 		MetricsBuilderConfig: metadata.DefaultMetricsBuilderConfig(),
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/translate"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/xidprobe"
 )
 
@@ -49,6 +50,7 @@ type gpuReceiver struct {
 	sym      *symtab.Symbolizer
 	nvml     *nvml.Source
 	xid      *xidprobe.Probe
+	uvm      *uvm.Source
 	resolver *procattr.Resolver
 	scanCh   chan uint32 // new programs (exec): scan their maps a little later
 	seenCh   chan uint32 // first call of a traced process: scan its maps now
@@ -97,7 +99,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		Select:   cfg.CUDA.selector(),
 		Skipped:  r.skip,
 		Released: r.released,
-		Seen:     func(pid uint32) { trySend(r.seenCh, pid) },
+		Seen:     r.seen,
 		Cgroups:  procattr.NewCgroupIndex(hostRoot(cfg.ProcRoot)+"/sys/fs/cgroup", time.Second),
 	})
 
@@ -120,6 +122,9 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	r.cancel = cancel
 	if cfg.NVML.Enabled {
 		r.startNVML(ctx, host, hostName)
+	}
+	if cfg.UVM.Enabled {
+		r.startUVM(ctx, hostName)
 	}
 	if r.tracer != nil {
 		r.attachInitial()
@@ -163,6 +168,9 @@ func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 	}
 	if r.nvml != nil {
 		_ = r.nvml.Shutdown(ctx)
+	}
+	if r.uvm != nil {
+		_ = r.uvm.Shutdown(ctx)
 	}
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
@@ -359,6 +367,59 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 	}()
 }
 
+// startUVM starts unified-memory telemetry: a tracker is attached to each
+// CUDA process at its first traced call (Track, from seen), scraped on
+// collection_interval on a goroutine of its own; fault samples, when
+// enabled, go to the logs pipeline.
+func (r *gpuReceiver) startUVM(ctx context.Context, hostName string) {
+	src := uvm.New(r.cfg.UVM, r.set, uvm.ResolverAttributor(r.resolver),
+		uvm.WithProcRoot(r.cfg.ProcRoot), uvm.WithHostName(hostName))
+	r.uvm = src
+	r.wg.Add(2)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(r.cfg.CollectionInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				md, err := src.Scrape(ctx)
+				if err != nil {
+					r.log.Debug("UVM scrape failed", zap.Error(err))
+				}
+				if r.metrics != nil && md.ResourceMetrics().Len() > 0 {
+					if err := r.metrics.ConsumeMetrics(ctx, md); err != nil {
+						r.log.Debug("metrics refused downstream", zap.Error(err))
+					}
+				}
+			}
+		}
+	}()
+	go func() {
+		defer r.wg.Done()
+		for ld := range src.Logs() {
+			if r.logs != nil {
+				if err := r.logs.ConsumeLogs(context.Background(), ld); err != nil {
+					r.log.Debug("logs refused downstream", zap.Error(err))
+				}
+			}
+		}
+	}()
+}
+
+// seen runs at a traced process's first call: scan its maps now (its CUDA
+// runtime is loaded) and attach a UVM tracker.
+func (r *gpuReceiver) seen(pid uint32) {
+	trySend(r.seenCh, pid)
+	if r.uvm != nil {
+		// Track retries by itself while the process has no /dev/nvidia-uvm
+		// yet; other failures (no driver, no permission) are logged once.
+		_ = r.uvm.Track(int(pid))
+	}
+}
+
 // released drops the kernel state of a process the translator let go of:
 // at exit its filter entry and unfinished calls (walking the in-flight map,
 // so off the reading goroutine); at execve only its filter entry, so the
@@ -366,6 +427,9 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 func (r *gpuReceiver) released(pid uint32, exited bool) {
 	if r.tracer == nil {
 		return
+	}
+	if r.uvm != nil {
+		r.uvm.Untrack(int(pid))
 	}
 	if exited {
 		r.forgets.push(pid)

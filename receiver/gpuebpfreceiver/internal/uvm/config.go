@@ -1,0 +1,232 @@
+package uvm
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/faultpattern"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvmtools"
+)
+
+// Config configures the UVM source. Every field is optional.
+type Config struct {
+	// Enabled turns the source on. Off, Track does nothing and Scrape
+	// returns no metrics.
+	Enabled bool `mapstructure:"enabled"`
+	// Events are the UVM event types the driver queues for each tracked
+	// process, by name (cpu_fault, migration, gpu_fault, gpu_fault_replay,
+	// fatal_fault, read_duplicate, read_duplicate_invalidate,
+	// thrashing_detected, throttling_start, throttling_end, map_remote,
+	// eviction, fault_buffer_overflow, page_size_change). Empty means all.
+	// Batch durations need gpu_fault and gpu_fault_replay.
+	Events []string `mapstructure:"events"`
+	// QueueEntries is the size of each process's event queue in the
+	// driver (a power of two; 72 pinned bytes per entry). Events that do
+	// not fit are dropped by the driver and counted in
+	// gpu.uvm.events.dropped{reason=driver_queue_full}.
+	QueueEntries uint32 `mapstructure:"queue_entries"`
+	// PollInterval is how often each process's queue is read and the
+	// driver asked to deliver the events it holds back (migrations and
+	// replays are queued when the GPU work completes). A queue half full
+	// is read at once.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// MaxProcesses bounds the processes tracked and accounted at once;
+	// events of more are dropped and counted
+	// (gpu.uvm.events.dropped{reason=process_limit}).
+	MaxProcesses int `mapstructure:"max_processes"`
+	// PatternWindow is the number of a process's most recent GPU faults
+	// (per GPU) the fault-pattern classifier looks at; 0 turns the
+	// classification (gpu.uvm.fault.pattern, .stride, Pattern) off.
+	PatternWindow int `mapstructure:"pattern_window"`
+	// FaultSamples emits fault addresses as log records.
+	FaultSamples FaultSamplesConfig `mapstructure:"fault_samples"`
+	// Histograms configures the histogram metrics mdatagen cannot
+	// describe.
+	Histograms HistogramsConfig `mapstructure:"histograms"`
+
+	metadata.MetricsBuilderConfig `mapstructure:",squash"`
+}
+
+// FaultSamplesConfig configures fault samples: one log record per sampled
+// GPU or CPU fault, with its address, access and fault type.
+type FaultSamplesConfig struct {
+	// Enabled turns fault samples on (default off: a fault storm is
+	// hundreds of thousands of faults a second).
+	Enabled bool `mapstructure:"enabled"`
+	// MaxPerSecond is the most samples per process per second (a token
+	// bucket on the driver's event clock, with a burst of one second's
+	// worth). Faults over it are counted in
+	// gpu.uvm.fault.samples.dropped{reason=rate_limited}.
+	MaxPerSecond int `mapstructure:"max_per_second"`
+}
+
+// HistogramsConfig configures the histograms of fault batches.
+type HistogramsConfig struct {
+	// BatchSize: faults of the process in each GPU fault batch.
+	BatchSize HistogramConfig `mapstructure:"gpu.uvm.fault.batch.size"`
+	// BatchDuration: service time of each GPU fault batch, in seconds (see
+	// the package documentation for its exact definition).
+	BatchDuration HistogramConfig `mapstructure:"gpu.uvm.fault.batch.duration"`
+}
+
+// HistogramConfig enables a histogram metric and sets its explicit bounds.
+type HistogramConfig struct {
+	Enabled bool      `mapstructure:"enabled"`
+	Buckets []float64 `mapstructure:"buckets"`
+}
+
+// Default values.
+const (
+	DefaultPollInterval       = time.Second
+	DefaultMaxProcesses       = 1024
+	DefaultSamplesPerSecond   = 100
+	maxSamplesPerSecond       = 1_000_000
+	maxProcessesLimit         = 65536
+	minPollInterval           = time.Millisecond
+	maxPollInterval           = time.Minute
+	defaultSampleLogsBuffered = 64
+)
+
+// DefaultBatchSizeBuckets are the default bounds of gpu.uvm.fault.batch.size
+// (the driver fetches at most 256 faults per batch by default).
+var DefaultBatchSizeBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
+
+// DefaultBatchDurationBuckets are the default bounds of
+// gpu.uvm.fault.batch.duration, 5 µs to 1 s.
+var DefaultBatchDurationBuckets = []float64{
+	5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1,
+}
+
+// NewDefaultConfig returns the configuration used when none is given:
+// the source on, every event type, classification over 1024 faults, fault
+// samples off, both histograms on.
+func NewDefaultConfig() Config {
+	return Config{
+		Enabled:       true,
+		QueueEntries:  uvmtools.DefaultQueueEntries,
+		PollInterval:  DefaultPollInterval,
+		MaxProcesses:  DefaultMaxProcesses,
+		PatternWindow: faultpattern.DefaultWindow,
+		FaultSamples:  FaultSamplesConfig{MaxPerSecond: DefaultSamplesPerSecond},
+		Histograms: HistogramsConfig{
+			BatchSize:     HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchSizeBuckets)},
+			BatchDuration: HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchDurationBuckets)},
+		},
+		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
+	}
+}
+
+// fieldPrefix is how errors name this configuration inside the receiver's.
+const fieldPrefix = "uvm::"
+
+// eventNames are the names accepted in events.
+var eventNames = func() map[string]uvmtools.EventType {
+	m := map[string]uvmtools.EventType{}
+	for t := uvmtools.EventCPUFault; t <= uvmtools.EventEviction; t++ {
+		m[t.String()] = t
+	}
+	return m
+}()
+
+func sortedEventNames() []string {
+	names := make([]string, 0, len(eventNames))
+	for n := range eventNames {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// eventMask is the mask of Events (0 = all).
+func (c *Config) eventMask() uvmtools.EventMask {
+	var m uvmtools.EventMask
+	for _, n := range c.Events {
+		if t, ok := eventNames[n]; ok {
+			m |= t.Mask()
+		}
+	}
+	return m
+}
+
+// Validate checks the configuration; each error names its field.
+func (c *Config) Validate() error {
+	var errs []error
+	for i, n := range c.Events {
+		if _, ok := eventNames[n]; !ok {
+			errs = append(errs, fmt.Errorf("%sevents[%d]: unknown event type %q; allowed: %s", fieldPrefix, i, n, strings.Join(sortedEventNames(), ", ")))
+		}
+	}
+	if q := c.QueueEntries; q != 0 && (q < 2 || q > uvmtools.MaxQueueEntries || q&(q-1) != 0) {
+		errs = append(errs, fmt.Errorf("%squeue_entries: must be a power of two from 2 to %d, got %d", fieldPrefix, uvmtools.MaxQueueEntries, q))
+	}
+	if c.PollInterval != 0 && (c.PollInterval < minPollInterval || c.PollInterval > maxPollInterval) {
+		errs = append(errs, fmt.Errorf("%spoll_interval: must be between %v and %v, got %v", fieldPrefix, minPollInterval, maxPollInterval, c.PollInterval))
+	}
+	if c.MaxProcesses < 0 || c.MaxProcesses > maxProcessesLimit {
+		errs = append(errs, fmt.Errorf("%smax_processes: must be between 0 (default %d) and %d, got %d", fieldPrefix, DefaultMaxProcesses, maxProcessesLimit, c.MaxProcesses))
+	}
+	if c.PatternWindow < 0 || c.PatternWindow > faultpattern.MaxWindow {
+		errs = append(errs, fmt.Errorf("%spattern_window: must be between 0 (off) and %d, got %d", fieldPrefix, faultpattern.MaxWindow, c.PatternWindow))
+	}
+	if c.FaultSamples.MaxPerSecond < 0 || c.FaultSamples.MaxPerSecond > maxSamplesPerSecond {
+		errs = append(errs, fmt.Errorf("%sfault_samples::max_per_second: must be between 0 (default %d) and %d, got %d", fieldPrefix, DefaultSamplesPerSecond, maxSamplesPerSecond, c.FaultSamples.MaxPerSecond))
+	}
+	errs = append(errs, c.Histograms.BatchSize.validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.size"))
+	errs = append(errs, c.Histograms.BatchDuration.validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.duration"))
+	errs = append(errs, validateMetrics(&c.Metrics)...)
+	return errors.Join(errs...)
+}
+
+func (h *HistogramConfig) validate(field string) error {
+	for i := 1; i < len(h.Buckets); i++ {
+		if !(h.Buckets[i] > h.Buckets[i-1]) {
+			return fmt.Errorf("%s::buckets: must be strictly increasing, got %v", field, h.Buckets)
+		}
+	}
+	if h.Enabled && len(h.Buckets) == 0 {
+		return fmt.Errorf("%s::buckets: an enabled histogram needs at least one bucket boundary", field)
+	}
+	return nil
+}
+
+// validateMetrics runs the generated per-metric validation and names the
+// metric (as nvml does).
+func validateMetrics(m *metadata.MetricsConfig) []error {
+	type validator interface{ Validate() error }
+	var errs []error
+	v := reflect.ValueOf(m).Elem()
+	t := v.Type()
+	for i := 0; i < v.NumField(); i++ {
+		f, ok := v.Field(i).Addr().Interface().(validator)
+		if !ok {
+			continue
+		}
+		if err := f.Validate(); err != nil {
+			name := t.Field(i).Tag.Get("mapstructure")
+			errs = append(errs, fmt.Errorf("%smetrics::%s: %w", fieldPrefix, name, err))
+		}
+	}
+	return errs
+}
+
+// withDefaults fills zero fields that mean "default".
+func (c Config) withDefaults() Config {
+	if c.QueueEntries == 0 {
+		c.QueueEntries = uvmtools.DefaultQueueEntries
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.MaxProcesses == 0 {
+		c.MaxProcesses = DefaultMaxProcesses
+	}
+	if c.FaultSamples.MaxPerSecond == 0 {
+		c.FaultSamples.MaxPerSecond = DefaultSamplesPerSecond
+	}
+	return c
+}
