@@ -383,3 +383,48 @@ func TestResourceFilterDropsHistogramsToo(t *testing.T) {
 	}
 	require.Equal(t, []string{"trainer"}, exes)
 }
+
+// fakeSymbolizer answers "not yet" to the first ask of an address and the
+// name afterwards, as symtab's background worker does.
+type fakeSymbolizer struct {
+	names map[uint64]string
+	asked map[uint64]int
+}
+
+func (f *fakeSymbolizer) Lookup(_ uint32, addr uint64) (string, bool) {
+	f.asked[addr]++
+	if f.asked[addr] == 1 {
+		return "", false
+	}
+	return f.names[addr], true
+}
+
+// TestRuntimeStubNamedFromELFSymbols: a cudaLaunchKernel whose stub was
+// never registered (the runtime was probed after the program loaded) is
+// named from the process's symbols once the symbolizer has answered; a miss
+// is remembered and not asked again.
+func TestRuntimeStubNamedFromELFSymbols(t *testing.T) {
+	sym := &fakeSymbolizer{names: map[uint64]string{0x401000: "_Z11saxpyKernelfPKfPf"}, asked: map[uint64]int{}}
+	tr := New(testConfig(), receivertest.NewNopSettings(metadata.Type), fakeResolver{}, sym, Hooks{})
+	launch := func(stub uint64, start uint64) {
+		e := rec(ev.APICudaLaunchKernel, ev.KindCall, stub, 64, 1, 128, 1)
+		e.Start, e.End = start, start+100
+		tr.Handle(decoded(t, e))
+	}
+	launch(0x401000, 1000) // first ask: not yet
+	launch(0x401000, 2000) // answered
+	launch(0x401000, 3000) // remembered
+	launch(0x999000, 4000) // not yet
+	launch(0x999000, 5000) // answered: no symbol
+	launch(0x999000, 6000) // the miss is remembered
+	td, n := tr.TakeSpans()
+	require.Equal(t, 6, n)
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	var names []string
+	for i := 0; i < spans.Len(); i++ {
+		v, _ := spans.At(i).Attributes().Get("gpu.cuda.kernel.name")
+		names = append(names, v.Str())
+	}
+	require.Equal(t, []string{"", "saxpyKernel(float, float const*, float*)", "saxpyKernel(float, float const*, float*)", "", "", ""}, names)
+	require.Equal(t, map[uint64]int{0x401000: 2, 0x999000: 2}, sym.asked)
+}
