@@ -3,6 +3,7 @@ package gpuebpfreceiver
 import (
 	"errors"
 	"fmt"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"path"
 	"regexp"
 	"strings"
@@ -96,10 +97,7 @@ type HistogramsConfig struct {
 }
 
 // HistogramConfig enables a histogram metric and sets its explicit bounds.
-type HistogramConfig struct {
-	Enabled bool      `mapstructure:"enabled"`
-	Buckets []float64 `mapstructure:"buckets"`
-}
+type HistogramConfig = histogram.Config
 
 // Span classes accepted in spans.classes.
 var spanClasses = []string{"launch", "memory", "copy", "sync", "module", "context"}
@@ -118,9 +116,9 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.CUDA.validate()...)
 	errs = append(errs, c.Spans.validate()...)
-	errs = append(errs, c.Histograms.CallDuration.validate("histograms::gpu.cuda.call.duration"))
-	errs = append(errs, c.Histograms.GridSize.validate("histograms::gpu.cuda.launch.grid.size"))
-	errs = append(errs, c.Histograms.BlockSize.validate("histograms::gpu.cuda.launch.block.size"))
+	errs = append(errs, c.Histograms.CallDuration.Validate("histograms::gpu.cuda.call.duration"))
+	errs = append(errs, c.Histograms.GridSize.Validate("histograms::gpu.cuda.launch.grid.size"))
+	errs = append(errs, c.Histograms.BlockSize.Validate("histograms::gpu.cuda.launch.block.size"))
 	errs = append(errs, c.NVML.Validate())
 	errs = append(errs, c.UVM.Validate())
 	return errors.Join(errs...)
@@ -187,18 +185,6 @@ func (s *SpansConfig) validate() []error {
 		errs = append(errs, fmt.Errorf("spans::max_batch: must be between 1 and 1048576, got %d", s.MaxBatch))
 	}
 	return errs
-}
-
-func (h *HistogramConfig) validate(field string) error {
-	for i := 1; i < len(h.Buckets); i++ {
-		if !(h.Buckets[i] > h.Buckets[i-1]) {
-			return fmt.Errorf("%s::buckets: must be strictly increasing, got %v", field, h.Buckets)
-		}
-	}
-	if h.Enabled && len(h.Buckets) == 0 {
-		return fmt.Errorf("%s::buckets: an enabled histogram needs at least one bucket boundary", field)
-	}
-	return nil
 }
 
 func contains(list []string, s string) bool {

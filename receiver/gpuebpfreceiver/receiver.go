@@ -90,9 +90,9 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	r.tr = translate.New(translate.Config{
 		Spans:        cfg.Spans.Enabled && r.traces != nil,
 		SpanClasses:  cfg.Spans.Classes,
-		CallDuration: translate.HistogramConfig(cfg.Histograms.CallDuration),
-		GridSize:     translate.HistogramConfig(cfg.Histograms.GridSize),
-		BlockSize:    translate.HistogramConfig(cfg.Histograms.BlockSize),
+		CallDuration: cfg.Histograms.CallDuration,
+		GridSize:     cfg.Histograms.GridSize,
+		BlockSize:    cfg.Histograms.BlockSize,
 		Metrics:      cfg.MetricsBuilderConfig,
 		HostName:     hostName,
 	}, r.set, resolver, r.sym, translate.Hooks{

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -136,7 +137,7 @@ func (t *Translator) emitProcess(p *process, now pcommon.Timestamp, out pmetric.
 }
 
 func (t *Translator) appendHistograms(ms pmetric.MetricSlice, name, desc, unit string, cfg HistogramConfig,
-	hs []*histogram, start, now pcommon.Timestamp) {
+	hs []*histogram.Histogram, start, now pcommon.Timestamp) {
 	if !cfg.Enabled {
 		return
 	}
@@ -152,7 +153,7 @@ func (t *Translator) appendHistograms(ms pmetric.MetricSlice, name, desc, unit s
 			m.SetUnit(unit)
 			m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 		}
-		dp := h.appendTo(m.Histogram().DataPoints(), cfg.Buckets, start, now)
+		dp := h.AppendTo(m.Histogram().DataPoints(), cfg.Buckets, start, now)
 		dp.Attributes().PutStr("gpu.cuda.api", ev.API(api).String())
 	}
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"sort"
 
 	"github.com/ianlancetaylor/demangle"
@@ -14,10 +15,7 @@ import (
 )
 
 // HistogramConfig enables one histogram metric and sets its bounds.
-type HistogramConfig struct {
-	Enabled bool
-	Buckets []float64
-}
+type HistogramConfig = histogram.Config
 
 // Config is what the translator needs from the receiver's configuration.
 type Config struct {
@@ -162,9 +160,9 @@ type process struct {
 	errCalls  map[callKey]uint64
 	unknown   [ev.APIMax]uint64 // calls reported at entry only: result unknown
 	launches  [ev.APIMax]uint64
-	durations [ev.APIMax]*histogram
-	grids     [ev.APIMax]*histogram
-	blocks    [ev.APIMax]*histogram
+	durations [ev.APIMax]*histogram.Histogram
+	grids     [ev.APIMax]*histogram.Histogram
+	blocks    [ev.APIMax]*histogram.Histogram
 	copied    [ev.DirDefault + 1]uint64
 	set       uint64
 	allocated [ev.MemPool + 1]uint64
@@ -360,16 +358,16 @@ func (t *Translator) account(p *process, e *ev.Event) {
 }
 
 // observe records v in the API's histogram of hs, made on first use.
-func observe(hs *[ev.APIMax]*histogram, cfg HistogramConfig, api ev.API, v float64) {
+func observe(hs *[ev.APIMax]*histogram.Histogram, cfg HistogramConfig, api ev.API, v float64) {
 	if !cfg.Enabled {
 		return
 	}
 	h := hs[api]
 	if h == nil {
-		h = newHistogram(cfg.Buckets)
+		h = histogram.New(cfg.Buckets)
 		hs[api] = h
 	}
-	h.record(cfg.Buckets, v)
+	h.Record(cfg.Buckets, v)
 }
 
 func (p *process) remember(t *Translator, handle uint64, name string) {

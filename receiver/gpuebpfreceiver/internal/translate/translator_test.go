@@ -38,9 +38,9 @@ func (f fakeResolver) Alive(pid int, _ uint64) bool {
 func testConfig() Config {
 	return Config{
 		Spans:        true,
-		CallDuration: HistogramConfig{true, []float64{1e-6, 1e-3}},
-		GridSize:     HistogramConfig{true, []float64{1, 100}},
-		BlockSize:    HistogramConfig{true, []float64{32, 256}},
+		CallDuration: HistogramConfig{Enabled: true, Buckets: []float64{1e-6, 1e-3}},
+		GridSize:     HistogramConfig{Enabled: true, Buckets: []float64{1, 100}},
+		BlockSize:    HistogramConfig{Enabled: true, Buckets: []float64{32, 256}},
 		Metrics:      metadata.DefaultMetricsBuilderConfig(),
 		HostName:     "node-1",
 	}
@@ -340,19 +340,6 @@ func TestExitReleasesAfterFinalEmission(t *testing.T) {
 	require.Equal(t, int64(2), sumValue(t, md, "gpu.ebpf.events.received", nil))
 	require.Zero(t, tr.Processes())
 	require.Equal(t, []uint32{100}, released)
-}
-
-func TestHistogramBuckets(t *testing.T) {
-	b := []float64{1, 10}
-	h := newHistogram(b)
-	for _, v := range []float64{0.5, 1, 5, 10, 11} {
-		h.record(b, v)
-	}
-	require.Equal(t, []uint64{2, 2, 1}, h.counts)
-	require.Equal(t, uint64(5), h.count)
-	require.Equal(t, 27.5, h.sum)
-	require.Equal(t, 0.5, h.min)
-	require.Equal(t, 11.0, h.max)
 }
 
 // TestResourceFilterDropsHistogramsToo: a process the resource attribute

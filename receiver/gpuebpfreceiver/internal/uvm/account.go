@@ -2,6 +2,7 @@ package uvm
 
 import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/faultpattern"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvmtools"
 )
@@ -128,8 +129,8 @@ type stream struct {
 	readDup    uint64
 
 	batches []openBatch // ascending arrival
-	sizeH   *histogram
-	durH    *histogram
+	sizeH   *histogram.Histogram
+	durH    *histogram.Histogram
 
 	cls       *faultpattern.Classifier // nil: classification off
 	dirty     bool                     // faults added since result
@@ -199,10 +200,10 @@ func (s *Source) newStream(hwid string) *stream {
 
 func (s *Source) initStream(st *stream) {
 	if s.cfg.Histograms.BatchSize.Enabled {
-		st.sizeH = newHistogram(s.cfg.Histograms.BatchSize.Buckets)
+		st.sizeH = histogram.New(s.cfg.Histograms.BatchSize.Buckets)
 	}
 	if s.cfg.Histograms.BatchDuration.Enabled {
-		st.durH = newHistogram(s.cfg.Histograms.BatchDuration.Buckets)
+		st.durH = histogram.New(s.cfg.Histograms.BatchDuration.Buckets)
 	}
 }
 
@@ -324,10 +325,10 @@ func (s *Source) closeBatch(st *stream, i int, end uint64) {
 	b := st.batches[i]
 	st.batches = append(st.batches[:i], st.batches[i+1:]...)
 	if st.sizeH != nil {
-		st.sizeH.record(s.cfg.Histograms.BatchSize.Buckets, float64(b.faults))
+		st.sizeH.Record(s.cfg.Histograms.BatchSize.Buckets, float64(b.faults))
 	}
 	if st.durH != nil && end != 0 && end >= b.first {
-		st.durH.record(s.cfg.Histograms.BatchDuration.Buckets, float64(end-b.first)/1e9)
+		st.durH.Record(s.cfg.Histograms.BatchDuration.Buckets, float64(end-b.first)/1e9)
 	}
 }
 

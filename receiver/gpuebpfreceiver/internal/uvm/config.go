@@ -3,6 +3,7 @@ package uvm
 import (
 	"errors"
 	"fmt"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"reflect"
 	"slices"
 	"strings"
@@ -75,10 +76,7 @@ type HistogramsConfig struct {
 }
 
 // HistogramConfig enables a histogram metric and sets its explicit bounds.
-type HistogramConfig struct {
-	Enabled bool      `mapstructure:"enabled"`
-	Buckets []float64 `mapstructure:"buckets"`
-}
+type HistogramConfig = histogram.Config
 
 // Default values.
 const (
@@ -176,22 +174,10 @@ func (c *Config) Validate() error {
 	if c.FaultSamples.MaxPerSecond < 0 || c.FaultSamples.MaxPerSecond > maxSamplesPerSecond {
 		errs = append(errs, fmt.Errorf("%sfault_samples::max_per_second: must be between 0 (default %d) and %d, got %d", fieldPrefix, DefaultSamplesPerSecond, maxSamplesPerSecond, c.FaultSamples.MaxPerSecond))
 	}
-	errs = append(errs, c.Histograms.BatchSize.validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.size"))
-	errs = append(errs, c.Histograms.BatchDuration.validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.duration"))
+	errs = append(errs, c.Histograms.BatchSize.Validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.size"))
+	errs = append(errs, c.Histograms.BatchDuration.Validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.duration"))
 	errs = append(errs, validateMetrics(&c.Metrics)...)
 	return errors.Join(errs...)
-}
-
-func (h *HistogramConfig) validate(field string) error {
-	for i := 1; i < len(h.Buckets); i++ {
-		if !(h.Buckets[i] > h.Buckets[i-1]) {
-			return fmt.Errorf("%s::buckets: must be strictly increasing, got %v", field, h.Buckets)
-		}
-	}
-	if h.Enabled && len(h.Buckets) == 0 {
-		return fmt.Errorf("%s::buckets: an enabled histogram needs at least one bucket boundary", field)
-	}
-	return nil
 }
 
 // validateMetrics runs the generated per-metric validation and names the

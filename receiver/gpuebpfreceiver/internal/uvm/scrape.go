@@ -196,7 +196,7 @@ func (s *Source) emitStream(p *process, st *stream, ts pcommon.Timestamp, host b
 		}
 	}
 	opts := []metadata.ResourceMetricsOption{metadata.WithResource(s.processResource(p, st.hwid))}
-	if (st.sizeH != nil && st.sizeH.count > 0) || (st.durH != nil && st.durH.count > 0) {
+	if (st.sizeH != nil && st.sizeH.Count > 0) || (st.durH != nil && st.durH.Count > 0) {
 		opts = append(opts, metadata.WithMetrics(func(ms pmetric.MetricSlice) { s.appendHistograms(ms, st, ts) }))
 	}
 	mb.EmitForResource(opts...)
@@ -209,12 +209,12 @@ const (
 )
 
 func (s *Source) appendHistograms(ms pmetric.MetricSlice, st *stream, ts pcommon.Timestamp) {
-	if h := st.sizeH; h != nil && h.count > 0 {
-		h.appendMetric(ms, batchSizeName, "Faults of the process in each GPU fault batch the driver serviced.",
+	if h := st.sizeH; h != nil && h.Count > 0 {
+		h.AppendMetric(ms, batchSizeName, "Faults of the process in each GPU fault batch the driver serviced.",
 			"{fault}", s.cfg.Histograms.BatchSize.Buckets, s.start, ts)
 	}
-	if h := st.durH; h != nil && h.count > 0 {
-		h.appendMetric(ms, batchDurationName,
+	if h := st.durH; h != nil && h.Count > 0 {
+		h.AppendMetric(ms, batchDurationName,
 			"Service time of a GPU fault batch: from the driver fetching its first fault to the replay that ended it (driver CPU clock).",
 			"s", s.cfg.Histograms.BatchDuration.Buckets, s.start, ts)
 	}
