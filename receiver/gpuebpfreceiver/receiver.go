@@ -301,7 +301,7 @@ func (r *gpuReceiver) emitMetrics(ctx context.Context) {
 // GPU and must not hold up the ring), NVML events and the driver's Xid
 // tracepoint as log records. Either failing is reported and the rest runs.
 func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostName string) {
-	src := nvml.New(r.cfg.NVML, r.set, nvml.ResolverAttributor(r.resolver), nvml.WithHostName(hostName))
+	src := nvml.New(r.cfg.NVML, r.set, procattr.ResolverAttributor(r.resolver), nvml.WithHostName(hostName))
 	if err := src.Start(ctx); err != nil {
 		r.log.Warn("NVML source unavailable; other sources keep running", zap.Error(err))
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
@@ -372,7 +372,7 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 // collection_interval on a goroutine of its own; fault samples, when
 // enabled, go to the logs pipeline.
 func (r *gpuReceiver) startUVM(ctx context.Context, hostName string) {
-	src := uvm.New(r.cfg.UVM, r.set, uvm.ResolverAttributor(r.resolver),
+	src := uvm.New(r.cfg.UVM, r.set, procattr.ResolverAttributor(r.resolver),
 		uvm.WithProcRoot(r.cfg.ProcRoot), uvm.WithHostName(hostName))
 	r.uvm = src
 	r.wg.Add(2)

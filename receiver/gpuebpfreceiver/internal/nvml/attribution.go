@@ -1,56 +1,18 @@
 package nvml
 
-import (
-	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
+import "github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
+
+// The process attribution the receiver's sources share (procattr); the
+// names are kept here so this package reads on its own.
+type (
+	// Process is what a resource says about a process.
+	Process = procattr.Identity
+	// Attributor describes the process behind a pid; it must be safe for
+	// concurrent use.
+	Attributor = procattr.Attributor
+	// AttributorFunc adapts a function to Attributor.
+	AttributorFunc = procattr.AttributorFunc
 )
 
-// Process is what a resource says about a process that uses a GPU.
-// Fields that could not be found are empty.
-type Process struct {
-	PID            uint32
-	ExecutableName string
-	ContainerID    string
-	PodUID         string
-}
-
-// Attributor describes the process behind a pid that NVML (or the XID
-// tracepoint) reports. It must be safe for concurrent use: events are
-// attributed on their own goroutine. A pid it cannot describe still gets
-// a Process with the PID set.
-type Attributor interface {
-	Attribute(pid uint32) Process
-}
-
-// AttributorFunc adapts a function to Attributor.
-type AttributorFunc func(pid uint32) Process
-
-// Attribute calls f.
-func (f AttributorFunc) Attribute(pid uint32) Process { return f(pid) }
-
-// ProcessResolver is what procattr.Resolver offers.
-type ProcessResolver interface {
-	Resolve(pid int) (procattr.Process, error)
-}
-
-// ResolverAttributor attributes pids with a procattr.Resolver (or anything
-// with its Resolve method). NVML reports pids of the host's pid namespace,
-// so the resolver must read the host's /proc (proc_root).
-func ResolverAttributor(r ProcessResolver) Attributor {
-	return AttributorFunc(func(pid uint32) Process {
-		p := Process{PID: pid}
-		if r == nil || pid == 0 {
-			return p
-		}
-		info, err := r.Resolve(int(pid))
-		if err != nil {
-			return p
-		}
-		p.ExecutableName = info.ExeName
-		p.ContainerID = info.Cgroup.ContainerID
-		p.PodUID = info.Cgroup.PodUID
-		return p
-	})
-}
-
 // pidOnly is the Attributor used when none is given.
-var pidOnly = AttributorFunc(func(pid uint32) Process { return Process{PID: pid} })
+var pidOnly = procattr.PIDOnly
