@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
@@ -306,44 +308,12 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 		r.log.Warn("NVML source unavailable; other sources keep running", zap.Error(err))
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
 	} else {
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			t := time.NewTicker(r.cfg.CollectionInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					md, err := src.Scrape(ctx)
-					if err != nil {
-						r.log.Debug("NVML scrape failed", zap.Error(err))
-					}
-					if r.metrics != nil && md.ResourceMetrics().Len() > 0 {
-						if err := r.metrics.ConsumeMetrics(ctx, md); err != nil {
-							r.log.Debug("metrics refused downstream", zap.Error(err))
-						}
-					}
-				}
-			}
-		}()
+		r.scrapeEvery(ctx, "NVML", src.Scrape)
 	}
 	r.nvml = src
 	// Log records (Xids, NVML events) until the source shuts down, also when
 	// NVML itself is missing: the tracepoint still reports Xids.
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		for ld := range src.Logs() {
-			if r.logs == nil {
-				continue
-			}
-			if err := r.logs.ConsumeLogs(context.Background(), ld); err != nil {
-				r.log.Debug("logs refused downstream", zap.Error(err))
-			}
-		}
-	}()
+	r.forwardLogs(src.Logs())
 	if !r.cfg.NVML.Events {
 		return
 	}
@@ -375,7 +345,14 @@ func (r *gpuReceiver) startUVM(ctx context.Context, hostName string) {
 	src := uvm.New(r.cfg.UVM, r.set, procattr.ResolverAttributor(r.resolver),
 		uvm.WithProcRoot(r.cfg.ProcRoot), uvm.WithHostName(hostName))
 	r.uvm = src
-	r.wg.Add(2)
+	r.scrapeEvery(ctx, "UVM", src.Scrape)
+	r.forwardLogs(src.Logs())
+}
+
+// scrapeEvery runs a source's scrape every collection_interval on a
+// goroutine of its own (off the ring reader) and hands the metrics on.
+func (r *gpuReceiver) scrapeEvery(ctx context.Context, source string, scrape func(context.Context) (pmetric.Metrics, error)) {
+	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		t := time.NewTicker(r.cfg.CollectionInterval)
@@ -385,9 +362,9 @@ func (r *gpuReceiver) startUVM(ctx context.Context, hostName string) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				md, err := src.Scrape(ctx)
+				md, err := scrape(ctx)
 				if err != nil {
-					r.log.Debug("UVM scrape failed", zap.Error(err))
+					r.log.Debug("scrape failed", zap.String("source", source), zap.Error(err))
 				}
 				if r.metrics != nil && md.ResourceMetrics().Len() > 0 {
 					if err := r.metrics.ConsumeMetrics(ctx, md); err != nil {
@@ -397,13 +374,19 @@ func (r *gpuReceiver) startUVM(ctx context.Context, hostName string) {
 			}
 		}
 	}()
+}
+
+// forwardLogs hands a source's log records on until it closes the channel.
+func (r *gpuReceiver) forwardLogs(ch <-chan plog.Logs) {
+	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		for ld := range src.Logs() {
-			if r.logs != nil {
-				if err := r.logs.ConsumeLogs(context.Background(), ld); err != nil {
-					r.log.Debug("logs refused downstream", zap.Error(err))
-				}
+		for ld := range ch {
+			if r.logs == nil {
+				continue // drained all the same, so the source never blocks
+			}
+			if err := r.logs.ConsumeLogs(context.Background(), ld); err != nil {
+				r.log.Debug("logs refused downstream", zap.Error(err))
 			}
 		}
 	}()
