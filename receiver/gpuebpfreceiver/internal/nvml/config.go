@@ -3,8 +3,8 @@ package nvml
 import (
 	"errors"
 	"fmt"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metricsconfig"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"time"
 
@@ -70,28 +70,6 @@ func (c *Config) Validate() error {
 	if c.XIDStatusHold < 0 {
 		errs = append(errs, fmt.Errorf("%sxid_status_hold: must not be negative, got %v", fieldPrefix, c.XIDStatusHold))
 	}
-	errs = append(errs, validateMetrics(&c.Metrics)...)
+	errs = append(errs, metricsconfig.Validate(fieldPrefix, &c.Metrics)...)
 	return errors.Join(errs...)
-}
-
-// validateMetrics runs the generated per-metric validation (attribute
-// lists, aggregation strategies) and names the metric. The collector would
-// find these on its own when it walks the configuration; doing it here
-// keeps Validate complete for callers that call it directly.
-func validateMetrics(m *metadata.MetricsConfig) []error {
-	type validator interface{ Validate() error }
-	var errs []error
-	v := reflect.ValueOf(m).Elem()
-	t := v.Type()
-	for i := 0; i < v.NumField(); i++ {
-		f, ok := v.Field(i).Addr().Interface().(validator)
-		if !ok {
-			continue
-		}
-		if err := f.Validate(); err != nil {
-			name := t.Field(i).Tag.Get("mapstructure")
-			errs = append(errs, fmt.Errorf("%smetrics::%s: %w", fieldPrefix, name, err))
-		}
-	}
-	return errs
 }

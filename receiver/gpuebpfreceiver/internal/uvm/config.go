@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
-	"reflect"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metricsconfig"
 	"slices"
 	"strings"
 	"time"
@@ -176,28 +176,8 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Histograms.BatchSize.Validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.size"))
 	errs = append(errs, c.Histograms.BatchDuration.Validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.duration"))
-	errs = append(errs, validateMetrics(&c.Metrics)...)
+	errs = append(errs, metricsconfig.Validate(fieldPrefix, &c.Metrics)...)
 	return errors.Join(errs...)
-}
-
-// validateMetrics runs the generated per-metric validation and names the
-// metric (as nvml does).
-func validateMetrics(m *metadata.MetricsConfig) []error {
-	type validator interface{ Validate() error }
-	var errs []error
-	v := reflect.ValueOf(m).Elem()
-	t := v.Type()
-	for i := 0; i < v.NumField(); i++ {
-		f, ok := v.Field(i).Addr().Interface().(validator)
-		if !ok {
-			continue
-		}
-		if err := f.Validate(); err != nil {
-			name := t.Field(i).Tag.Get("mapstructure")
-			errs = append(errs, fmt.Errorf("%smetrics::%s: %w", fieldPrefix, name, err))
-		}
-	}
-	return errs
 }
 
 // withDefaults fills zero fields that mean "default".
