@@ -3,12 +3,12 @@ package gpuebpfreceiver
 import (
 	"errors"
 	"fmt"
-	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"path"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm"

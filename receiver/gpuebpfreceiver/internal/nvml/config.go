@@ -3,11 +3,11 @@ package nvml
 import (
 	"errors"
 	"fmt"
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metricsconfig"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metricsconfig"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml/internal/metadata"
 )
 

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"sort"
 
 	"github.com/ianlancetaylor/demangle"
@@ -10,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 
 	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 )

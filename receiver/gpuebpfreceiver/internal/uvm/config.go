@@ -3,13 +3,13 @@ package uvm
 import (
 	"errors"
 	"fmt"
-	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
-	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metricsconfig"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/faultpattern"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metricsconfig"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvmtools"
 )
