@@ -101,7 +101,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		Select:   cfg.CUDA.selector(),
 		Skipped:  r.skip,
 		Released: r.released,
-		Seen:     r.seen,
+		Seen:     func(pid uint32) { trySend(r.seenCh, pid) },
 		Cgroups:  procattr.NewCgroupIndex(hostRoot(cfg.ProcRoot)+"/sys/fs/cgroup", time.Second),
 	})
 
@@ -338,7 +338,7 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 }
 
 // startUVM starts unified-memory telemetry: a tracker is attached to each
-// CUDA process at its first traced call (Track, from seen), scraped on
+// CUDA process at its first traced call (Track, from discover), scraped on
 // collection_interval on a goroutine of its own; fault samples, when
 // enabled, go to the logs pipeline.
 func (r *gpuReceiver) startUVM(ctx context.Context, hostName string) {
@@ -390,17 +390,6 @@ func (r *gpuReceiver) forwardLogs(ch <-chan plog.Logs) {
 			}
 		}
 	}()
-}
-
-// seen runs at a traced process's first call: scan its maps now (its CUDA
-// runtime is loaded) and attach a UVM tracker.
-func (r *gpuReceiver) seen(pid uint32) {
-	trySend(r.seenCh, pid)
-	if r.uvm != nil {
-		// Track retries by itself while the process has no /dev/nvidia-uvm
-		// yet; other failures (no driver, no permission) are logged once.
-		_ = r.uvm.Track(int(pid))
-	}
 }
 
 // released drops the kernel state of a process the translator let go of:
@@ -499,7 +488,15 @@ func (r *gpuReceiver) discover(ctx context.Context) {
 				time.AfterFunc(d, func() { trySend(delayed, pid) })
 			}
 		case pid := <-r.seenCh:
+			// A traced process's first call: its CUDA runtime is loaded,
+			// probe it; and attach a UVM tracker (which opens files and
+			// pins memory, so not on the ring reader). Track retries by
+			// itself while the process has no /dev/nvidia-uvm yet; other
+			// failures (no driver, no permission) are logged once.
 			r.scan(int(pid), match)
+			if r.uvm != nil {
+				_ = r.uvm.Track(int(pid))
+			}
 		case pid := <-delayed:
 			r.scan(int(pid), match)
 		case <-r.forgets.ready:
