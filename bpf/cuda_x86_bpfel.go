@@ -25,7 +25,7 @@ type CudaGpuextEvent struct {
 	EndNs    uint64
 	CgroupId uint64
 	Result   int32
-	Reserved uint32
+	Corr     uint32
 	Args     [9]uint64
 	Out      uint64
 	Aux      struct {

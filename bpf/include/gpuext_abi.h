@@ -25,6 +25,7 @@ enum gpuext_kind {
 	                             * args[0..1] hold its new comm (16 bytes) */
 	GPUEXT_KIND_EXIT = 4,       /* struct gpuext_event: a process (thread group) exited */
 	GPUEXT_KIND_XID = 5,        /* struct gpuext_xid_event: the driver reported an Xid */
+	GPUEXT_KIND_GPU_EXEC = 6,   /* struct gpuext_gpu_exec: when enqueued work ran on the GPU */
 };
 
 /* Who produced a record. */
@@ -177,7 +178,8 @@ struct gpuext_event {
 	__u64 end_ns;
 	__u64 cgroup_id;
 	__s32 result; /* CUresult / cudaError_t */
-	__u32 _reserved;
+	__u32 corr;   /* devrt: per-process call number, links GPU_EXEC records
+	               * to the call; 0 from the uprobes */
 	__u64 args[GPUEXT_NARGS];
 	__u64 out; /* value behind the out argument, see GPUEXT_F_OUT_VALID */
 	union {
@@ -223,6 +225,148 @@ enum gpuext_drop {
 enum gpuext_filter {
 	GPUEXT_FILTER_TRACE = 1,
 	GPUEXT_FILTER_SKIP = 2,
+};
+
+/*
+ * struct gpuext_gpu_exec - when work enqueued by a sampled call (a kernel
+ * launch, a graph launch, an async or sync copy or set) ran on the GPU.
+ * devrt brackets the work with CUDA events on its stream and maps the event
+ * times onto the host's CLOCK_MONOTONIC. 80 bytes.
+ */
+struct gpuext_gpu_exec {
+	__u16 kind;   /* GPUEXT_KIND_GPU_EXEC */
+	__u16 api;    /* the call that enqueued the work */
+	__u16 source; /* GPUEXT_SOURCE_DEVRT */
+	__u16 flags;  /* GPUEXT_XF_* */
+	__u32 pid;
+	__u32 tid;           /* thread that made the call */
+	__u64 call_start_ns; /* start_ns of that call's record */
+	__u64 gpu_start_ns;  /* CLOCK_MONOTONIC ns the work started on the GPU */
+	__u64 gpu_end_ns;    /* ... and ended */
+	__u64 stream;        /* CUstream it ran on (0: the legacy default stream) */
+	__u64 handle;        /* CUfunction or CUgraphExec; 0 for copies and sets */
+	__u64 bytes;         /* copies and sets: bytes moved or written */
+	__u32 corr;          /* corr of the call's record */
+	__u32 _pad;
+	__u64 _reserved;
+};
+
+/* struct gpuext_gpu_exec.flags */
+#define GPUEXT_XF_CLAMPED (1 << 0) /* start was before the call (clock skew): set to it */
+#define GPUEXT_XF_CALL_FAILED (1 << 1) /* the call returned an error; times are the events' */
+
+/*
+ * devrt's shared-memory ring: one file per process, created by devrt as
+ * <dir>/gpuext-devrt-<pid>-<start_time>.ring (dir: $GPUEXT_DEVRT_DIR,
+ * default /dev/shm), mapped by devrt and by the collector.
+ *
+ *   offset 0     struct gpuext_ring_hdr (one page)
+ *   offset 4096  struct gpuext_ctl      (one page, written by the collector)
+ *   offset 8192  capacity slots of GPUEXT_SLOT_SIZE bytes (capacity: 2^n)
+ *
+ * Producers (any thread of the process) and the one consumer (the
+ * collector) follow a bounded MPSC queue with a sequence number per slot:
+ *   - slot i starts with seq = i. A record of n slots (n = nslots, the
+ *     record's bytes cut into GPUEXT_SLOT_PAYLOAD-byte pieces) at position p
+ *     may be written when the seq of slot (p+n-1) & (capacity-1) == p+n-1;
+ *     a producer claims positions p..p+n-1 with a compare-and-swap of head
+ *     from p to p+n. If that seq is lower than p+n-1 the ring is full: the
+ *     record is dropped and drops[GPUEXT_RDROP_FULL] incremented.
+ *   - after writing, the producer stores seq = q+1 in each slot q of the
+ *     record, the first slot last, with release order.
+ *   - the consumer reads at tail: when the seq of the first slot == tail+1
+ *     the record is complete (its slots were committed before the first);
+ *     it copies it out, stores seq = q + capacity in each of its slots
+ *     (release), and advances tail by nslots.
+ * No lock, allocation or system call on the producer's path.
+ */
+#define GPUEXT_RING_MAGIC 0x31474e5254584547ULL /* "GEXTRNG1" */
+#define GPUEXT_CTL_MAGIC 0x314c544354584547ULL  /* "GEXTCTL1" */
+#define GPUEXT_RING_PAGE 4096
+#define GPUEXT_SLOT_SIZE 192
+#define GPUEXT_SLOT_HDR 16
+#define GPUEXT_SLOT_PAYLOAD (GPUEXT_SLOT_SIZE - GPUEXT_SLOT_HDR) /* 176 */
+#define GPUEXT_RING_MIN_SLOTS 64
+#define GPUEXT_RING_MAX_SLOTS (1U << 20)
+
+/* One ring slot. A record longer than GPUEXT_SLOT_PAYLOAD continues in the
+ * payload of the next nslots-1 slots (len and nslots are set in the first
+ * slot only). */
+struct gpuext_slot {
+	__u64 seq;
+	__u32 len;    /* record bytes (first slot) */
+	__u16 nslots; /* slots the record spans (first slot) */
+	__u16 _pad;
+	__u8 data[GPUEXT_SLOT_PAYLOAD];
+};
+
+/* Ring drop counters, indexes of gpuext_ring_hdr.drops. */
+enum gpuext_ring_drop {
+	GPUEXT_RDROP_FULL = 0,     /* no free slots */
+	GPUEXT_RDROP_DISABLED = 1, /* devrt turned itself off (fail open) */
+	GPUEXT_RDROP_TIMING = 2,   /* a sampled launch could not be timed (no free event pair) */
+	GPUEXT_RDROP_MAX = 8,
+};
+
+/* gpuext_ring_hdr.state */
+#define GPUEXT_RING_ACTIVE 1
+#define GPUEXT_RING_DISABLED 2 /* devrt failed internally and passes calls through */
+#define GPUEXT_RING_CLOSED 3   /* the process is exiting: drain and remove */
+
+struct gpuext_ring_hdr {
+	__u64 magic;        /* GPUEXT_RING_MAGIC */
+	__u32 abi_version;  /* GPUEXT_ABI_VERSION */
+	__u32 slot_size;    /* GPUEXT_SLOT_SIZE */
+	__u32 capacity;     /* slots, a power of two */
+	__u32 pid;
+	__u64 start_time;   /* process start, clock ticks after boot (/proc/pid/stat #22) */
+	__u64 created_ns;   /* CLOCK_MONOTONIC: devrt reports every call from here on */
+	__u32 ctl_offset;   /* GPUEXT_RING_PAGE */
+	__u32 data_offset;  /* 2 * GPUEXT_RING_PAGE */
+	__u32 state;        /* GPUEXT_RING_* */
+	__u32 disabled_reason; /* devrt's internal error code when DISABLED */
+	char version[16];   /* devrt's version, NUL-terminated */
+	__u64 head __attribute__((aligned(64))); /* producers' next position */
+	__u64 tail __attribute__((aligned(64))); /* consumer's next position */
+	__u64 drops[GPUEXT_RDROP_MAX] __attribute__((aligned(64)));
+	__u64 records;      /* records committed */
+	__u64 timed;        /* GPU_EXEC records committed */
+};
+
+/* Event classes: bits of gpuext_ctl.classes, one per gpuevent class. */
+#define GPUEXT_CLASS_LAUNCH (1U << 0)
+#define GPUEXT_CLASS_MEMORY (1U << 1)
+#define GPUEXT_CLASS_COPY (1U << 2)
+#define GPUEXT_CLASS_SYNC (1U << 3)
+#define GPUEXT_CLASS_MODULE (1U << 4) /* contexts and modules */
+#define GPUEXT_CLASS_EXEC (1U << 5)   /* GPU execution timing of sampled work */
+#define GPUEXT_CLASS_ALL 0x3fU
+
+/* A policy action slot of the control page (filled by the gpupolicy
+ * processor; devrt applies kinds it knows when generation changes). */
+struct gpuext_ctl_action {
+	__u32 kind;  /* 0: empty */
+	__u32 flags;
+	__u64 args[3];
+};
+
+#define GPUEXT_CTL_ACTIONS 16
+
+/*
+ * struct gpuext_ctl - the control page. The collector writes it as a
+ * seqlock: generation odd while writing, even when done; devrt reads the
+ * fields with relaxed loads on its hot path and re-reads a consistent copy
+ * when generation changed.
+ */
+struct gpuext_ctl {
+	__u64 magic;        /* GPUEXT_CTL_MAGIC (devrt writes it at creation) */
+	__u32 generation;
+	__u32 classes;      /* GPUEXT_CLASS_* to report */
+	__u32 sample_every; /* time 1 of every N launches/copies per thread; 0: none */
+	__u32 consumer_pid; /* collector's pid; 0: none attached */
+	__u64 heartbeat_ns; /* CLOCK_MONOTONIC of the collector's last drain */
+	__u64 _reserved[4];
+	struct gpuext_ctl_action actions[GPUEXT_CTL_ACTIONS];
 };
 
 #endif /* GPUEXT_ABI_H */
