@@ -24,7 +24,7 @@ func TestLayoutMatchesBTF(t *testing.T) {
 	want := map[string]uint32{
 		"kind": offKind, "api": offAPI, "source": offSource, "flags": offFlags,
 		"pid": offPID, "tid": offTID, "start_ns": offStart, "end_ns": offEnd,
-		"cgroup_id": offCgroupID, "result": offResult, "args": offArgs,
+		"cgroup_id": offCgroupID, "result": offResult, "corr": offCorr, "args": offArgs,
 		"out": offOut, "aux": offAux,
 	}
 	got := map[string]uint32{}
@@ -82,6 +82,6 @@ func TestKindAndDropEnumsMatchBTF(t *testing.T) {
 	require.Equal(t, map[string]uint64{
 		"GPUEXT_KIND_CALL": uint64(KindCall), "GPUEXT_KIND_CALL_NAMED": uint64(KindCallNamed),
 		"GPUEXT_KIND_EXEC": uint64(KindExec), "GPUEXT_KIND_EXIT": uint64(KindExit),
-		"GPUEXT_KIND_XID": uint64(KindXID),
+		"GPUEXT_KIND_XID": uint64(KindXID), "GPUEXT_KIND_GPU_EXEC": uint64(KindGPUExec),
 	}, got)
 }

@@ -24,6 +24,7 @@ func AppendRecord(b []byte, ev *Event) []byte {
 	le.PutUint64(r[offEnd:], ev.End)
 	le.PutUint64(r[offCgroupID:], ev.CgroupID)
 	le.PutUint32(r[offResult:], uint32(ev.Result))
+	le.PutUint32(r[offCorr:], ev.Corr)
 	for i, v := range ev.Args {
 		le.PutUint64(r[offArgs+8*i:], v)
 	}

@@ -60,6 +60,7 @@ type Event struct {
 	End      uint64 // CLOCK_MONOTONIC ns at return
 	CgroupID uint64
 	Result   int32
+	Corr     uint32 // devrt's call number (links GPU execution records); 0 from uprobes
 	Args     [NArgs]uint64
 	Out      uint64
 	Aux      [auxRawWords]uint64

@@ -22,6 +22,7 @@ const (
 	offEnd      = 24
 	offCgroupID = 32
 	offResult   = 40
+	offCorr     = 44
 	offArgs     = 48
 	offOut      = 120
 	offAux      = 128
@@ -45,6 +46,7 @@ const (
 	KindExec      Kind = 3
 	KindExit      Kind = 4
 	KindXID       Kind = 5 // struct gpuext_xid_event, decoded by DecodeXID
+	KindGPUExec   Kind = 6 // struct gpuext_gpu_exec
 )
 
 // Source is enum gpuext_source.
@@ -105,6 +107,7 @@ func Decode(b []byte, ev *Event) error {
 		End:      le.Uint64(b[offEnd:]),
 		CgroupID: le.Uint64(b[offCgroupID:]),
 		Result:   int32(le.Uint32(b[offResult:])),
+		Corr:     le.Uint32(b[offCorr:]),
 		Out:      le.Uint64(b[offOut:]),
 		Device:   -1,
 	}
