@@ -2,6 +2,7 @@ package uvm
 
 import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/faultpattern"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/faultstream"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvmtools"
@@ -136,6 +137,9 @@ type stream struct {
 	dirty     bool                     // faults added since result
 	result    faultpattern.Result
 	lastFault uint64 // CPU time of the latest GPU fault
+
+	fs        *faultstream.Stream // fault stream; nil until the first fault
+	fsRefused bool                // the hub had no room for it
 }
 
 // process is the accounting of one pid.
@@ -239,8 +243,10 @@ func (s *Source) account(p *process, table *uvmtools.ProcessorTable, ev *uvmtool
 		if s.cfg.FaultSamples.Enabled {
 			s.sample(p, st, ev)
 		}
+		s.publish(p, st, ev)
 	case uvmtools.EventCPUFault:
 		p.host.faults[procCPU][accessIndex(ev.Access)][faultNone]++
+		s.publish(p, &p.host, ev)
 		if s.cfg.FaultSamples.Enabled {
 			s.sample(p, &p.host, ev)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/faultpattern"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/faultstream"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metricsconfig"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm/internal/metadata"
@@ -46,6 +47,9 @@ type Config struct {
 	PatternWindow int `mapstructure:"pattern_window"`
 	// FaultSamples emits fault addresses as log records.
 	FaultSamples FaultSamplesConfig `mapstructure:"fault_samples"`
+	// FaultStream keeps each process's latest faults for the gpupolicy
+	// processor (package faultstream), whether or not they are exported.
+	FaultStream FaultStreamConfig `mapstructure:"fault_stream"`
 	// Histograms configures the histogram metrics mdatagen cannot
 	// describe.
 	Histograms HistogramsConfig `mapstructure:"histograms"`
@@ -64,6 +68,16 @@ type FaultSamplesConfig struct {
 	// worth). Faults over it are counted in
 	// gpu.uvm.fault.samples.dropped{reason=rate_limited}.
 	MaxPerSecond int `mapstructure:"max_per_second"`
+}
+
+// FaultStreamConfig configures the fault stream shared with the gpupolicy
+// processor: a ring of the latest faults per process and GPU (and one of
+// its CPU faults), 16 bytes per sample, nothing exported.
+type FaultStreamConfig struct {
+	// Enabled publishes the stream (default on).
+	Enabled bool `mapstructure:"enabled"`
+	// Capacity is the number of samples each ring keeps (default 4096).
+	Capacity int `mapstructure:"capacity"`
 }
 
 // HistogramsConfig configures the histograms of fault batches.
@@ -111,6 +125,7 @@ func NewDefaultConfig() Config {
 		MaxProcesses:  DefaultMaxProcesses,
 		PatternWindow: faultpattern.DefaultWindow,
 		FaultSamples:  FaultSamplesConfig{MaxPerSecond: DefaultSamplesPerSecond},
+		FaultStream:   FaultStreamConfig{Enabled: true, Capacity: faultstream.DefaultCapacity},
 		Histograms: HistogramsConfig{
 			BatchSize:     HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchSizeBuckets)},
 			BatchDuration: HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchDurationBuckets)},
@@ -174,6 +189,9 @@ func (c *Config) Validate() error {
 	if c.FaultSamples.MaxPerSecond < 0 || c.FaultSamples.MaxPerSecond > maxSamplesPerSecond {
 		errs = append(errs, fmt.Errorf("%sfault_samples::max_per_second: must be between 0 (default %d) and %d, got %d", fieldPrefix, DefaultSamplesPerSecond, maxSamplesPerSecond, c.FaultSamples.MaxPerSecond))
 	}
+	if c.FaultStream.Capacity < 0 || c.FaultStream.Capacity > faultstream.MaxCapacity {
+		errs = append(errs, fmt.Errorf("%sfault_stream::capacity: must be between 0 (default %d) and %d, got %d", fieldPrefix, faultstream.DefaultCapacity, faultstream.MaxCapacity, c.FaultStream.Capacity))
+	}
 	errs = append(errs, c.Histograms.BatchSize.Validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.size"))
 	errs = append(errs, c.Histograms.BatchDuration.Validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.duration"))
 	errs = append(errs, metricsconfig.Validate(fieldPrefix, &c.Metrics)...)
@@ -193,6 +211,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FaultSamples.MaxPerSecond == 0 {
 		c.FaultSamples.MaxPerSecond = DefaultSamplesPerSecond
+	}
+	if c.FaultStream.Capacity == 0 {
+		c.FaultStream.Capacity = faultstream.DefaultCapacity
 	}
 	return c
 }

@@ -50,6 +50,9 @@ func (s *Source) Scrape(ctx context.Context) (pmetric.Metrics, error) {
 		}
 		if p.gone {
 			delete(s.procs, pid)
+			if s.hub != nil {
+				s.hub.Remove(pid)
+			}
 		}
 	}
 	if s.overLimit > 0 && s.cfg.Metrics.GpuUvmEventsDropped.Enabled {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/faultpattern"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/faultstream"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvmtools"
 )
@@ -32,6 +33,8 @@ type Source struct {
 	rawOffset int64
 	mask      uvmtools.EventMask
 	logs      chan plog.Logs
+	hub       *faultstream.Hub // nil: fault_stream off
+	unregHub  func()
 
 	mu         sync.Mutex
 	stopped    bool
@@ -99,6 +102,7 @@ func New(cfg Config, set receiver.Settings, attr Attributor, opts ...Option) *So
 	}
 	s.start = pcommon.NewTimestampFromTime(o.now())
 	s.mb = metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set, metadata.WithStartTime(s.start))
+	s.hub, s.unregHub = newHub(cfg, set.ID.String())
 	return s
 }
 
@@ -388,6 +392,7 @@ func (s *Source) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.stopped = true
+	s.unregHub()
 	for _, tr := range s.tracks {
 		s.dropTrack(tr)
 	}

@@ -33,6 +33,7 @@ func TestConfigValidate(t *testing.T) {
 	cfg.MaxProcesses = -1
 	cfg.PatternWindow = -3
 	cfg.FaultSamples.MaxPerSecond = -1
+	cfg.FaultStream.Capacity = 1<<20 + 1
 	cfg.Histograms.BatchSize.Buckets = []float64{1, 1}
 	cfg.Histograms.BatchDuration.Buckets = nil
 	err := cfg.Validate()
@@ -41,6 +42,7 @@ func TestConfigValidate(t *testing.T) {
 		`uvm::events[1]: unknown event type "page_fault"`,
 		"uvm::queue_entries:", "uvm::poll_interval:", "uvm::max_processes:", "uvm::pattern_window:",
 		"uvm::fault_samples::max_per_second:",
+		"uvm::fault_stream::capacity: must be between 0 (default 4096) and 1048576, got 1048577",
 		"uvm::histograms::gpu.uvm.fault.batch.size::buckets: must be strictly increasing",
 		"uvm::histograms::gpu.uvm.fault.batch.duration::buckets: an enabled histogram needs",
 	} {
