@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,8 @@ func TestCreateDefaultConfig(t *testing.T) {
 	cfg := NewFactory().CreateDefaultConfig()
 	assert.Equal(t, &Config{
 		Mode:                "observe",
+		SignalsFrom:         "gpuebpf",
+		Advise:              AdviseConfig{Interval: 10 * time.Second, MinConfidence: 0.5, Window: 1024},
 		PinPath:             "/sys/fs/bpf/gpuext",
 		MaxActionsPerSecond: 10,
 	}, cfg)
@@ -48,15 +51,37 @@ func TestConfigValidate(t *testing.T) {
 			modify:  func(c *Config) { c.Mode = "Observe" },
 			wantErr: `mode: "Observe" is not one of observe, advise, enforce`,
 		},
-		{
-			name:    "mode advise reserved",
-			modify:  func(c *Config) { c.Mode = "advise" },
-			wantErr: `mode: "advise" is not implemented yet; only "observe" is supported`,
-		},
+		{name: "mode advise", modify: func(c *Config) { c.Mode = "advise" }},
 		{
 			name:    "mode enforce reserved",
 			modify:  func(c *Config) { c.Mode = "enforce" },
-			wantErr: `mode: "enforce" is not implemented yet; only "observe" is supported`,
+			wantErr: `mode: "enforce" is not implemented yet; "observe" and "advise" are`,
+		},
+		{name: "signals from a named receiver", modify: func(c *Config) { c.SignalsFrom = "gpuebpf/node" }},
+		{
+			name:    "signals from not an ID",
+			modify:  func(c *Config) { c.SignalsFrom = "gpu ebpf" },
+			wantErr: `signals_from: in "gpu ebpf" id: invalid character(s) in type "gpu ebpf"`,
+		},
+		{
+			name:    "advise interval too short",
+			modify:  func(c *Config) { c.Advise.Interval = time.Millisecond },
+			wantErr: `advise::interval: must be between 100ms and 1h0m0s, got 1ms`,
+		},
+		{
+			name:    "advise min confidence above one",
+			modify:  func(c *Config) { c.Advise.MinConfidence = 1.5 },
+			wantErr: `advise::min_confidence: must be between 0 and 1, got 1.5`,
+		},
+		{
+			name:    "advise min confidence NaN",
+			modify:  func(c *Config) { c.Advise.MinConfidence = math.NaN() },
+			wantErr: `advise::min_confidence: must be between 0 and 1, got NaN`,
+		},
+		{
+			name:    "advise window zero",
+			modify:  func(c *Config) { c.Advise.Window = 0 },
+			wantErr: `advise::window: must be between 1 and 1048576, got 0`,
 		},
 		{
 			name:    "pin path empty",
@@ -137,19 +162,21 @@ func TestLoadConfig(t *testing.T) {
 		{
 			id: component.NewIDWithName(metadata.Type, "custom"),
 			want: &Config{
-				Mode:                "observe",
+				Mode:                "advise",
+				SignalsFrom:         "gpuebpf/node",
+				Advise:              AdviseConfig{Interval: 30 * time.Second, MinConfidence: 0.7, Window: 512},
 				PinPath:             "/run/gpuext/maps",
 				MaxActionsPerSecond: 2.5,
 			},
 		},
 		{
 			id: component.NewIDWithName(metadata.Type, "enforce"),
-			want: &Config{
-				Mode:                "enforce",
-				PinPath:             "/sys/fs/bpf/gpuext",
-				MaxActionsPerSecond: 10,
-			},
-			validateErr: `mode: "enforce" is not implemented yet; only "observe" is supported`,
+			want: func() *Config {
+				c := createDefaultConfig()
+				c.Mode = "enforce"
+				return c
+			}(),
+			validateErr: `mode: "enforce" is not implemented yet; "observe" and "advise" are`,
 		},
 		{
 			id:           component.NewIDWithName(metadata.Type, "unknown_key"),

@@ -11,8 +11,8 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/processor/gpupolicyprocessor/internal/metadata"
 )
 
-// The processor reads telemetry and never changes it, so the pipeline does not
-// need to clone data for it.
+// The processor reads telemetry and, but for the advice appended to metrics
+// in advise mode, never changes it, so the pipeline need not clone data for it.
 var processorCapabilities = consumer.Capabilities{MutatesData: false}
 
 // NewFactory returns the factory of the gpupolicy processor.
@@ -36,8 +36,12 @@ func createTraces(ctx context.Context, set processor.Settings, cfg component.Con
 
 func createMetrics(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
 	h := policies.acquire(cfg.(*Config), set)
+	caps := processorCapabilities
+	if h.policy.advice != nil {
+		caps.MutatesData = true // advice is appended to the metrics
+	}
 	return processorhelper.NewMetrics(ctx, set, cfg, next, h.policy.processMetrics,
-		processorhelper.WithCapabilities(processorCapabilities),
+		processorhelper.WithCapabilities(caps),
 		processorhelper.WithStart(h.start),
 		processorhelper.WithShutdown(h.shutdown))
 }

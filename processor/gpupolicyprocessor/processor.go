@@ -3,6 +3,7 @@ package gpupolicyprocessor
 import (
 	"context"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -19,18 +20,23 @@ import (
 type policy struct {
 	cfg    *Config
 	logger *zap.Logger
+	advice *adviser // advise mode only
 
 	mu      sync.Mutex
 	refs    int  // signal processors created and not yet shut down; guarded by registry.mu
 	started bool // Start ran on at least one of them
 }
 
-// The process functions pass data through unchanged: observe is the only mode.
+// The process functions pass data through unchanged, except that advise
+// mode appends its advice to the metrics that pass.
 func (*policy) processTraces(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	return td, nil
 }
 
-func (*policy) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
+func (p *policy) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
+	if p.advice != nil {
+		p.advice.appendAdvice(md)
+	}
 	return md, nil
 }
 
@@ -84,6 +90,9 @@ func (r *registry) acquire(cfg *Config, set processor.Settings) *handle {
 	p, ok := r.m[cfg]
 	if !ok {
 		p = &policy{cfg: cfg, logger: set.Logger}
+		if cfg.Mode == ModeAdvise {
+			p.advice = newAdviser(cfg.Advise, cfg.SignalsFrom, time.Now, set.Logger)
+		}
 		r.m[cfg] = p
 	}
 	p.refs++
