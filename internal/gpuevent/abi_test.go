@@ -85,3 +85,46 @@ func TestKindAndDropEnumsMatchBTF(t *testing.T) {
 		"GPUEXT_KIND_XID": uint64(KindXID), "GPUEXT_KIND_GPU_EXEC": uint64(KindGPUExec),
 	}, got)
 }
+
+// btfOffsets returns the byte offset of each named member of struct name in
+// the ABI object's BTF (padding and reserved members, "_*", left out) and
+// the struct's size.
+func btfOffsets(t *testing.T, name string) (map[string]uint32, uint32) {
+	t.Helper()
+	spec, err := bpf.LoadAbi()
+	require.NoError(t, err)
+	var st *btf.Struct
+	require.NoError(t, spec.Types.TypeByName(name, &st))
+	got := map[string]uint32{}
+	for _, m := range st.Members {
+		if !strings.HasPrefix(m.Name, "_") {
+			got[m.Name] = m.Offset.Bytes()
+		}
+	}
+	return got, st.Size
+}
+
+func TestGPUExecLayoutMatchesBTF(t *testing.T) {
+	got, size := btfOffsets(t, "gpuext_gpu_exec")
+	require.Equal(t, uint32(GPUExecSize), size)
+	require.Equal(t, map[string]uint32{
+		"kind": gxOffKind, "api": gxOffAPI, "source": gxOffSource, "flags": gxOffFlags,
+		"pid": gxOffPID, "tid": gxOffTID, "call_start_ns": gxOffCallStart,
+		"gpu_start_ns": gxOffGPUStart, "gpu_end_ns": gxOffGPUEnd, "stream": gxOffStream,
+		"handle": gxOffHandle, "bytes": gxOffBytes, "corr": gxOffCorr,
+	}, got)
+}
+
+func TestSourceEnumMatchesBTF(t *testing.T) {
+	spec, err := bpf.LoadAbi()
+	require.NoError(t, err)
+	var enum *btf.Enum
+	require.NoError(t, spec.Types.TypeByName("gpuext_source", &enum))
+	got := map[string]uint64{}
+	for _, v := range enum.Values {
+		got[v.Name] = v.Value
+	}
+	require.Equal(t, map[string]uint64{
+		"GPUEXT_SOURCE_UPROBE": uint64(SourceUprobe), "GPUEXT_SOURCE_DEVRT": uint64(SourceDevrt),
+	}, got)
+}

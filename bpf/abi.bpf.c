@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//go:build ignore
+
+/*
+ * abi.bpf.c - no programs: an object whose BTF carries the records of
+ * gpuext_abi.h that no BPF program uses (the devrt ring, its control page
+ * and the GPU execution record), so the Go side can check its view of their
+ * layout against what clang made of the header (internal/gpuevent and
+ * internal/devring tests). The kernel never loads it.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "include/gpuext_abi.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const struct gpuext_gpu_exec *unused_gpu_exec __attribute__((unused));
+const struct gpuext_ring_hdr *unused_ring_hdr __attribute__((unused));
+const struct gpuext_slot *unused_slot __attribute__((unused));
+const struct gpuext_ctl *unused_ctl __attribute__((unused));
+const enum gpuext_ring_drop *unused_ring_drop __attribute__((unused));
+const enum gpuext_source *unused_source __attribute__((unused));
