@@ -42,6 +42,12 @@
 //     driver's event clock (max_per_second, burst of one second), gathered
 //     into plog.Logs of up to 256 records, handed to a channel of fixed
 //     size; what is refused is counted in gpu.uvm.fault.samples.dropped.
+//   - Fault stream (on by default): every GPU and CPU fault also goes
+//     into a ring of the latest fault_stream::capacity faults of its
+//     process and GPU, in a faultstream.Hub registered under the
+//     receiver's component ID; the gpupolicy processor reads it there, so
+//     its decisions never depend on what a pipeline exports. 16 bytes a
+//     sample, one uncontended lock per fault.
 //   - Bounds: max_processes processes (events of more are counted as
 //     dropped), 64 GPUs per process, 256 open batches per GPU, one
 //     classifier window per GPU. Processes untracked or exited are
