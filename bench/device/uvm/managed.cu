@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 	const char *start_file = nullptr;
 	size_t max_mib = 256, random_pages = 4096;
 	uint64_t seed = 12345;
-	int wait_s = 120;
+	int wait_s = 120, pause_ms = 0;
 	for (int i = 1; i < argc; i++) {
 		std::string a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -123,8 +123,9 @@ int main(int argc, char **argv)
 		else if (a == "--random-pages" && v) random_pages = strtoull(argv[++i], nullptr, 10);
 		else if (a == "--seed" && v) seed = strtoull(argv[++i], nullptr, 10);
 		else if (a == "--wait-seconds" && v) wait_s = atoi(argv[++i]);
+		else if (a == "--pause-ms" && v) pause_ms = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--start-file PATH] [--max-mib N] [--random-pages N] [--seed S] [--wait-seconds N]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--start-file PATH] [--max-mib N] [--random-pages N] [--seed S] [--wait-seconds N] [--pause-ms N]\n", argv[0]);
 			return 64;
 		}
 	}
@@ -186,13 +187,18 @@ int main(int argc, char **argv)
 		p.end = now_raw();
 		phases.push_back(p);
 	}
+	// --pause-ms: idle after each GPU pass, so that a collector sampling
+	// every second sees each pass's faults on their own.
 	gpu_pass("gpu_seq", buf, pages, 1, nullptr, kPage);
+	usleep(pause_ms * 1000);
 	cpu_touch("cpu_touch1", buf, pages);
 	const size_t step = kStride / kPage;
 	const size_t stride_pages = (pages + step - 1) / step;
 	gpu_pass("gpu_stride", buf, stride_pages, step, nullptr, kStride);
+	usleep(pause_ms * 1000);
 	cpu_touch("cpu_touch2", buf, pages);
 	gpu_pass("gpu_random", buf, random_pages, 0, d_idx, 0);
+	usleep(pause_ms * 1000);
 
 	Phase v{"cpu_verify", "cpu", pages, kPage, now_raw(), 0};
 	size_t bad = 0;
