@@ -80,6 +80,18 @@
 //     and stays Random; short sequential chunks scattered over a large
 //     range fail the density test and stay Random.
 //
+//     A buffer much larger than the window (64 MiB on an H200: 67 runs of
+//     about 11 pages over 15489 pages in 1024 faults) is swept by fronts
+//     too far apart to be dense and too interleaved to be adjacent touch
+//     to touch, but each front continues: a page within 4 below (or
+//     above) a touch was first touched at most 256 touches earlier. A
+//     sparse window (under a tenth of its span covered) with a one-page
+//     gap share of at least 0.5, fewer than a fifth of consecutive touches
+//     adjacent, and at least half of its touches continuing a front, is a
+//     parallel sweep as well. Chunks read one after the other are adjacent
+//     touch to touch and stay Random; chunks gathered by many threads at
+//     once are, in one window, indistinguishable from such a sweep.
+//
 //  6. Decision. Sweep evidence ≥ 0.6: Strided with Stride ±G·PageSize if
 //     the window was a stride candidate, else Sequential with Stride
 //     ±PageSize. Otherwise Random.
@@ -98,7 +110,8 @@
 //     near 1 (first touches, and touches in the first ReuseDistance, are
 //     not reuses).
 //   - Sequential: the sweep evidence; for a parallel sweep, the share of
-//     the one-page gap × min(1, adjacent steps/0.3).
+//     the one-page gap × min(1, adjacent steps/0.3), or × min(1,
+//     continuing touches/0.8) for interleaved fronts, whichever is larger.
 //   - Strided: the sweep evidence × the share of the most common gap.
 //   - Random: 1 − the strongest structure found, max(sweep evidence,
 //     reuse/0.5), so a window just short of a pattern is a weak Random.

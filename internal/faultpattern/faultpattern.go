@@ -119,6 +119,26 @@ const (
 	// (UVM's prefetcher serves the rest without faults); short sequential
 	// chunks scattered over a large range cover a sliver, and are Random.
 	parallelMinDensity = 0.1
+	// frontLookback, frontMinContinuity and frontFullContinuity: a sweep of
+	// a buffer much larger than the window (64 MiB on an H200: 67 runs of
+	// about 11 pages over 15489 pages in a window of 1024 faults) is
+	// neither dense nor adjacent touch to touch, but each of its concurrent
+	// fronts continues: the page just below (or above) a touch was first
+	// touched a few dozen touches earlier, by the same front. A sparse
+	// window (density under parallelMinDensity) whose pages mostly sit next
+	// to each other (most common gap one page), whose consecutive touches
+	// are not adjacent (adjacency under parallelMinAdjacency: the fronts
+	// interleave), and whose touches continue a page at most adjacentPages
+	// away, first touched at most frontLookback touches before, this often,
+	// is a parallel sweep. Random faults over a sparse range continue
+	// almost nothing (frontLookback*2*adjacentPages/span: 13% over 64 MiB);
+	// dense random windows are excluded by their density, short chunks read
+	// one after the other by their adjacency. Short chunks gathered by many
+	// threads at once look like such a sweep in one window; the window's
+	// next faults tell them apart.
+	frontLookback       = 256
+	frontMinContinuity  = 0.5
+	frontFullContinuity = 0.8
 
 	// minLag is the shortest lag, in distinct pages, at which sweeps are
 	// looked for: runs shorter than about 2*minLag pages are not sweeps.
@@ -330,7 +350,7 @@ func (c *Classifier) Classify() Result {
 	c.first.reset()
 	distinct, firstAt := c.distinct[:0], c.firstAt[:0]
 	var prev uint64
-	var touches, far, adjUp, adjDown uint32
+	var touches, far, adjUp, adjDown, contUp, contDown uint32
 	reused := 0
 	for i, o := range order {
 		s := start + int(o)
@@ -352,6 +372,12 @@ func (c *Classifier) Classify() Result {
 		prev = p
 		j := touches
 		touches++
+		up, down := c.continues(p, j)
+		if up {
+			contUp++
+		} else if down {
+			contDown++
+		}
 		slot, found := c.first.slot(p)
 		if !found {
 			c.first.keys[slot] = p
@@ -421,15 +447,27 @@ func (c *Classifier) Classify() Result {
 	// parallelMinAdjacency).
 	adjacency := float64(adjUp+adjDown) / float64(touches-1)
 	density := float64(d) / float64(distinct[d-1]-distinct[0]+1)
-	if evidence < sweepMinEvidence && gap == 1 && gapShare >= strideMinShare &&
-		adjacency >= parallelMinAdjacency && density >= parallelMinDensity {
-		r.Pattern = Sequential
-		r.Confidence = clamp01(sizeFactor * gapShare * min(1, adjacency/parallelFullAdjacency))
-		r.Stride = int64(pageSize)
-		if adjDown > adjUp {
-			r.Stride = -r.Stride
+	continuity := float64(contUp+contDown) / float64(touches)
+	if evidence < sweepMinEvidence && gap == 1 && gapShare >= strideMinShare {
+		local := adjacency >= parallelMinAdjacency && density >= parallelMinDensity
+		fronts := continuity >= frontMinContinuity && density < parallelMinDensity &&
+			adjacency < parallelMinAdjacency
+		if local || fronts {
+			r.Pattern = Sequential
+			score := 0.0
+			if local {
+				score = min(1, adjacency/parallelFullAdjacency)
+			}
+			if fronts {
+				score = max(score, min(1, continuity/frontFullContinuity))
+			}
+			r.Confidence = clamp01(sizeFactor * gapShare * score)
+			r.Stride = int64(pageSize)
+			if adjDown+contDown > adjUp+contUp {
+				r.Stride = -r.Stride
+			}
+			return r
 		}
-		return r
 	}
 
 	if evidence < sweepMinEvidence {
@@ -452,6 +490,31 @@ func (c *Classifier) Classify() Result {
 	}
 	r.Stride = step
 	return r
+}
+
+// continues reports whether touch j (of page p) continues an ascending
+// (up) or descending (down) front: a page at most adjacentPages below
+// (above) p was first touched in the frontLookback touches before j.
+func (c *Classifier) continues(p uint64, j uint32) (up, down bool) {
+	near := func(q uint64) bool {
+		slot, found := c.first.slot(q)
+		if !found {
+			return false
+		}
+		at := c.first.vals[slot]&^reuseFlag - 1
+		return at < j && j-at <= frontLookback
+	}
+	for d := uint64(1); d <= adjacentPages; d++ {
+		if p >= d && near(p-d) {
+			return true, false
+		}
+	}
+	for d := uint64(1); d <= adjacentPages; d++ {
+		if p+d > p && near(p+d) {
+			return false, true
+		}
+	}
+	return false, false
 }
 
 // sweep measures how much of the window is a sweep with the given step (in

@@ -60,6 +60,23 @@ func thinned(start uint64, n int, keep float64, rng *rand.Rand) []uint64 {
 }
 
 // uniform returns n page-aligned addresses uniform over size bytes.
+// fronts returns n addresses of k sweeps advancing in turn, one page per
+// round, their starts gap pages apart (negative: descending sweeps from
+// start down).
+func fronts(start uint64, k int, gap int64, n int) []uint64 {
+	out := make([]uint64, 0, n)
+	dir := int64(1)
+	if gap < 0 {
+		dir = -1
+	}
+	for round := int64(0); len(out) < n; round++ {
+		for f := 0; f < k && len(out) < n; f++ {
+			out = append(out, uint64(int64(start)+(int64(f)*gap+dir*round)*page))
+		}
+	}
+	return out
+}
+
 func uniform(start uint64, size uint64, n int, rng *rand.Rand) []uint64 {
 	a := make([]uint64, n)
 	for i := range a {
@@ -401,6 +418,20 @@ func classifyCases(seed uint64) []classifyCase {
 			name:    "sequential shuffled within batches of 128",
 			samples: stream(shuffled(strided(base, 1024, page), 128, rng())),
 			want:    Sequential, stride: page, minConf: 0.9, maxConf: 1,
+		},
+		{
+			// A kernel sweeping 64 MiB with many blocks at once: 40 fronts,
+			// 409 pages apart, each advancing a page per round with local
+			// reordering, the window seeing ~25 pages of each (as on the
+			// H200, fixture managed-64m).
+			name:    "parallel sweep of 64 MiB by 40 interleaved fronts",
+			samples: stream(shuffled(fronts(base, 40, 409, 1024), 8, rng())),
+			want:    Sequential, stride: page, minConf: 0.6, maxConf: 1,
+		},
+		{
+			name:    "parallel descending sweep by 40 interleaved fronts",
+			samples: stream(shuffled(fronts(base+gib, 40, -409, 1024), 8, rng())),
+			want:    Sequential, stride: -page, minConf: 0.6, maxConf: 1,
 		},
 		{
 			// Runs of 16 pages are too short to be sweeps...

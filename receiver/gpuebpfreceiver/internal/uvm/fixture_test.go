@@ -13,7 +13,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvmtools"
 )
 
-const fixtureGlob = "../uvmtools/testdata/fixtures/managed-16m*.bin.gz"
+const fixtureGlob = "../uvmtools/testdata/fixtures/managed-*.bin.gz"
 
 // fixture is a decoded recording of bench/device/uvm/managed.cu.
 type fixture struct {
@@ -135,7 +135,11 @@ func TestFixtureMetricsEqualSummary(t *testing.T) {
 			require.NotNil(t, f.meta.Counters)
 			assert.Equal(t, f.meta.Counters.BytesHtD, bytesByDir["cpu_to_gpu"])
 			assert.Equal(t, f.meta.Counters.BytesDtH, bytesByDir["gpu_to_cpu"])
-			assert.Equal(t, f.meta.Counters.GPUPageFaults, sumMap(gpuByAccess))
+			// The driver counts a GPU fault once when it services it; the
+			// events also report merged duplicates (2 of 5447 in the 64 MiB
+			// capture), as uvmtools' TestFixtures notes.
+			assert.LessOrEqual(t, f.meta.Counters.GPUPageFaults, sumMap(gpuByAccess))
+			assert.Equal(t, sum.ByType["gpu_fault"], sumMap(gpuByAccess))
 			assert.Equal(t, f.meta.Counters.CPUPageFaults, sumMap(cpuByAccess))
 
 			// Replays: one per batch, all of this process.
