@@ -209,6 +209,22 @@ func (h *Hub) Refused() uint64 {
 	return h.refused
 }
 
+// SinceIdle returns the samples after the last pause of more than idle ns
+// between consecutive samples (all of them when there is none, or idle is
+// 0): the current phase of the program, which a classification should not
+// mix with the last one.
+func SinceIdle(samples []Sample, idle uint64) []Sample {
+	if idle == 0 {
+		return samples
+	}
+	for i := len(samples) - 1; i > 0; i-- {
+		if samples[i].TimeNs > samples[i-1].TimeNs+idle {
+			return samples[i:]
+		}
+	}
+	return samples
+}
+
 // Classify classifies samples with a classifier of opts (Window defaulting
 // to len(samples)): the analysis the UVM source exports as
 // gpu.uvm.fault.pattern, for readers of a stream.

@@ -163,3 +163,36 @@ func BenchmarkStreamAdd(b *testing.B) {
 		st.Add(Sample{TimeNs: uint64(i), Addr: uint64(i) << 12})
 	}
 }
+
+func TestSinceIdle(t *testing.T) {
+	at := func(ts ...uint64) []Sample {
+		out := make([]Sample, len(ts))
+		for i, v := range ts {
+			out[i] = Sample{TimeNs: v, Addr: uint64(i)}
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		in   []Sample
+		idle uint64
+		want int // samples kept
+	}{
+		{"no pause", at(1, 2, 3, 4), 10, 4},
+		{"one pause", at(1, 2, 100, 101), 10, 2},
+		{"the last pause counts", at(1, 50, 51, 200, 201, 202), 10, 3},
+		{"a pause of exactly idle is none", at(1, 11, 21), 10, 3},
+		{"idle off", at(1, 100, 200), 0, 3},
+		{"unordered times are no pause", at(100, 1, 2), 10, 3},
+		{"empty", nil, 10, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := SinceIdle(tt.in, tt.idle)
+			assert.Len(t, got, tt.want)
+			if tt.want > 0 {
+				assert.Equal(t, tt.in[len(tt.in)-tt.want:], got)
+			}
+		})
+	}
+}

@@ -122,7 +122,8 @@ func (a *adviser) appendAdvice(md pmetric.Metrics) int {
 			continue
 		}
 		a.seen[k] = total
-		window := a.scratch[max(0, len(a.scratch)-a.cfg.Window):]
+		window := faultstream.SinceIdle(a.scratch, uint64(a.cfg.IdleReset))
+		window = window[max(0, len(window)-a.cfg.Window):]
 		r := faultstream.Classify(window, faultpattern.Options{Window: a.cfg.Window})
 		adv, ok := adviceFor(r)
 		if !ok || r.Confidence < a.cfg.MinConfidence {

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/zap"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/faultpattern"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/faultstream"
@@ -245,4 +246,31 @@ func TestObserveModeAddsNothing(t *testing.T) {
 	defer func() { require.NoError(t, p.Shutdown(context.Background())) }()
 	require.NoError(t, p.ConsumeMetrics(context.Background(), pmetric.NewMetrics()))
 	assert.Equal(t, 0, sink.AllMetrics()[0].ResourceMetrics().Len())
+}
+
+// TestAdviseIdleReset: after a pause longer than idle_reset, only the new
+// phase's faults are classified.
+func TestAdviseIdleReset(t *testing.T) {
+	for _, tt := range []struct {
+		idle time.Duration
+		want string
+	}{{time.Second, "strided"}, {0, "sequential"}} {
+		t.Run(tt.idle.String(), func(t *testing.T) {
+			hub := faultstream.NewHub(4096, 0)
+			defer faultstream.Register("gpuebpf/idle", hub)()
+			k := faultstream.Key{PID: 1, HWID: "GPU-x"}
+			publish(hub, k, sequential(1024))
+			later := strided(256, 64<<10)
+			for i := range later {
+				later[i].TimeNs += 2e9
+			}
+			publish(hub, k, later)
+			cfg := createDefaultConfig().Advise
+			cfg.IdleReset = tt.idle
+			a := newAdviser(cfg, "gpuebpf/idle", func() time.Time { return time.Unix(1, 0) }, zap.NewNop())
+			md := pmetric.NewMetrics()
+			require.Equal(t, 1, a.appendAdvice(md))
+			assert.Equal(t, tt.want, advices(t, md)[0].Pattern)
+		})
+	}
 }

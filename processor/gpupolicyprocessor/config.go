@@ -64,6 +64,9 @@ type AdviseConfig struct {
 	MinConfidence float64 `mapstructure:"min_confidence"`
 	// Window is the number of a stream's most recent faults classified.
 	Window int `mapstructure:"window"`
+	// IdleReset: faults before a pause longer than this are a past phase
+	// and left out of the classification; 0: never.
+	IdleReset time.Duration `mapstructure:"idle_reset"`
 }
 
 // Bounds of the advise settings.
@@ -81,6 +84,7 @@ func createDefaultConfig() *Config {
 			Interval:      10 * time.Second,
 			MinConfidence: 0.5,
 			Window:        faultpattern.DefaultWindow,
+			IdleReset:     time.Second,
 		},
 		PinPath:             "/sys/fs/bpf/gpuext",
 		MaxActionsPerSecond: 10,
@@ -107,6 +111,9 @@ func (c *Config) Validate() error {
 	}
 	if !(c.Advise.MinConfidence >= 0 && c.Advise.MinConfidence <= 1) {
 		errs = append(errs, fmt.Errorf("advise::min_confidence: must be between 0 and 1, got %v", c.Advise.MinConfidence))
+	}
+	if c.Advise.IdleReset < 0 {
+		errs = append(errs, fmt.Errorf("advise::idle_reset: must not be negative, got %v", c.Advise.IdleReset))
 	}
 	if c.Advise.Window < 1 || c.Advise.Window > maxAdviseWindow {
 		errs = append(errs, fmt.Errorf("advise::window: must be between 1 and %d, got %d", maxAdviseWindow, c.Advise.Window))

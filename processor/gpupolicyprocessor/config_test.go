@@ -19,7 +19,7 @@ func TestCreateDefaultConfig(t *testing.T) {
 	assert.Equal(t, &Config{
 		Mode:                "observe",
 		SignalsFrom:         "gpuebpf",
-		Advise:              AdviseConfig{Interval: 10 * time.Second, MinConfidence: 0.5, Window: 1024},
+		Advise:              AdviseConfig{Interval: 10 * time.Second, MinConfidence: 0.5, Window: 1024, IdleReset: time.Second},
 		PinPath:             "/sys/fs/bpf/gpuext",
 		MaxActionsPerSecond: 10,
 	}, cfg)
@@ -77,6 +77,11 @@ func TestConfigValidate(t *testing.T) {
 			name:    "advise min confidence NaN",
 			modify:  func(c *Config) { c.Advise.MinConfidence = math.NaN() },
 			wantErr: `advise::min_confidence: must be between 0 and 1, got NaN`,
+		},
+		{
+			name:    "advise idle reset negative",
+			modify:  func(c *Config) { c.Advise.IdleReset = -time.Second },
+			wantErr: `advise::idle_reset: must not be negative, got -1s`,
 		},
 		{
 			name:    "advise window zero",
@@ -164,7 +169,7 @@ func TestLoadConfig(t *testing.T) {
 			want: &Config{
 				Mode:                "advise",
 				SignalsFrom:         "gpuebpf/node",
-				Advise:              AdviseConfig{Interval: 30 * time.Second, MinConfidence: 0.7, Window: 512},
+				Advise:              AdviseConfig{Interval: 30 * time.Second, MinConfidence: 0.7, Window: 512, IdleReset: 0},
 				PinPath:             "/run/gpuext/maps",
 				MaxActionsPerSecond: 2.5,
 			},

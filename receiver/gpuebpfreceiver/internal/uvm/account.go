@@ -231,6 +231,9 @@ func (s *Source) account(p *process, table *uvmtools.ProcessorTable, ev *uvmtool
 			st.cls = faultpattern.New(faultpattern.Options{Window: s.cfg.PatternWindow})
 		}
 		if st.cls != nil {
+			if idle := uint64(s.cfg.PatternIdleReset); idle > 0 && st.lastFault != 0 && ev.Time > st.lastFault+idle {
+				st.cls.Reset()
+			}
 			st.cls.Add(faultpattern.Sample{
 				Addr:   ev.Address,
 				Write:  ev.Access == uvmtools.AccessWrite || ev.Access == uvmtools.AccessAtomic,

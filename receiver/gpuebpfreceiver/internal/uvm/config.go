@@ -45,6 +45,11 @@ type Config struct {
 	// (per GPU) the fault-pattern classifier looks at; 0 turns the
 	// classification (gpu.uvm.fault.pattern, .stride, Pattern) off.
 	PatternWindow int `mapstructure:"pattern_window"`
+	// PatternIdleReset starts a GPU's classification afresh when its
+	// faults resume after this long without any (a new phase of the
+	// program: its faults should not be judged with the last phase's);
+	// 0: never.
+	PatternIdleReset time.Duration `mapstructure:"pattern_idle_reset"`
 	// FaultSamples emits fault addresses as log records.
 	FaultSamples FaultSamplesConfig `mapstructure:"fault_samples"`
 	// FaultStream keeps each process's latest faults for the gpupolicy
@@ -95,6 +100,7 @@ type HistogramConfig = histogram.Config
 // Default values.
 const (
 	DefaultPollInterval       = time.Second
+	DefaultPatternIdleReset   = time.Second
 	DefaultMaxProcesses       = 1024
 	DefaultSamplesPerSecond   = 100
 	maxSamplesPerSecond       = 1_000_000
@@ -119,13 +125,14 @@ var DefaultBatchDurationBuckets = []float64{
 // samples off, both histograms on.
 func NewDefaultConfig() Config {
 	return Config{
-		Enabled:       true,
-		QueueEntries:  uvmtools.DefaultQueueEntries,
-		PollInterval:  DefaultPollInterval,
-		MaxProcesses:  DefaultMaxProcesses,
-		PatternWindow: faultpattern.DefaultWindow,
-		FaultSamples:  FaultSamplesConfig{MaxPerSecond: DefaultSamplesPerSecond},
-		FaultStream:   FaultStreamConfig{Enabled: true, Capacity: faultstream.DefaultCapacity},
+		Enabled:          true,
+		QueueEntries:     uvmtools.DefaultQueueEntries,
+		PollInterval:     DefaultPollInterval,
+		MaxProcesses:     DefaultMaxProcesses,
+		PatternWindow:    faultpattern.DefaultWindow,
+		PatternIdleReset: DefaultPatternIdleReset,
+		FaultSamples:     FaultSamplesConfig{MaxPerSecond: DefaultSamplesPerSecond},
+		FaultStream:      FaultStreamConfig{Enabled: true, Capacity: faultstream.DefaultCapacity},
 		Histograms: HistogramsConfig{
 			BatchSize:     HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchSizeBuckets)},
 			BatchDuration: HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchDurationBuckets)},
@@ -185,6 +192,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PatternWindow < 0 || c.PatternWindow > faultpattern.MaxWindow {
 		errs = append(errs, fmt.Errorf("%spattern_window: must be between 0 (off) and %d, got %d", fieldPrefix, faultpattern.MaxWindow, c.PatternWindow))
+	}
+	if c.PatternIdleReset < 0 {
+		errs = append(errs, fmt.Errorf("%spattern_idle_reset: must not be negative, got %v", fieldPrefix, c.PatternIdleReset))
 	}
 	if c.FaultSamples.MaxPerSecond < 0 || c.FaultSamples.MaxPerSecond > maxSamplesPerSecond {
 		errs = append(errs, fmt.Errorf("%sfault_samples::max_per_second: must be between 0 (default %d) and %d, got %d", fieldPrefix, DefaultSamplesPerSecond, maxSamplesPerSecond, c.FaultSamples.MaxPerSecond))

@@ -37,7 +37,11 @@
 //     process; one that ends no batch of the process is ignored.
 //   - Fault pattern: one faultpattern.Classifier per process and GPU, fed
 //     GPU faults ordered by the GPU's timestamp; classified at Scrape and
-//     Pattern, only when new faults arrived.
+//     Pattern, only when new faults arrived. Faults that resume after
+//     pattern_idle_reset (1 s) without any start the window afresh: a new
+//     phase of the program is judged on its own faults, not mixed with the
+//     last phase's (on the H200, a 256-fault strided pass after a
+//     1024-fault sweep read as random in a shared window).
 //   - Fault samples (off by default): a token bucket per process on the
 //     driver's event clock (max_per_second, burst of one second), gathered
 //     into plog.Logs of up to 256 records, handed to a channel of fixed

@@ -3,6 +3,7 @@ package uvm
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,50 @@ func TestFaultStreamOff(t *testing.T) {
 	defer func() { require.NoError(t, s.Shutdown(context.Background())) }()
 	feedFaults(s, 42, tableOf(t, nil), 1, 1000, 10)
 	assert.Nil(t, s.Hub())
+}
+
+// TestPatternIdleReset: faults that resume after pattern_idle_reset are a
+// new phase, classified on their own; with the reset off, the window still
+// holds the last phase and the new pattern does not show.
+func TestPatternIdleReset(t *testing.T) {
+	strided := func(s *Source, t0 uint64) {
+		for i := range 256 {
+			s.Consume(42, gpuTable(t), uvmtools.Event{
+				Type: uvmtools.EventGPUFault, Processor: 1, Access: uvmtools.AccessRead, FaultType: uvmtools.FaultInvalidPTE,
+				Address: 0x7f4000000000 + uint64(i)*65536, Batch: 9, Time: t0 + uint64(i)*1000, TimeGPU: t0 + uint64(i)*1000,
+			})
+		}
+	}
+	tests := []struct {
+		name  string
+		reset time.Duration
+		gap   uint64
+		want  faultpattern.Pattern
+	}{
+		{"resumed after the idle time: a new phase", time.Second, 2e9, faultpattern.Strided},
+		{"resumed within it: one window", time.Second, 5e8, faultpattern.Sequential},
+		{"reset off", 0, 2e9, faultpattern.Sequential},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := NewDefaultConfig()
+			cfg.PatternIdleReset = tt.reset
+			s := newTestSource(t, cfg)
+			defer func() { require.NoError(t, s.Shutdown(context.Background())) }()
+			feedFaults(s, 42, gpuTable(t), 1, 1e9, 1024)
+			r, ok := s.Pattern(42)
+			require.True(t, ok)
+			require.Equal(t, faultpattern.Sequential, r.Pattern)
+			strided(s, 1e9+1024*1000+tt.gap)
+			r, _ = s.Pattern(42)
+			assert.Equal(t, tt.want, r.Pattern)
+			if tt.want == faultpattern.Strided {
+				assert.Equal(t, int64(65536), r.Stride)
+				assert.Equal(t, 256, r.Samples)
+			}
+		})
+	}
+	cfg := NewDefaultConfig()
+	cfg.PatternIdleReset = -time.Second
+	assert.ErrorContains(t, cfg.Validate(), "uvm::pattern_idle_reset: must not be negative, got -1s")
 }
