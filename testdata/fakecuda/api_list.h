@@ -47,6 +47,7 @@
 	D(cuEventCreate)			\
 	D(cuEventRecord)			\
 	D(cuEventRecord_ptsz)			\
+	D(cuEventQuery)				\
 	D(cuEventSynchronize)			\
 	D(cuEventElapsedTime)			\
 	D(cuEventDestroy_v2)			\
@@ -145,6 +146,8 @@
 	R(cudaDeviceSynchronize)		\
 	R(cudaGetErrorName)			\
 	R(cudaGetErrorString)			\
+	R(cudaGetDriverEntryPoint)		\
+	R(cudaGetDriverEntryPointByVersion)	\
 	R(__cudaRegisterFatBinary)		\
 	R(__cudaRegisterFatBinaryEnd)		\
 	R(__cudaUnregisterFatBinary)		\

@@ -74,6 +74,7 @@ CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent,
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);
 CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
 CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+CUresult cuEventQuery(CUevent hEvent);
 CUresult cuEventSynchronize(CUevent hEvent);
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
 			    CUevent hEnd);
@@ -282,6 +283,13 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
 cudaError_t cudaDeviceSynchronize(void);
 const char *cudaGetErrorName(cudaError_t error);
 const char *cudaGetErrorString(cudaError_t error);
+cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+				    unsigned long long flags,
+				    cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion(
+	const char *symbol, void **funcPtr, unsigned int cudaVersion,
+	unsigned long long flags,
+	cudaDriverEntryPointQueryResult *driverStatus);
 
 /* What nvcc-generated host code calls to register device code. */
 void **__cudaRegisterFatBinary(void *fatCubin);

@@ -240,6 +240,10 @@ enum cudaMemcpyKind {
 	cudaMemcpyDefault		= 4,
 };
 
+/* enum cudaDriverEntryPointQueryResult: CUdriverProcAddressQueryResult's
+ * values; cudaGetDriverEntryPoint's flags are cuGetProcAddress's. */
+typedef int cudaDriverEntryPointQueryResult;
+
 /* The runtime's handles are the driver's handles. */
 typedef CUstream cudaStream_t;
 typedef CUgraphExec cudaGraphExec_t;

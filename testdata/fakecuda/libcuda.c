@@ -37,6 +37,21 @@
  *                       like a real driver's launch path, keeps a CPU busy
  *   FAKECUDA_MEM_BYTES  size of the fake device memory (default 80 GiB)
  *   FAKECUDA_COUNT=0    turn off the per-API call counters
+ *   FAKECUDA_KERNEL_NS  simulated GPU time of every kernel and graph launch
+ *   FAKECUDA_COPY_NS    simulated GPU time of every copy and memset
+ *                       (both default 0: work completes when it is queued)
+ *
+ * The asynchronous execution model (only when one of the durations is not
+ * 0): every stream has a busy-until clock on the host's CLOCK_MONOTONIC.  Work
+ * queued on a stream starts at max(now, busy-until) and ends `duration`
+ * later, which becomes the new busy-until.  cuEventRecord stamps the event
+ * with the stream's busy-until (now if the stream is idle); cuEventQuery and
+ * cuEventElapsedTime return CUDA_ERROR_NOT_READY until host time reaches the
+ * stamp; the synchronize calls and the synchronous copies and memsets wait
+ * for it.  So a test knows exactly when each piece of "GPU" work ran.  The
+ * legacy default stream, the per-thread default stream (one per thread) and
+ * each created stream are independent timelines; cuCtxSynchronize waits for
+ * all of them.
  *
  * Build: see Makefile (-O2 -g -fPIC -shared -fno-ipa-icf, SONAME libcuda.so.1).
  */
@@ -82,6 +97,9 @@ static int fc_delay_spin;
 static struct timespec fc_delay;
 static unsigned long long fc_delay_ns;
 static unsigned long long fc_mem_limit = 80ULL << 30;
+static unsigned long long fc_kernel_ns;
+static unsigned long long fc_copy_ns;
+static int fc_async;
 
 static unsigned long long env_ull(const char *name, unsigned long long def)
 {
@@ -109,6 +127,9 @@ __attribute__((constructor)) static void fc_load(void)
 	fc_delay_spin = env_ull("FAKECUDA_DELAY_SPIN", 0) != 0;
 	fc_mem_limit = env_ull("FAKECUDA_MEM_BYTES", fc_mem_limit);
 	fc_count_on = env_ull("FAKECUDA_COUNT", 1) != 0;
+	fc_kernel_ns = env_ull("FAKECUDA_KERNEL_NS", 0);
+	fc_copy_ns = env_ull("FAKECUDA_COPY_NS", 0);
+	fc_async = fc_kernel_ns || fc_copy_ns;
 }
 
 static unsigned long long now_ns(void)
@@ -503,7 +524,7 @@ static CUresult host_free(void *p)
 /* Events: the host time of the last record, for cuEventElapsedTime         */
 /* ------------------------------------------------------------------------ */
 
-#define EVENT_SLOTS 4096
+#define EVENT_SLOTS 16384
 
 struct event_slot {
 	unsigned long long seq;
@@ -531,6 +552,129 @@ static unsigned long long event_get(CUevent e)
 		ns = fc_events[seq % EVENT_SLOTS].ns;
 	pthread_mutex_unlock(&fc_event_lock);
 	return ns;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streams: when the queued "GPU" work ends (see the top of the file)       */
+/* ------------------------------------------------------------------------ */
+
+#define STREAM_SLOTS 4096
+
+struct stream_slot {
+	unsigned long long seq;
+	unsigned long long busy;	/* CLOCK_MONOTONIC ns the work ends */
+};
+
+/* All under fc_event_lock: an event stamp reads a stream's clock. */
+static struct stream_slot fc_streams[STREAM_SLOTS];
+static unsigned long long fc_legacy_busy;	/* NULL and CU_STREAM_LEGACY */
+static __thread unsigned long long t_ptds_busy;	/* per-thread default */
+static unsigned long long fc_all_busy;		/* latest end of any work */
+
+static void stream_reset(CUstream s)
+{
+	unsigned long long seq = handle_seq(s);
+
+	pthread_mutex_lock(&fc_event_lock);
+	fc_streams[seq % STREAM_SLOTS] = (struct stream_slot){ seq, 0 };
+	pthread_mutex_unlock(&fc_event_lock);
+}
+
+/*
+ * The busy-until clock of stream s.  NULL is the per-thread default stream
+ * for the _ptsz/_ptds variants (pt) and the legacy one otherwise.  A stream
+ * the table forgot (more than STREAM_SLOTS alive) shares a slot: its work
+ * only queues behind more.  Caller holds fc_event_lock.
+ */
+static unsigned long long *stream_clock(CUstream s, int pt)
+{
+	unsigned long long seq;
+
+	if (s == CU_STREAM_PER_THREAD || (!s && pt))
+		return &t_ptds_busy;
+	if (!s || s == CU_STREAM_LEGACY)
+		return &fc_legacy_busy;
+	seq = handle_seq(s);
+	return &fc_streams[seq % STREAM_SLOTS].busy;
+}
+
+static unsigned long long max_ull(unsigned long long a, unsigned long long b)
+{
+	return a > b ? a : b;
+}
+
+/* Host time when the work queued so far on s ends (now if it is idle). */
+static unsigned long long stream_ready(CUstream s, int pt)
+{
+	unsigned long long t = now_ns();
+
+	if (!fc_async)
+		return t;
+	pthread_mutex_lock(&fc_event_lock);
+	t = max_ull(t, *stream_clock(s, pt));
+	pthread_mutex_unlock(&fc_event_lock);
+	return t;
+}
+
+/* Sleeps until CLOCK_MONOTONIC reaches ns. */
+static void wait_until(unsigned long long ns)
+{
+	struct timespec ts = {
+		.tv_sec = ns / 1000000000ULL,
+		.tv_nsec = ns % 1000000000ULL,
+	};
+
+	while (now_ns() < ns &&
+	       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
+		;
+}
+
+/*
+ * The last statement of every launch, copy and memset: a call that
+ * succeeded queues `dur` ns of work on its stream; a synchronous one waits
+ * for it to end.  Returns r.
+ */
+static CUresult fc_work(CUresult r, CUstream s, int pt, int sync,
+			unsigned long long dur)
+{
+	unsigned long long *clock, end;
+
+	if (r != CUDA_SUCCESS || !fc_async)
+		return r;
+	pthread_mutex_lock(&fc_event_lock);
+	clock = stream_clock(s, pt);
+	end = max_ull(now_ns(), *clock) + dur;
+	*clock = end;
+	fc_all_busy = max_ull(fc_all_busy, end);
+	pthread_mutex_unlock(&fc_event_lock);
+	if (sync)
+		wait_until(end);
+	return r;
+}
+
+/* Host time when all queued work ends, for cuCtxSynchronize. */
+static unsigned long long all_ready(void)
+{
+	unsigned long long t;
+
+	pthread_mutex_lock(&fc_event_lock);
+	t = fc_all_busy;
+	pthread_mutex_unlock(&fc_event_lock);
+	return t;
+}
+
+/* cuStreamWaitEvent: later work on s starts after the event's stamp. */
+static void stream_wait(CUstream s, int pt, unsigned long long stamp)
+{
+	unsigned long long *clock;
+
+	if (!fc_async)
+		return;
+	pthread_mutex_lock(&fc_event_lock);
+	clock = stream_clock(s, pt);
+	*clock = max_ull(*clock, stamp);
+	pthread_mutex_unlock(&fc_event_lock);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1059,8 +1203,14 @@ FC_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 FC_API CUresult cuCtxSynchronize(void)
 {
+	CUresult r;
+
 	ENTER(cuCtxSynchronize);
-	return need_ctx();
+	if ((r = need_ctx()))
+		return r;
+	if (fc_async)
+		wait_until(all_ready());
+	return CUDA_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1222,6 +1372,7 @@ FC_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 	if (!phStream || (Flags & ~CU_STREAM_NON_BLOCKING))
 		return CUDA_ERROR_INVALID_VALUE;
 	*phStream = handle_new(HK_STREAM);
+	stream_reset(*phStream);
 	return CUDA_SUCCESS;
 }
 
@@ -1236,49 +1387,62 @@ FC_API CUresult cuStreamDestroy_v2(CUstream hStream)
 						   CUDA_ERROR_INVALID_HANDLE;
 }
 
-static CUresult stream_sync(CUstream s)
+/* A context is current and s names a stream. */
+static CUresult need_stream(CUstream s)
 {
 	CUresult r = need_ctx();
 
 	return r ? r : check_stream(s);
 }
 
+static CUresult stream_sync(CUstream s, int pt)
+{
+	CUresult r = need_stream(s);
+
+	if (r == CUDA_SUCCESS && fc_async)
+		wait_until(stream_ready(s, pt));
+	return r;
+}
+
 FC_API CUresult cuStreamSynchronize(CUstream hStream)
 {
 	ENTER(cuStreamSynchronize);
-	return stream_sync(hStream);
+	return stream_sync(hStream, 0);
 }
 
 FC_API CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 {
 	ENTER(cuStreamSynchronize_ptsz);
-	return stream_sync(hStream);
+	return stream_sync(hStream, 1);
 }
 
-static CUresult stream_wait_event(CUstream s, CUevent e, unsigned int flags)
+static CUresult stream_wait_event(CUstream s, int pt, CUevent e,
+				  unsigned int flags)
 {
-	CUresult r = stream_sync(s);
+	CUresult r = need_stream(s);
 
 	if (r)
 		return r;
 	if (handle_kind(e) != HK_EVENT)
 		return CUDA_ERROR_INVALID_HANDLE;
-	return flags & ~CU_EVENT_WAIT_EXTERNAL ? CUDA_ERROR_INVALID_VALUE :
-						 CUDA_SUCCESS;
+	if (flags & ~CU_EVENT_WAIT_EXTERNAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	stream_wait(s, pt, event_get(e));
+	return CUDA_SUCCESS;
 }
 
 FC_API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
 				  unsigned int Flags)
 {
 	ENTER(cuStreamWaitEvent);
-	return stream_wait_event(hStream, hEvent, Flags);
+	return stream_wait_event(hStream, 0, hEvent, Flags);
 }
 
 FC_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent,
 				       unsigned int Flags)
 {
 	ENTER(cuStreamWaitEvent_ptsz);
-	return stream_wait_event(hStream, hEvent, Flags);
+	return stream_wait_event(hStream, 1, hEvent, Flags);
 }
 
 FC_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
@@ -1297,28 +1461,46 @@ FC_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	return CUDA_SUCCESS;
 }
 
-static CUresult event_record(CUevent e, CUstream s)
+/* The event completes when the work queued on s before it has ended. */
+static CUresult event_record(CUevent e, CUstream s, int pt)
 {
-	CUresult r = stream_sync(s);
+	CUresult r = need_stream(s);
 
 	if (r)
 		return r;
 	if (handle_kind(e) != HK_EVENT)
 		return CUDA_ERROR_INVALID_HANDLE;
-	event_set(e, now_ns());
+	event_set(e, stream_ready(s, pt));
 	return CUDA_SUCCESS;
 }
 
 FC_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
 {
 	ENTER(cuEventRecord);
-	return event_record(hEvent, hStream);
+	return event_record(hEvent, hStream, 0);
 }
 
 FC_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
 {
 	ENTER(cuEventRecord_ptsz);
-	return event_record(hEvent, hStream);
+	return event_record(hEvent, hStream, 1);
+}
+
+/*
+ * CUDA_SUCCESS once host time reaches the event's stamp, and for an event
+ * never recorded (as the real driver does).
+ */
+FC_API CUresult cuEventQuery(CUevent hEvent)
+{
+	CUresult r;
+
+	ENTER(cuEventQuery);
+	if ((r = need_ctx()))
+		return r;
+	if (handle_kind(hEvent) != HK_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return now_ns() >= event_get(hEvent) ? CUDA_SUCCESS :
+					       CUDA_ERROR_NOT_READY;
 }
 
 FC_API CUresult cuEventSynchronize(CUevent hEvent)
@@ -1328,8 +1510,11 @@ FC_API CUresult cuEventSynchronize(CUevent hEvent)
 	ENTER(cuEventSynchronize);
 	if ((r = need_ctx()))
 		return r;
-	return handle_kind(hEvent) == HK_EVENT ? CUDA_SUCCESS :
-						 CUDA_ERROR_INVALID_HANDLE;
+	if (handle_kind(hEvent) != HK_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (fc_async)
+		wait_until(event_get(hEvent));
+	return CUDA_SUCCESS;
 }
 
 FC_API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
@@ -1349,6 +1534,8 @@ FC_API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
 	t1 = event_get(hEnd);
 	if (!t0 || !t1)		/* never recorded */
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (now_ns() < max_ull(t0, t1))
+		return CUDA_ERROR_NOT_READY;
 	*pMilliseconds = (float)((double)(long long)(t1 - t0) / 1e6);
 	return CUDA_SUCCESS;
 }
@@ -1377,10 +1564,13 @@ FC_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
 			       unsigned int sharedMemBytes, CUstream hStream,
 			       void **kernelParams, void **extra)
 {
+	CUresult r;
+
 	ENTER(cuLaunchKernel);
-	return launch_check(f, gridDimX, gridDimY, gridDimZ, blockDimX,
-			    blockDimY, blockDimZ, sharedMemBytes, hStream,
-			    kernelParams, extra);
+	r = launch_check(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			 blockDimY, blockDimZ, sharedMemBytes, hStream,
+			 kernelParams, extra);
+	return fc_work(r, hStream, 0, 0, fc_kernel_ns);
 }
 
 FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -1393,25 +1583,34 @@ FC_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
 				    CUstream hStream, void **kernelParams,
 				    void **extra)
 {
+	CUresult r;
+
 	ENTER(cuLaunchKernel_ptsz);
-	return launch_check(f, gridDimX, gridDimY, gridDimZ, blockDimX,
-			    blockDimY, blockDimZ, sharedMemBytes, hStream,
-			    kernelParams, extra);
+	r = launch_check(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			 blockDimY, blockDimZ, sharedMemBytes, hStream,
+			 kernelParams, extra);
+	return fc_work(r, hStream, 1, 0, fc_kernel_ns);
 }
 
 FC_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
 				 void **kernelParams, void **extra)
 {
+	CUresult r;
+
 	ENTER(cuLaunchKernelEx);
-	return launch_ex(config, f, kernelParams, extra);
+	r = launch_ex(config, f, kernelParams, extra);
+	return fc_work(r, config ? config->hStream : NULL, 0, 0, fc_kernel_ns);
 }
 
 FC_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config,
 				      CUfunction f, void **kernelParams,
 				      void **extra)
 {
+	CUresult r;
+
 	ENTER(cuLaunchKernelEx_ptsz);
-	return launch_ex(config, f, kernelParams, extra);
+	r = launch_ex(config, f, kernelParams, extra);
+	return fc_work(r, config ? config->hStream : NULL, 1, 0, fc_kernel_ns);
 }
 
 FC_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
@@ -1424,10 +1623,13 @@ FC_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
 					  CUstream hStream,
 					  void **kernelParams)
 {
+	CUresult r;
+
 	ENTER(cuLaunchCooperativeKernel);
-	return launch_coop(f, gridDimX, gridDimY, gridDimZ, blockDimX,
-			   blockDimY, blockDimZ, sharedMemBytes, hStream,
-			   kernelParams);
+	r = launch_coop(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			blockDimY, blockDimZ, sharedMemBytes, hStream,
+			kernelParams);
+	return fc_work(r, hStream, 0, 0, fc_kernel_ns);
 }
 
 FC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f,
@@ -1441,10 +1643,13 @@ FC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f,
 					       CUstream hStream,
 					       void **kernelParams)
 {
+	CUresult r;
+
 	ENTER(cuLaunchCooperativeKernel_ptsz);
-	return launch_coop(f, gridDimX, gridDimY, gridDimZ, blockDimX,
-			   blockDimY, blockDimZ, sharedMemBytes, hStream,
-			   kernelParams);
+	r = launch_coop(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+			blockDimY, blockDimZ, sharedMemBytes, hStream,
+			kernelParams);
+	return fc_work(r, hStream, 1, 0, fc_kernel_ns);
 }
 
 /* Graphs exist only so that cuGraphLaunch has something valid to launch. */
@@ -1479,14 +1684,20 @@ FC_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec,
 
 FC_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuGraphLaunch);
-	return graph_launch(hGraphExec, hStream);
+	r = graph_launch(hGraphExec, hStream);
+	return fc_work(r, hStream, 0, 0, fc_kernel_ns);
 }
 
 FC_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuGraphLaunch_ptsz);
-	return graph_launch(hGraphExec, hStream);
+	r = graph_launch(hGraphExec, hStream);
+	return fc_work(r, hStream, 1, 0, fc_kernel_ns);
 }
 
 FC_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
@@ -1541,7 +1752,7 @@ FC_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytesize,
 				CUstream s)
 {
-	CUresult r = stream_sync(s);
+	CUresult r = need_stream(s);
 
 	return r ? r : dev_alloc(dptr, bytesize, MK_ASYNC);
 }
@@ -1595,7 +1806,7 @@ FC_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 static CUresult mem_free_async(CUdeviceptr dptr, CUstream s)
 {
-	CUresult r = stream_sync(s);
+	CUresult r = need_stream(s);
 
 	return r ? r : dev_free(dptr);
 }
@@ -1624,7 +1835,7 @@ FC_API CUresult cuMemFreeHost(void *p)
 
 static CUresult prefetch(CUdeviceptr p, size_t n, CUdevice dev, CUstream s)
 {
-	CUresult r = stream_sync(s);
+	CUresult r = need_stream(s);
 
 	if (!r)
 		r = check_managed(p, n);
@@ -1637,7 +1848,7 @@ static CUresult prefetch(CUdeviceptr p, size_t n, CUdevice dev, CUstream s)
 static CUresult prefetch_v2(CUdeviceptr p, size_t n, CUmemLocation loc,
 			    unsigned int flags, CUstream s)
 {
-	CUresult r = stream_sync(s);
+	CUresult r = need_stream(s);
 
 	if (!r)
 		r = check_managed(p, n);
@@ -1719,145 +1930,202 @@ FC_API CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count,
 
 FC_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy);
-	return copy_unified(dst, src, ByteCount, NULL);
+	r = copy_unified(dst, src, ByteCount, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src,
 			      size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy_ptds);
-	return copy_unified(dst, src, ByteCount, NULL);
+	r = copy_unified(dst, src, ByteCount, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src,
 			      size_t ByteCount, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyAsync);
-	return copy_unified(dst, src, ByteCount, hStream);
+	r = copy_unified(dst, src, ByteCount, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
 				   size_t ByteCount, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyAsync_ptsz);
-	return copy_unified(dst, src, ByteCount, hStream);
+	r = copy_unified(dst, src, ByteCount, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost,
 				size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyHtoD_v2);
-	return copy_htod(dstDevice, srcHost, ByteCount, NULL);
+	r = copy_htod(dstDevice, srcHost, ByteCount, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice,
 				     const void *srcHost, size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyHtoD_v2_ptds);
-	return copy_htod(dstDevice, srcHost, ByteCount, NULL);
+	r = copy_htod(dstDevice, srcHost, ByteCount, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice,
 				size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyDtoH_v2);
-	return copy_dtoh(dstHost, srcDevice, ByteCount, NULL);
+	r = copy_dtoh(dstHost, srcDevice, ByteCount, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice,
 				     size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyDtoH_v2_ptds);
-	return copy_dtoh(dstHost, srcDevice, ByteCount, NULL);
+	r = copy_dtoh(dstHost, srcDevice, ByteCount, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
 				size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyDtoD_v2);
-	return copy_dtod(dstDevice, srcDevice, ByteCount, NULL);
+	r = copy_dtod(dstDevice, srcDevice, ByteCount, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice,
 				     CUdeviceptr srcDevice, size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyDtoD_v2_ptds);
-	return copy_dtod(dstDevice, srcDevice, ByteCount, NULL);
+	r = copy_dtod(dstDevice, srcDevice, ByteCount, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice,
 				     const void *srcHost, size_t ByteCount,
 				     CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyHtoDAsync_v2);
-	return copy_htod(dstDevice, srcHost, ByteCount, hStream);
+	r = copy_htod(dstDevice, srcHost, ByteCount, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
 					  const void *srcHost,
 					  size_t ByteCount, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyHtoDAsync_v2_ptsz);
-	return copy_htod(dstDevice, srcHost, ByteCount, hStream);
+	r = copy_htod(dstDevice, srcHost, ByteCount, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice,
 				     size_t ByteCount, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyDtoHAsync_v2);
-	return copy_dtoh(dstHost, srcDevice, ByteCount, hStream);
+	r = copy_dtoh(dstHost, srcDevice, ByteCount, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost,
 					  CUdeviceptr srcDevice,
 					  size_t ByteCount, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyDtoHAsync_v2_ptsz);
-	return copy_dtoh(dstHost, srcDevice, ByteCount, hStream);
+	r = copy_dtoh(dstHost, srcDevice, ByteCount, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice,
 				     CUdeviceptr srcDevice, size_t ByteCount,
 				     CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyDtoDAsync_v2);
-	return copy_dtod(dstDevice, srcDevice, ByteCount, hStream);
+	r = copy_dtod(dstDevice, srcDevice, ByteCount, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
 					  CUdeviceptr srcDevice,
 					  size_t ByteCount, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyDtoDAsync_v2_ptsz);
-	return copy_dtod(dstDevice, srcDevice, ByteCount, hStream);
+	r = copy_dtod(dstDevice, srcDevice, ByteCount, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
 			     CUdeviceptr srcDevice, CUcontext srcContext,
 			     size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyPeer);
-	return copy_peer(dstDevice, dstContext, srcDevice, srcContext,
-			 ByteCount, NULL);
+	r = copy_peer(dstDevice, dstContext, srcDevice, srcContext,
+		      ByteCount, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext,
 				  CUdeviceptr srcDevice, CUcontext srcContext,
 				  size_t ByteCount)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyPeer_ptds);
-	return copy_peer(dstDevice, dstContext, srcDevice, srcContext,
-			 ByteCount, NULL);
+	r = copy_peer(dstDevice, dstContext, srcDevice, srcContext,
+		      ByteCount, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
 				  CUdeviceptr srcDevice, CUcontext srcContext,
 				  size_t ByteCount, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyPeerAsync);
-	return copy_peer(dstDevice, dstContext, srcDevice, srcContext,
-			 ByteCount, hStream);
+	r = copy_peer(dstDevice, dstContext, srcDevice, srcContext,
+		      ByteCount, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice,
@@ -1866,73 +2134,106 @@ FC_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice,
 				       CUcontext srcContext, size_t ByteCount,
 				       CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpyPeerAsync_ptsz);
-	return copy_peer(dstDevice, dstContext, srcDevice, srcContext,
-			 ByteCount, hStream);
+	r = copy_peer(dstDevice, dstContext, srcDevice, srcContext,
+		      ByteCount, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy2D_v2);
-	return copy_2d(pCopy, NULL);
+	r = copy_2d(pCopy, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy2D_v2_ptds);
-	return copy_2d(pCopy, NULL);
+	r = copy_2d(pCopy, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy2DUnaligned_v2);
-	return copy_2d(pCopy, NULL);
+	r = copy_2d(pCopy, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy2DUnaligned_v2_ptds);
-	return copy_2d(pCopy, NULL);
+	r = copy_2d(pCopy, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy,
 				   CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy2DAsync_v2);
-	return copy_2d(pCopy, hStream);
+	r = copy_2d(pCopy, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy,
 					CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy2DAsync_v2_ptsz);
-	return copy_2d(pCopy, hStream);
+	r = copy_2d(pCopy, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy3D_v2);
-	return copy_3d(pCopy, NULL);
+	r = copy_3d(pCopy, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy3D_v2_ptds);
-	return copy_3d(pCopy, NULL);
+	r = copy_3d(pCopy, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy,
 				   CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy3DAsync_v2);
-	return copy_3d(pCopy, hStream);
+	r = copy_3d(pCopy, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy,
 					CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemcpy3DAsync_v2_ptsz);
-	return copy_3d(pCopy, hStream);
+	r = copy_3d(pCopy, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1942,204 +2243,276 @@ FC_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy,
 FC_API CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc,
 			      size_t N)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD8_v2);
 	(void)uc;
-	return memset_1d(dstDevice, N, 1, NULL);
+	r = memset_1d(dstDevice, N, 1, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc,
 				   size_t N)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD8_v2_ptds);
 	(void)uc;
-	return memset_1d(dstDevice, N, 1, NULL);
+	r = memset_1d(dstDevice, N, 1, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us,
 			       size_t N)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD16_v2);
 	(void)us;
-	return memset_1d(dstDevice, N, 2, NULL);
+	r = memset_1d(dstDevice, N, 2, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us,
 				    size_t N)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD16_v2_ptds);
 	(void)us;
-	return memset_1d(dstDevice, N, 2, NULL);
+	r = memset_1d(dstDevice, N, 2, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui,
 			       size_t N)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD32_v2);
 	(void)ui;
-	return memset_1d(dstDevice, N, 4, NULL);
+	r = memset_1d(dstDevice, N, 4, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui,
 				    size_t N)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD32_v2_ptds);
 	(void)ui;
-	return memset_1d(dstDevice, N, 4, NULL);
+	r = memset_1d(dstDevice, N, 4, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc,
 				size_t N, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD8Async);
 	(void)uc;
-	return memset_1d(dstDevice, N, 1, hStream);
+	r = memset_1d(dstDevice, N, 1, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc,
 				     size_t N, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD8Async_ptsz);
 	(void)uc;
-	return memset_1d(dstDevice, N, 1, hStream);
+	r = memset_1d(dstDevice, N, 1, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us,
 				 size_t N, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD16Async);
 	(void)us;
-	return memset_1d(dstDevice, N, 2, hStream);
+	r = memset_1d(dstDevice, N, 2, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice,
 				      unsigned short us, size_t N,
 				      CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD16Async_ptsz);
 	(void)us;
-	return memset_1d(dstDevice, N, 2, hStream);
+	r = memset_1d(dstDevice, N, 2, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui,
 				 size_t N, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD32Async);
 	(void)ui;
-	return memset_1d(dstDevice, N, 4, hStream);
+	r = memset_1d(dstDevice, N, 4, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui,
 				      size_t N, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD32Async_ptsz);
 	(void)ui;
-	return memset_1d(dstDevice, N, 4, hStream);
+	r = memset_1d(dstDevice, N, 4, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch,
 				unsigned char uc, size_t Width, size_t Height)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D8_v2);
 	(void)uc;
-	return memset_2d(dstDevice, dstPitch, 1, Width, Height, NULL);
+	r = memset_2d(dstDevice, dstPitch, 1, Width, Height, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
 				     unsigned char uc, size_t Width,
 				     size_t Height)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D8_v2_ptds);
 	(void)uc;
-	return memset_2d(dstDevice, dstPitch, 1, Width, Height, NULL);
+	r = memset_2d(dstDevice, dstPitch, 1, Width, Height, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch,
 				 unsigned short us, size_t Width,
 				 size_t Height)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D16_v2);
 	(void)us;
-	return memset_2d(dstDevice, dstPitch, 2, Width, Height, NULL);
+	r = memset_2d(dstDevice, dstPitch, 2, Width, Height, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
 				      unsigned short us, size_t Width,
 				      size_t Height)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D16_v2_ptds);
 	(void)us;
-	return memset_2d(dstDevice, dstPitch, 2, Width, Height, NULL);
+	r = memset_2d(dstDevice, dstPitch, 2, Width, Height, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch,
 				 unsigned int ui, size_t Width, size_t Height)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D32_v2);
 	(void)ui;
-	return memset_2d(dstDevice, dstPitch, 4, Width, Height, NULL);
+	r = memset_2d(dstDevice, dstPitch, 4, Width, Height, NULL);
+	return fc_work(r, NULL, 0, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
 				      unsigned int ui, size_t Width,
 				      size_t Height)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D32_v2_ptds);
 	(void)ui;
-	return memset_2d(dstDevice, dstPitch, 4, Width, Height, NULL);
+	r = memset_2d(dstDevice, dstPitch, 4, Width, Height, NULL);
+	return fc_work(r, NULL, 1, 1, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch,
 				unsigned char uc, size_t Width,
 				size_t Height, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D8Async);
 	(void)uc;
-	return memset_2d(dstDevice, dstPitch, 1, Width, Height, hStream);
+	r = memset_2d(dstDevice, dstPitch, 1, Width, Height, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
 				unsigned char uc, size_t Width,
 				size_t Height, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D8Async_ptsz);
 	(void)uc;
-	return memset_2d(dstDevice, dstPitch, 1, Width, Height, hStream);
+	r = memset_2d(dstDevice, dstPitch, 1, Width, Height, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch,
 				unsigned short us, size_t Width,
 				size_t Height, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D16Async);
 	(void)us;
-	return memset_2d(dstDevice, dstPitch, 2, Width, Height, hStream);
+	r = memset_2d(dstDevice, dstPitch, 2, Width, Height, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
 				unsigned short us, size_t Width,
 				size_t Height, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D16Async_ptsz);
 	(void)us;
-	return memset_2d(dstDevice, dstPitch, 2, Width, Height, hStream);
+	r = memset_2d(dstDevice, dstPitch, 2, Width, Height, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch,
 				unsigned int ui, size_t Width,
 				size_t Height, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D32Async);
 	(void)ui;
-	return memset_2d(dstDevice, dstPitch, 4, Width, Height, hStream);
+	r = memset_2d(dstDevice, dstPitch, 4, Width, Height, hStream);
+	return fc_work(r, hStream, 0, 0, fc_copy_ns);
 }
 
 FC_API CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
 				unsigned int ui, size_t Width,
 				size_t Height, CUstream hStream)
 {
+	CUresult r;
+
 	ENTER(cuMemsetD2D32Async_ptsz);
 	(void)ui;
-	return memset_2d(dstDevice, dstPitch, 4, Width, Height, hStream);
+	r = memset_2d(dstDevice, dstPitch, 4, Width, Height, hStream);
+	return fc_work(r, hStream, 1, 0, fc_copy_ns);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2200,6 +2573,7 @@ static const struct proc_entry fc_procs[] = {
 		cuStreamWaitEvent_ptsz),
 	PROC("cuEventCreate", 2000, cuEventCreate),
 	PROC_PT("cuEventRecord", 2000, cuEventRecord, cuEventRecord_ptsz),
+	PROC("cuEventQuery", 2000, cuEventQuery),
 	PROC("cuEventSynchronize", 2000, cuEventSynchronize),
 	PROC("cuEventElapsedTime", 2000, cuEventElapsedTime),
 	PROC("cuEventDestroy", 4000, cuEventDestroy_v2),

@@ -30,6 +30,7 @@
  *                                       cuMemcpyDtoD_v2 or cuMemcpy by kind
  *                                       (HostToHost is a plain memmove)
  *   cudaDeviceSynchronize:              cuCtxSynchronize
+ *   cudaGetDriverEntryPoint[ByVersion]: cuGetProcAddress_v2
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -56,6 +57,7 @@
 #define DRV_PTR(name) __typeof__(&name)
 
 static struct {
+	DRV_PTR(cuGetProcAddress_v2) cuGetProcAddress;
 	DRV_PTR(cuDriverGetVersion) cuDriverGetVersion;
 	DRV_PTR(cuInit) cuInit;
 	DRV_PTR(cuDevicePrimaryCtxRetain) cuDevicePrimaryCtxRetain;
@@ -156,6 +158,7 @@ static void rt_init(void)
 						       "cuGetProcAddress_v2");
 	if (!get_proc)
 		return;
+	drv.cuGetProcAddress = get_proc;
 	for (i = 0; i < sizeof(rt_entries) / sizeof(rt_entries[0]); i++) {
 		CUdriverProcAddressQueryResult status;
 		void *fn = NULL;
@@ -463,6 +466,49 @@ RT_API cudaError_t cudaDeviceSynchronize(void)
 	cudaError_t err = rt_ready();
 
 	return err ? err : rt_err(drv.cuCtxSynchronize());
+}
+
+/* ------------------------------------------------------------------------ */
+/* Driver entry points                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Like the real runtime: the driver's cuGetProcAddress answers. */
+static cudaError_t rt_entry_point(const char *symbol, void **funcPtr,
+				  int cudaVersion, unsigned long long flags,
+				  cudaDriverEntryPointQueryResult *status)
+{
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	cudaError_t err = rt_ready();
+
+	if (err)
+		return err;
+	if (!symbol || !funcPtr)
+		return cudaErrorInvalidValue;
+	err = rt_err(drv.cuGetProcAddress(symbol, funcPtr, cudaVersion, flags,
+					  &st));
+	if (status && !err)
+		*status = st;
+	return err;
+}
+
+RT_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+					   unsigned long long flags,
+					   cudaDriverEntryPointQueryResult
+					   *driverStatus)
+{
+	return rt_entry_point(symbol, funcPtr, RT_CUDART_VERSION, flags,
+			      driverStatus);
+}
+
+RT_API cudaError_t cudaGetDriverEntryPointByVersion(
+	const char *symbol, void **funcPtr, unsigned int cudaVersion,
+	unsigned long long flags,
+	cudaDriverEntryPointQueryResult *driverStatus)
+{
+	if (cudaVersion > INT_MAX)
+		return cudaErrorInvalidValue;
+	return rt_entry_point(symbol, funcPtr, (int)cudaVersion, flags,
+			      driverStatus);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -140,9 +140,28 @@
  *   cuMemFreeHost 2.  The runtime part adds, at the driver, 1 each of
  *   cuModuleLoadData, cuModuleGetFunction, cuModuleUnload, cuLaunchKernel,
  *   cuLaunchKernel_ptsz, cuGraphLaunch, cuGraphLaunch_ptsz, cuMemAlloc_v2,
- *   cuMemcpyHtoD_v2, cuMemFree_v2, cuCtxSynchronize, plus the runtime's
- *   one-time initialization.  Fails if the driver's counters show an entry
- *   point it never reached.
+ *   cuMemcpyHtoD_v2, cuMemFree_v2, cuCtxSynchronize, 2 cuGetProcAddress_v2
+ *   (cudaGetDriverEntryPoint and cudaGetDriverEntryPointByVersion), plus
+ *   the runtime's one-time initialization.  Fails if the driver's counters
+ *   show an entry point it never reached.
+ *
+ * timed [N=8]
+ *   Work whose GPU time is known: run it with FAKECUDA_KERNEL_NS and
+ *   FAKECUDA_COPY_NS (libcuda.c).  setup; cuModuleLoadData 1;
+ *   cuModuleGetFunction 1; cuStreamCreate 2 (s0, s1); cuMemAlloc_v2 1 x
+ *   4096 B; cuGraphCreate 1, cuGraphInstantiateWithFlags 1; pointers from
+ *   cuGetProcAddress_v2 1 ("cuLaunchKernel", per-thread default stream ->
+ *   cuLaunchKernel_ptsz) and cudaGetDriverEntryPoint 1 ("cuLaunchKernel"
+ *   -> cuLaunchKernel, plus the runtime's one-time initialization);
+ *   N x cuLaunchKernel on s0 (direct); N x cuLaunchKernel on s1 (through
+ *   the runtime's pointer); N x cuLaunchKernel_ptsz on the per-thread
+ *   default stream (NULL, through the driver's pointer); then
+ *   cuMemcpyHtoDAsync_v2 1 x 4096 B on s0, cuMemsetD8Async 1 x 4096 on s1,
+ *   cuGraphLaunch 1 on s0, cuMemcpyHtoD_v2 1 x 4096 B (synchronous, legacy
+ *   stream); cuCtxSynchronize 1; cuGraphExecDestroy 1, cuGraphDestroy 1,
+ *   cuMemFree_v2 1, cuStreamDestroy_v2 2, cuModuleUnload 1; teardown.
+ *   Launches 3N + 1; pieces of GPU work 3N + 4, all back to back on their
+ *   stream, so each starts when the one before it on that stream ends.
  *
  * all
  *   launch-storm 100, alloc-leak, copies, errors, runtime 10, procaddr 10 in
@@ -1105,6 +1124,7 @@ static void sc_every_api(struct run *r)
 	CU(r, CUDA_SUCCESS, cuStreamWaitEvent_ptsz, NULL, e0,
 	   CU_EVENT_WAIT_DEFAULT);
 	CU(r, CUDA_SUCCESS, cuEventSynchronize, e1);
+	CU(r, CUDA_SUCCESS, cuEventQuery, e1);
 	if (CU(r, CUDA_SUCCESS, cuEventElapsedTime, &ms, e0, e1))
 		EXPECT(r, ms >= 0);
 
@@ -1275,6 +1295,12 @@ static void sc_every_api(struct run *r)
 	str = cudaGetErrorString(cudaErrorInvalidValue);
 	COUNT(r, cudaGetErrorString);
 	EXPECT(r, strcmp(str, "invalid argument") == 0);
+	if (CU(r, cudaSuccess, cudaGetDriverEntryPoint, "cuLaunchKernel", &fn,
+	       PT, &st))
+		EXPECT(r, fn == (void *)cuLaunchKernel_ptsz);
+	if (CU(r, cudaSuccess, cudaGetDriverEntryPointByVersion, "cuMemAlloc",
+	       &fn, 12000, 0, &st))
+		EXPECT(r, fn == (void *)cuMemAlloc_v2);
 	unregister_saxpy(r, handle);
 
 	/* sync, free, destroy */
@@ -1308,6 +1334,69 @@ static void sc_every_api(struct run *r)
 	(void)dev;
 }
 
+static void sc_timed(struct run *r)
+{
+	CUdriverProcAddressQueryResult st = -1;
+	static char host[4096];
+	launch_fn rt_launch = NULL, pt_launch = NULL;
+	CUstream s0 = NULL, s1 = NULL;
+	CUgraphExec ge = NULL;
+	struct vecadd_args k;
+	CUfunction f = NULL;
+	CUdeviceptr d = 0;
+	CUgraph g = NULL;
+	unsigned long i, n = r->args[0];
+	CUmodule mod;
+
+	setup(r);
+	mod = load_vecadd(r, &f);
+	CU(r, CUDA_SUCCESS, cuStreamCreate, &s0, CU_STREAM_NON_BLOCKING);
+	CU(r, CUDA_SUCCESS, cuStreamCreate, &s1, CU_STREAM_NON_BLOCKING);
+	if (CU(r, CUDA_SUCCESS, cuMemAlloc_v2, &d, 4096))
+		add(&r->mem[M_DEVICE_ALLOC], 4096);
+	CU(r, CUDA_SUCCESS, cuGraphCreate, &g, 0);
+	CU(r, CUDA_SUCCESS, cuGraphInstantiateWithFlags, &ge, g, 0);
+	CU(r, CUDA_SUCCESS, cuGetProcAddress_v2, "cuLaunchKernel",
+	   (void **)&pt_launch, 12080, PT, &st);
+	EXPECT(r, pt_launch == cuLaunchKernel_ptsz);
+	CU(r, cudaSuccess, cudaGetDriverEntryPoint, "cuLaunchKernel",
+	   (void **)&rt_launch, 0, &st);
+	EXPECT(r, rt_launch == cuLaunchKernel);
+	if (!pt_launch || !rt_launch) {
+		teardown(r);
+		return;
+	}
+
+	vecadd_args_init(&k);
+	for (i = 0; i < n; i++)
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, f, 128, 1, 1, 256, 1, 1,
+		   1024, s0, k.params, NULL);
+	for (i = 0; i < n; i++)
+		CU_PTR(r, CUDA_SUCCESS, cuLaunchKernel, rt_launch, f, 128, 1,
+		       1, 256, 1, 1, 1024, s1, k.params, NULL);
+	for (i = 0; i < n; i++)
+		CU_PTR(r, CUDA_SUCCESS, cuLaunchKernel_ptsz, pt_launch, f, 128,
+		       1, 1, 256, 1, 1, 1024, NULL, k.params, NULL);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyHtoDAsync_v2, d, host, 4096, s0))
+		add(&r->bytes[B_HTOD], 4096);
+	if (CU(r, CUDA_SUCCESS, cuMemsetD8Async, d, 0, 4096, s1))
+		add(&r->bytes[B_MEMSET], 4096);
+	CU(r, CUDA_SUCCESS, cuGraphLaunch, ge, s0);
+	if (CU(r, CUDA_SUCCESS, cuMemcpyHtoD_v2, d, host, 4096))
+		add(&r->bytes[B_HTOD], 4096);
+	add(&r->launches, 3 * n + 1);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+
+	CU(r, CUDA_SUCCESS, cuGraphExecDestroy, ge);
+	CU(r, CUDA_SUCCESS, cuGraphDestroy, g);
+	if (CU(r, CUDA_SUCCESS, cuMemFree_v2, d))
+		add(&r->mem[M_DEVICE_FREE], 4096);
+	CU(r, CUDA_SUCCESS, cuStreamDestroy_v2, s0);
+	CU(r, CUDA_SUCCESS, cuStreamDestroy_v2, s1);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, mod);
+	teardown(r);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Running and reporting                                                    */
 /* ------------------------------------------------------------------------ */
@@ -1331,6 +1420,7 @@ static const struct scenario scenarios[] = {
 	{ "procaddr", sc_procaddr, 1, { 100 } },
 	{ "procaddr-table", sc_procaddr_table, 0, { 0 } },
 	{ "every-api", sc_every_api, 0, { 0 } },
+	{ "timed", sc_timed, 1, { 8 } },
 };
 
 /* The parts of "all", with their arguments. */
