@@ -318,6 +318,102 @@ func (ms *GpuCudaMemorySetMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// GpuEbpfDevrtRingsMetricAttributeKey specifies the key of an attribute for the gpu.ebpf.devrt.rings metric.
+type GpuEbpfDevrtRingsMetricAttributeKey string
+
+const (
+	GpuEbpfDevrtRingsMetricAttributeKeyRingState GpuEbpfDevrtRingsMetricAttributeKey = "gpu.devrt.ring.state"
+)
+
+// GpuEbpfDevrtRingsMetricConfig provides config for the gpu.ebpf.devrt.rings metric.
+type GpuEbpfDevrtRingsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []GpuEbpfDevrtRingsMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *GpuEbpfDevrtRingsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *GpuEbpfDevrtRingsMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case GpuEbpfDevrtRingsMetricAttributeKeyRingState:
+		default:
+			return fmt.Errorf("metric gpu.ebpf.devrt.rings doesn't have an attribute %v, valid attributes: [gpu.devrt.ring.state]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// GpuEbpfDevrtRingsRejectedMetricAttributeKey specifies the key of an attribute for the gpu.ebpf.devrt.rings.rejected metric.
+type GpuEbpfDevrtRingsRejectedMetricAttributeKey string
+
+const (
+	GpuEbpfDevrtRingsRejectedMetricAttributeKeyRejectReason GpuEbpfDevrtRingsRejectedMetricAttributeKey = "reason"
+)
+
+// GpuEbpfDevrtRingsRejectedMetricConfig provides config for the gpu.ebpf.devrt.rings.rejected metric.
+type GpuEbpfDevrtRingsRejectedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                        `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []GpuEbpfDevrtRingsRejectedMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *GpuEbpfDevrtRingsRejectedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *GpuEbpfDevrtRingsRejectedMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case GpuEbpfDevrtRingsRejectedMetricAttributeKeyRejectReason:
+		default:
+			return fmt.Errorf("metric gpu.ebpf.devrt.rings.rejected doesn't have an attribute %v, valid attributes: [reason]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // GpuEbpfEventsDroppedMetricAttributeKey specifies the key of an attribute for the gpu.ebpf.events.dropped metric.
 type GpuEbpfEventsDroppedMetricAttributeKey string
 
@@ -457,17 +553,19 @@ func (ms *GpuEbpfProcessesTrackedMetricConfig) Unmarshal(parser *confmap.Conf) e
 
 // MetricsConfig provides config for gpuebpf metrics.
 type MetricsConfig struct {
-	GpuCudaCalls             GpuCudaCallsMetricConfig             `mapstructure:"gpu.cuda.calls"`
-	GpuCudaLaunches          GpuCudaLaunchesMetricConfig          `mapstructure:"gpu.cuda.launches"`
-	GpuCudaMemoryAllocated   GpuCudaMemoryAllocatedMetricConfig   `mapstructure:"gpu.cuda.memory.allocated"`
-	GpuCudaMemoryCopied      GpuCudaMemoryCopiedMetricConfig      `mapstructure:"gpu.cuda.memory.copied"`
-	GpuCudaMemoryFreed       GpuCudaMemoryFreedMetricConfig       `mapstructure:"gpu.cuda.memory.freed"`
-	GpuCudaMemoryOutstanding GpuCudaMemoryOutstandingMetricConfig `mapstructure:"gpu.cuda.memory.outstanding"`
-	GpuCudaMemorySet         GpuCudaMemorySetMetricConfig         `mapstructure:"gpu.cuda.memory.set"`
-	GpuEbpfEventsDropped     GpuEbpfEventsDroppedMetricConfig     `mapstructure:"gpu.ebpf.events.dropped"`
-	GpuEbpfEventsReceived    GpuEbpfEventsReceivedMetricConfig    `mapstructure:"gpu.ebpf.events.received"`
-	GpuEbpfProbesAttached    GpuEbpfProbesAttachedMetricConfig    `mapstructure:"gpu.ebpf.probes.attached"`
-	GpuEbpfProcessesTracked  GpuEbpfProcessesTrackedMetricConfig  `mapstructure:"gpu.ebpf.processes.tracked"`
+	GpuCudaCalls              GpuCudaCallsMetricConfig              `mapstructure:"gpu.cuda.calls"`
+	GpuCudaLaunches           GpuCudaLaunchesMetricConfig           `mapstructure:"gpu.cuda.launches"`
+	GpuCudaMemoryAllocated    GpuCudaMemoryAllocatedMetricConfig    `mapstructure:"gpu.cuda.memory.allocated"`
+	GpuCudaMemoryCopied       GpuCudaMemoryCopiedMetricConfig       `mapstructure:"gpu.cuda.memory.copied"`
+	GpuCudaMemoryFreed        GpuCudaMemoryFreedMetricConfig        `mapstructure:"gpu.cuda.memory.freed"`
+	GpuCudaMemoryOutstanding  GpuCudaMemoryOutstandingMetricConfig  `mapstructure:"gpu.cuda.memory.outstanding"`
+	GpuCudaMemorySet          GpuCudaMemorySetMetricConfig          `mapstructure:"gpu.cuda.memory.set"`
+	GpuEbpfDevrtRings         GpuEbpfDevrtRingsMetricConfig         `mapstructure:"gpu.ebpf.devrt.rings"`
+	GpuEbpfDevrtRingsRejected GpuEbpfDevrtRingsRejectedMetricConfig `mapstructure:"gpu.ebpf.devrt.rings.rejected"`
+	GpuEbpfEventsDropped      GpuEbpfEventsDroppedMetricConfig      `mapstructure:"gpu.ebpf.events.dropped"`
+	GpuEbpfEventsReceived     GpuEbpfEventsReceivedMetricConfig     `mapstructure:"gpu.ebpf.events.received"`
+	GpuEbpfProbesAttached     GpuEbpfProbesAttachedMetricConfig     `mapstructure:"gpu.ebpf.probes.attached"`
+	GpuEbpfProcessesTracked   GpuEbpfProcessesTrackedMetricConfig   `mapstructure:"gpu.ebpf.processes.tracked"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
@@ -504,6 +602,16 @@ func DefaultMetricsConfig() MetricsConfig {
 		},
 		GpuCudaMemorySet: GpuCudaMemorySetMetricConfig{
 			Enabled: true,
+		},
+		GpuEbpfDevrtRings: GpuEbpfDevrtRingsMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []GpuEbpfDevrtRingsMetricAttributeKey{GpuEbpfDevrtRingsMetricAttributeKeyRingState},
+		},
+		GpuEbpfDevrtRingsRejected: GpuEbpfDevrtRingsRejectedMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []GpuEbpfDevrtRingsRejectedMetricAttributeKey{GpuEbpfDevrtRingsRejectedMetricAttributeKeyRejectReason},
 		},
 		GpuEbpfEventsDropped: GpuEbpfEventsDroppedMetricConfig{
 			Enabled:             true,

@@ -59,6 +59,16 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					GpuCudaMemorySet: GpuCudaMemorySetMetricConfig{
 						Enabled: true,
 					},
+					GpuEbpfDevrtRings: GpuEbpfDevrtRingsMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuEbpfDevrtRingsMetricAttributeKey{GpuEbpfDevrtRingsMetricAttributeKeyRingState},
+					},
+					GpuEbpfDevrtRingsRejected: GpuEbpfDevrtRingsRejectedMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuEbpfDevrtRingsRejectedMetricAttributeKey{GpuEbpfDevrtRingsRejectedMetricAttributeKeyRejectReason},
+					},
 					GpuEbpfEventsDropped: GpuEbpfEventsDroppedMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -122,6 +132,16 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					GpuCudaMemorySet: GpuCudaMemorySetMetricConfig{
 						Enabled: false,
 					},
+					GpuEbpfDevrtRings: GpuEbpfDevrtRingsMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuEbpfDevrtRingsMetricAttributeKey{GpuEbpfDevrtRingsMetricAttributeKeyRingState},
+					},
+					GpuEbpfDevrtRingsRejected: GpuEbpfDevrtRingsRejectedMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuEbpfDevrtRingsRejectedMetricAttributeKey{GpuEbpfDevrtRingsRejectedMetricAttributeKeyRejectReason},
+					},
 					GpuEbpfEventsDropped: GpuEbpfEventsDroppedMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -152,7 +172,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(GpuCudaCallsMetricConfig{}, GpuCudaLaunchesMetricConfig{}, GpuCudaMemoryAllocatedMetricConfig{}, GpuCudaMemoryCopiedMetricConfig{}, GpuCudaMemoryFreedMetricConfig{}, GpuCudaMemoryOutstandingMetricConfig{}, GpuCudaMemorySetMetricConfig{}, GpuEbpfEventsDroppedMetricConfig{}, GpuEbpfEventsReceivedMetricConfig{}, GpuEbpfProbesAttachedMetricConfig{}, GpuEbpfProcessesTrackedMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(GpuCudaCallsMetricConfig{}, GpuCudaLaunchesMetricConfig{}, GpuCudaMemoryAllocatedMetricConfig{}, GpuCudaMemoryCopiedMetricConfig{}, GpuCudaMemoryFreedMetricConfig{}, GpuCudaMemoryOutstandingMetricConfig{}, GpuCudaMemorySetMetricConfig{}, GpuEbpfDevrtRingsMetricConfig{}, GpuEbpfDevrtRingsRejectedMetricConfig{}, GpuEbpfEventsDroppedMetricConfig{}, GpuEbpfEventsReceivedMetricConfig{}, GpuEbpfProbesAttachedMetricConfig{}, GpuEbpfProcessesTrackedMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -225,6 +245,30 @@ func TestGpuCudaMemoryOutstandingMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric gpu.cuda.memory.outstanding doesn't have an attribute invalid, valid attributes: [gpu.cuda.memory.kind]")
 
 	cfg = DefaultMetricsConfig().GpuCudaMemoryOutstanding
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestGpuEbpfDevrtRingsMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().GpuEbpfDevrtRings
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []GpuEbpfDevrtRingsMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric gpu.ebpf.devrt.rings doesn't have an attribute invalid, valid attributes: [gpu.devrt.ring.state]")
+
+	cfg = DefaultMetricsConfig().GpuEbpfDevrtRings
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestGpuEbpfDevrtRingsRejectedMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().GpuEbpfDevrtRingsRejected
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []GpuEbpfDevrtRingsRejectedMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric gpu.ebpf.devrt.rings.rejected doesn't have an attribute invalid, valid attributes: [reason]")
+
+	cfg = DefaultMetricsConfig().GpuEbpfDevrtRingsRejected
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -106,6 +106,9 @@ const (
 	AttributeReasonUnmatched
 	AttributeReasonDecodeError
 	AttributeReasonProcessLimit
+	AttributeReasonDisabled
+	AttributeReasonTimingUnavailable
+	AttributeReasonRingCorrupt
 )
 
 // String returns the string representation of the AttributeReason.
@@ -121,17 +124,86 @@ func (av AttributeReason) String() string {
 		return "decode_error"
 	case AttributeReasonProcessLimit:
 		return "process_limit"
+	case AttributeReasonDisabled:
+		return "disabled"
+	case AttributeReasonTimingUnavailable:
+		return "timing_unavailable"
+	case AttributeReasonRingCorrupt:
+		return "ring_corrupt"
 	}
 	return ""
 }
 
 // MapAttributeReason is a helper map of string to AttributeReason attribute value.
 var MapAttributeReason = map[string]AttributeReason{
-	"ring_full":     AttributeReasonRingFull,
-	"inflight_full": AttributeReasonInflightFull,
-	"unmatched":     AttributeReasonUnmatched,
-	"decode_error":  AttributeReasonDecodeError,
-	"process_limit": AttributeReasonProcessLimit,
+	"ring_full":          AttributeReasonRingFull,
+	"inflight_full":      AttributeReasonInflightFull,
+	"unmatched":          AttributeReasonUnmatched,
+	"decode_error":       AttributeReasonDecodeError,
+	"process_limit":      AttributeReasonProcessLimit,
+	"disabled":           AttributeReasonDisabled,
+	"timing_unavailable": AttributeReasonTimingUnavailable,
+	"ring_corrupt":       AttributeReasonRingCorrupt,
+}
+
+// AttributeRejectReason specifies the value reject_reason attribute.
+type AttributeRejectReason int
+
+const (
+	_ AttributeRejectReason = iota
+	AttributeRejectReasonInvalid
+	AttributeRejectReasonCorrupt
+	AttributeRejectReasonStale
+)
+
+// String returns the string representation of the AttributeRejectReason.
+func (av AttributeRejectReason) String() string {
+	switch av {
+	case AttributeRejectReasonInvalid:
+		return "invalid"
+	case AttributeRejectReasonCorrupt:
+		return "corrupt"
+	case AttributeRejectReasonStale:
+		return "stale"
+	}
+	return ""
+}
+
+// MapAttributeRejectReason is a helper map of string to AttributeRejectReason attribute value.
+var MapAttributeRejectReason = map[string]AttributeRejectReason{
+	"invalid": AttributeRejectReasonInvalid,
+	"corrupt": AttributeRejectReasonCorrupt,
+	"stale":   AttributeRejectReasonStale,
+}
+
+// AttributeRingState specifies the value ring_state attribute.
+type AttributeRingState int
+
+const (
+	_ AttributeRingState = iota
+	AttributeRingStateActive
+	AttributeRingStateDisabled
+	AttributeRingStateClosed
+)
+
+// String returns the string representation of the AttributeRingState.
+func (av AttributeRingState) String() string {
+	switch av {
+	case AttributeRingStateActive:
+		return "active"
+	case AttributeRingStateDisabled:
+		return "disabled"
+	case AttributeRingStateClosed:
+		return "closed"
+	}
+	return ""
+}
+
+// MapAttributeRingState is a helper map of string to AttributeRingState attribute value.
+var MapAttributeRingState = map[string]AttributeRingState{
+	"active":   AttributeRingStateActive,
+	"disabled": AttributeRingStateDisabled,
+	"closed":   AttributeRingStateClosed,
 }
 
 // AttributeSource specifies the value source attribute.
@@ -188,6 +260,14 @@ var MetricsInfo = metricsInfo{
 	GpuCudaMemorySet: metricInfo{
 		Name: "gpu.cuda.memory.set",
 	},
+	GpuEbpfDevrtRings: metricInfo{
+		Name:       "gpu.ebpf.devrt.rings",
+		Attributes: []string{"ring_state"},
+	},
+	GpuEbpfDevrtRingsRejected: metricInfo{
+		Name:       "gpu.ebpf.devrt.rings.rejected",
+		Attributes: []string{"reject_reason"},
+	},
 	GpuEbpfEventsDropped: metricInfo{
 		Name:       "gpu.ebpf.events.dropped",
 		Attributes: []string{"source", "reason"},
@@ -205,17 +285,19 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
-	GpuCudaCalls             metricInfo
-	GpuCudaLaunches          metricInfo
-	GpuCudaMemoryAllocated   metricInfo
-	GpuCudaMemoryCopied      metricInfo
-	GpuCudaMemoryFreed       metricInfo
-	GpuCudaMemoryOutstanding metricInfo
-	GpuCudaMemorySet         metricInfo
-	GpuEbpfEventsDropped     metricInfo
-	GpuEbpfEventsReceived    metricInfo
-	GpuEbpfProbesAttached    metricInfo
-	GpuEbpfProcessesTracked  metricInfo
+	GpuCudaCalls              metricInfo
+	GpuCudaLaunches           metricInfo
+	GpuCudaMemoryAllocated    metricInfo
+	GpuCudaMemoryCopied       metricInfo
+	GpuCudaMemoryFreed        metricInfo
+	GpuCudaMemoryOutstanding  metricInfo
+	GpuCudaMemorySet          metricInfo
+	GpuEbpfDevrtRings         metricInfo
+	GpuEbpfDevrtRingsRejected metricInfo
+	GpuEbpfEventsDropped      metricInfo
+	GpuEbpfEventsReceived     metricInfo
+	GpuEbpfProbesAttached     metricInfo
+	GpuEbpfProcessesTracked   metricInfo
 }
 
 type metricInfo struct {
@@ -824,6 +906,188 @@ func newMetricGpuCudaMemorySet(cfg GpuCudaMemorySetMetricConfig) metricGpuCudaMe
 	return m
 }
 
+type metricGpuEbpfDevrtRings struct {
+	data          pmetric.Metric                // data buffer for generated metric.
+	config        GpuEbpfDevrtRingsMetricConfig // metric config provided by user.
+	capacity      int                           // max observed number of data points added to the metric.
+	aggDataPoints []int64                       // slice containing number of aggregated datapoints at each index
+}
+
+// init fills gpu.ebpf.devrt.rings metric with initial data.
+func (m *metricGpuEbpfDevrtRings) init() {
+	m.data.SetName("gpu.ebpf.devrt.rings")
+	m.data.SetDescription("devrt rings currently read, by the state devrt reports (disabled rings are processes devrt stopped recording).")
+	m.data.SetUnit("{ring}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricGpuEbpfDevrtRings) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, ringStateAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, GpuEbpfDevrtRingsMetricAttributeKeyRingState) {
+		dp.Attributes().PutStr("gpu.devrt.ring.state", ringStateAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuEbpfDevrtRings) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuEbpfDevrtRings) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuEbpfDevrtRings(cfg GpuEbpfDevrtRingsMetricConfig) metricGpuEbpfDevrtRings {
+	m := metricGpuEbpfDevrtRings{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricGpuEbpfDevrtRingsRejected struct {
+	data          pmetric.Metric                        // data buffer for generated metric.
+	config        GpuEbpfDevrtRingsRejectedMetricConfig // metric config provided by user.
+	capacity      int                                   // max observed number of data points added to the metric.
+	aggDataPoints []int64                               // slice containing number of aggregated datapoints at each index
+}
+
+// init fills gpu.ebpf.devrt.rings.rejected metric with initial data.
+func (m *metricGpuEbpfDevrtRingsRejected) init() {
+	m.data.SetName("gpu.ebpf.devrt.rings.rejected")
+	m.data.SetDescription("devrt ring files given up, by reason. Zero in a healthy setup.")
+	m.data.SetUnit("{ring}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricGpuEbpfDevrtRingsRejected) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, rejectReasonAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, GpuEbpfDevrtRingsRejectedMetricAttributeKeyRejectReason) {
+		dp.Attributes().PutStr("reason", rejectReasonAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuEbpfDevrtRingsRejected) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuEbpfDevrtRingsRejected) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuEbpfDevrtRingsRejected(cfg GpuEbpfDevrtRingsRejectedMetricConfig) metricGpuEbpfDevrtRingsRejected {
+	m := metricGpuEbpfDevrtRingsRejected{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricGpuEbpfEventsDropped struct {
 	data          pmetric.Metric                   // data buffer for generated metric.
 	config        GpuEbpfEventsDroppedMetricConfig // metric config provided by user.
@@ -1116,24 +1380,26 @@ func newMetricGpuEbpfProcessesTracked(cfg GpuEbpfProcessesTrackedMetricConfig) m
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                         MetricsBuilderConfig // config of the metrics builder.
-	startTime                      pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity                int                  // maximum observed number of metrics per resource.
-	metricsBuffer                  pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo                      component.BuildInfo  // contains version information.
-	resourceAttributeIncludeFilter map[string]filter.Filter
-	resourceAttributeExcludeFilter map[string]filter.Filter
-	metricGpuCudaCalls             metricGpuCudaCalls
-	metricGpuCudaLaunches          metricGpuCudaLaunches
-	metricGpuCudaMemoryAllocated   metricGpuCudaMemoryAllocated
-	metricGpuCudaMemoryCopied      metricGpuCudaMemoryCopied
-	metricGpuCudaMemoryFreed       metricGpuCudaMemoryFreed
-	metricGpuCudaMemoryOutstanding metricGpuCudaMemoryOutstanding
-	metricGpuCudaMemorySet         metricGpuCudaMemorySet
-	metricGpuEbpfEventsDropped     metricGpuEbpfEventsDropped
-	metricGpuEbpfEventsReceived    metricGpuEbpfEventsReceived
-	metricGpuEbpfProbesAttached    metricGpuEbpfProbesAttached
-	metricGpuEbpfProcessesTracked  metricGpuEbpfProcessesTracked
+	config                          MetricsBuilderConfig // config of the metrics builder.
+	startTime                       pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                 int                  // maximum observed number of metrics per resource.
+	metricsBuffer                   pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                       component.BuildInfo  // contains version information.
+	resourceAttributeIncludeFilter  map[string]filter.Filter
+	resourceAttributeExcludeFilter  map[string]filter.Filter
+	metricGpuCudaCalls              metricGpuCudaCalls
+	metricGpuCudaLaunches           metricGpuCudaLaunches
+	metricGpuCudaMemoryAllocated    metricGpuCudaMemoryAllocated
+	metricGpuCudaMemoryCopied       metricGpuCudaMemoryCopied
+	metricGpuCudaMemoryFreed        metricGpuCudaMemoryFreed
+	metricGpuCudaMemoryOutstanding  metricGpuCudaMemoryOutstanding
+	metricGpuCudaMemorySet          metricGpuCudaMemorySet
+	metricGpuEbpfDevrtRings         metricGpuEbpfDevrtRings
+	metricGpuEbpfDevrtRingsRejected metricGpuEbpfDevrtRingsRejected
+	metricGpuEbpfEventsDropped      metricGpuEbpfEventsDropped
+	metricGpuEbpfEventsReceived     metricGpuEbpfEventsReceived
+	metricGpuEbpfProbesAttached     metricGpuEbpfProbesAttached
+	metricGpuEbpfProcessesTracked   metricGpuEbpfProcessesTracked
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -1155,23 +1421,25 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 }
 func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, options ...MetricBuilderOption) *MetricsBuilder {
 	mb := &MetricsBuilder{
-		config:                         mbc,
-		startTime:                      pcommon.NewTimestampFromTime(time.Now()),
-		metricsBuffer:                  pmetric.NewMetrics(),
-		buildInfo:                      settings.BuildInfo,
-		metricGpuCudaCalls:             newMetricGpuCudaCalls(mbc.Metrics.GpuCudaCalls),
-		metricGpuCudaLaunches:          newMetricGpuCudaLaunches(mbc.Metrics.GpuCudaLaunches),
-		metricGpuCudaMemoryAllocated:   newMetricGpuCudaMemoryAllocated(mbc.Metrics.GpuCudaMemoryAllocated),
-		metricGpuCudaMemoryCopied:      newMetricGpuCudaMemoryCopied(mbc.Metrics.GpuCudaMemoryCopied),
-		metricGpuCudaMemoryFreed:       newMetricGpuCudaMemoryFreed(mbc.Metrics.GpuCudaMemoryFreed),
-		metricGpuCudaMemoryOutstanding: newMetricGpuCudaMemoryOutstanding(mbc.Metrics.GpuCudaMemoryOutstanding),
-		metricGpuCudaMemorySet:         newMetricGpuCudaMemorySet(mbc.Metrics.GpuCudaMemorySet),
-		metricGpuEbpfEventsDropped:     newMetricGpuEbpfEventsDropped(mbc.Metrics.GpuEbpfEventsDropped),
-		metricGpuEbpfEventsReceived:    newMetricGpuEbpfEventsReceived(mbc.Metrics.GpuEbpfEventsReceived),
-		metricGpuEbpfProbesAttached:    newMetricGpuEbpfProbesAttached(mbc.Metrics.GpuEbpfProbesAttached),
-		metricGpuEbpfProcessesTracked:  newMetricGpuEbpfProcessesTracked(mbc.Metrics.GpuEbpfProcessesTracked),
-		resourceAttributeIncludeFilter: make(map[string]filter.Filter),
-		resourceAttributeExcludeFilter: make(map[string]filter.Filter),
+		config:                          mbc,
+		startTime:                       pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                   pmetric.NewMetrics(),
+		buildInfo:                       settings.BuildInfo,
+		metricGpuCudaCalls:              newMetricGpuCudaCalls(mbc.Metrics.GpuCudaCalls),
+		metricGpuCudaLaunches:           newMetricGpuCudaLaunches(mbc.Metrics.GpuCudaLaunches),
+		metricGpuCudaMemoryAllocated:    newMetricGpuCudaMemoryAllocated(mbc.Metrics.GpuCudaMemoryAllocated),
+		metricGpuCudaMemoryCopied:       newMetricGpuCudaMemoryCopied(mbc.Metrics.GpuCudaMemoryCopied),
+		metricGpuCudaMemoryFreed:        newMetricGpuCudaMemoryFreed(mbc.Metrics.GpuCudaMemoryFreed),
+		metricGpuCudaMemoryOutstanding:  newMetricGpuCudaMemoryOutstanding(mbc.Metrics.GpuCudaMemoryOutstanding),
+		metricGpuCudaMemorySet:          newMetricGpuCudaMemorySet(mbc.Metrics.GpuCudaMemorySet),
+		metricGpuEbpfDevrtRings:         newMetricGpuEbpfDevrtRings(mbc.Metrics.GpuEbpfDevrtRings),
+		metricGpuEbpfDevrtRingsRejected: newMetricGpuEbpfDevrtRingsRejected(mbc.Metrics.GpuEbpfDevrtRingsRejected),
+		metricGpuEbpfEventsDropped:      newMetricGpuEbpfEventsDropped(mbc.Metrics.GpuEbpfEventsDropped),
+		metricGpuEbpfEventsReceived:     newMetricGpuEbpfEventsReceived(mbc.Metrics.GpuEbpfEventsReceived),
+		metricGpuEbpfProbesAttached:     newMetricGpuEbpfProbesAttached(mbc.Metrics.GpuEbpfProbesAttached),
+		metricGpuEbpfProcessesTracked:   newMetricGpuEbpfProcessesTracked(mbc.Metrics.GpuEbpfProcessesTracked),
+		resourceAttributeIncludeFilter:  make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter:  make(map[string]filter.Filter),
 	}
 	if mbc.ResourceAttributes.ContainerID.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsInclude)
@@ -1280,6 +1548,8 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricGpuCudaMemoryFreed.emit(ils.Metrics())
 	mb.metricGpuCudaMemoryOutstanding.emit(ils.Metrics())
 	mb.metricGpuCudaMemorySet.emit(ils.Metrics())
+	mb.metricGpuEbpfDevrtRings.emit(ils.Metrics())
+	mb.metricGpuEbpfDevrtRingsRejected.emit(ils.Metrics())
 	mb.metricGpuEbpfEventsDropped.emit(ils.Metrics())
 	mb.metricGpuEbpfEventsReceived.emit(ils.Metrics())
 	mb.metricGpuEbpfProbesAttached.emit(ils.Metrics())
@@ -1348,6 +1618,16 @@ func (mb *MetricsBuilder) RecordGpuCudaMemoryOutstandingDataPoint(ts pcommon.Tim
 // RecordGpuCudaMemorySetDataPoint adds a data point to gpu.cuda.memory.set metric.
 func (mb *MetricsBuilder) RecordGpuCudaMemorySetDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricGpuCudaMemorySet.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordGpuEbpfDevrtRingsDataPoint adds a data point to gpu.ebpf.devrt.rings metric.
+func (mb *MetricsBuilder) RecordGpuEbpfDevrtRingsDataPoint(ts pcommon.Timestamp, val int64, ringStateAttributeValue AttributeRingState) {
+	mb.metricGpuEbpfDevrtRings.recordDataPoint(mb.startTime, ts, val, ringStateAttributeValue.String())
+}
+
+// RecordGpuEbpfDevrtRingsRejectedDataPoint adds a data point to gpu.ebpf.devrt.rings.rejected metric.
+func (mb *MetricsBuilder) RecordGpuEbpfDevrtRingsRejectedDataPoint(ts pcommon.Timestamp, val int64, rejectReasonAttributeValue AttributeRejectReason) {
+	mb.metricGpuEbpfDevrtRingsRejected.recordDataPoint(mb.startTime, ts, val, rejectReasonAttributeValue.String())
 }
 
 // RecordGpuEbpfEventsDroppedDataPoint adds a data point to gpu.ebpf.events.dropped metric.

@@ -73,6 +73,8 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["gpu.cuda.memory.copied"] = mb.metricGpuCudaMemoryCopied.config.AggregationStrategy
 			aggMap["gpu.cuda.memory.freed"] = mb.metricGpuCudaMemoryFreed.config.AggregationStrategy
 			aggMap["gpu.cuda.memory.outstanding"] = mb.metricGpuCudaMemoryOutstanding.config.AggregationStrategy
+			aggMap["gpu.ebpf.devrt.rings"] = mb.metricGpuEbpfDevrtRings.config.AggregationStrategy
+			aggMap["gpu.ebpf.devrt.rings.rejected"] = mb.metricGpuEbpfDevrtRingsRejected.config.AggregationStrategy
 			aggMap["gpu.ebpf.events.dropped"] = mb.metricGpuEbpfEventsDropped.config.AggregationStrategy
 			aggMap["gpu.ebpf.events.received"] = mb.metricGpuEbpfEventsReceived.config.AggregationStrategy
 
@@ -124,6 +126,18 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordGpuCudaMemorySetDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordGpuEbpfDevrtRingsDataPoint(ts, 1, AttributeRingStateActive)
+			if tt.name == "reaggregate_set" {
+				mb.RecordGpuEbpfDevrtRingsDataPoint(ts, 3, AttributeRingStateDisabled)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordGpuEbpfDevrtRingsRejectedDataPoint(ts, 1, AttributeRejectReasonInvalid)
+			if tt.name == "reaggregate_set" {
+				mb.RecordGpuEbpfDevrtRingsRejectedDataPoint(ts, 3, AttributeRejectReasonCorrupt)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordGpuEbpfEventsDroppedDataPoint(ts, 1, AttributeSourceUprobe, AttributeReasonRingFull)
 			if tt.name == "reaggregate_set" {
 				mb.RecordGpuEbpfEventsDroppedDataPoint(ts, 3, AttributeSourceDevrt, AttributeReasonInflightFull)
@@ -156,6 +170,8 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricGpuCudaMemoryCopied.aggDataPoints)
 				assert.Empty(t, mb.metricGpuCudaMemoryFreed.aggDataPoints)
 				assert.Empty(t, mb.metricGpuCudaMemoryOutstanding.aggDataPoints)
+				assert.Empty(t, mb.metricGpuEbpfDevrtRings.aggDataPoints)
+				assert.Empty(t, mb.metricGpuEbpfDevrtRingsRejected.aggDataPoints)
 				assert.Empty(t, mb.metricGpuEbpfEventsDropped.aggDataPoints)
 				assert.Empty(t, mb.metricGpuEbpfEventsReceived.aggDataPoints)
 			}
@@ -468,6 +484,94 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "gpu.ebpf.devrt.rings":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["gpu.ebpf.devrt.rings"], "Found a duplicate in the metrics slice: gpu.ebpf.devrt.rings")
+						validatedMetrics["gpu.ebpf.devrt.rings"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "devrt rings currently read, by the state devrt reports (disabled rings are processes devrt stopped recording).", mi.Description())
+						assert.Equal(t, "{ring}", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						ringStateAttrVal, ok := dp.Attributes().Get("gpu.devrt.ring.state")
+						assert.True(t, ok)
+						assert.Equal(t, "active", ringStateAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["gpu.ebpf.devrt.rings"], "Found a duplicate in the metrics slice: gpu.ebpf.devrt.rings")
+						validatedMetrics["gpu.ebpf.devrt.rings"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "devrt rings currently read, by the state devrt reports (disabled rings are processes devrt stopped recording).", mi.Description())
+						assert.Equal(t, "{ring}", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["gpu.ebpf.devrt.rings"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("gpu.devrt.ring.state")
+						assert.False(t, ok)
+					}
+				case "gpu.ebpf.devrt.rings.rejected":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["gpu.ebpf.devrt.rings.rejected"], "Found a duplicate in the metrics slice: gpu.ebpf.devrt.rings.rejected")
+						validatedMetrics["gpu.ebpf.devrt.rings.rejected"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "devrt ring files given up, by reason. Zero in a healthy setup.", mi.Description())
+						assert.Equal(t, "{ring}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						rejectReasonAttrVal, ok := dp.Attributes().Get("reason")
+						assert.True(t, ok)
+						assert.Equal(t, "invalid", rejectReasonAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["gpu.ebpf.devrt.rings.rejected"], "Found a duplicate in the metrics slice: gpu.ebpf.devrt.rings.rejected")
+						validatedMetrics["gpu.ebpf.devrt.rings.rejected"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "devrt ring files given up, by reason. Zero in a healthy setup.", mi.Description())
+						assert.Equal(t, "{ring}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["gpu.ebpf.devrt.rings.rejected"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("reason")
+						assert.False(t, ok)
+					}
 				case "gpu.ebpf.events.dropped":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["gpu.ebpf.events.dropped"], "Found a duplicate in the metrics slice: gpu.ebpf.events.dropped")

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"sort"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -26,9 +28,12 @@ const resultUnknown = "unknown"
 
 // Histogram metric descriptions (mdatagen cannot generate histograms).
 const (
-	histCallDuration = "gpu.cuda.call.duration"
-	histGridSize     = "gpu.cuda.launch.grid.size"
-	histBlockSize    = "gpu.cuda.launch.block.size"
+	histCallDuration     = "gpu.cuda.call.duration"
+	histGridSize         = "gpu.cuda.launch.grid.size"
+	histBlockSize        = "gpu.cuda.launch.block.size"
+	histKernelExecution  = "gpu.kernel.execution.duration"
+	histKernelQueueDelay = "gpu.kernel.queue.delay"
+	histCopyExecution    = "gpu.cuda.copy.execution.duration"
 )
 
 // Metrics returns the cumulative metrics of every process and of the
@@ -57,13 +62,29 @@ func (t *Translator) Metrics(stats SelfStats) pmetric.Metrics {
 	}
 
 	mb := t.mb
-	src := metadata.AttributeSourceUprobe
-	mb.RecordGpuEbpfEventsReceivedDataPoint(now, int64(t.received), src)
-	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(stats.RingFull), src, metadata.AttributeReasonRingFull)
-	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(stats.InflightFull), src, metadata.AttributeReasonInflightFull)
-	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(stats.Unmatched), src, metadata.AttributeReasonUnmatched)
-	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(t.decodeErrs), src, metadata.AttributeReasonDecodeError)
-	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(t.procLimit), src, metadata.AttributeReasonProcessLimit)
+	up, upIdx := metadata.AttributeSourceUprobe, sourceIndex(ev.SourceUprobe)
+	mb.RecordGpuEbpfEventsReceivedDataPoint(now, int64(t.received[upIdx]), up)
+	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(stats.RingFull), up, metadata.AttributeReasonRingFull)
+	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(stats.InflightFull), up, metadata.AttributeReasonInflightFull)
+	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(stats.Unmatched), up, metadata.AttributeReasonUnmatched)
+	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(t.decodeErrs[upIdx]), up, metadata.AttributeReasonDecodeError)
+	mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(t.procLimit[upIdx]), up, metadata.AttributeReasonProcessLimit)
+	if d := stats.Devrt; d.Enabled {
+		dr, drIdx := metadata.AttributeSourceDevrt, sourceIndex(ev.SourceDevrt)
+		mb.RecordGpuEbpfEventsReceivedDataPoint(now, int64(t.received[drIdx]), dr)
+		mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(d.Full), dr, metadata.AttributeReasonRingFull)
+		mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(d.Disabled), dr, metadata.AttributeReasonDisabled)
+		mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(d.Timing), dr, metadata.AttributeReasonTimingUnavailable)
+		mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(d.Corrupt), dr, metadata.AttributeReasonRingCorrupt)
+		mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(t.decodeErrs[drIdx]), dr, metadata.AttributeReasonDecodeError)
+		mb.RecordGpuEbpfEventsDroppedDataPoint(now, int64(t.procLimit[drIdx]), dr, metadata.AttributeReasonProcessLimit)
+		mb.RecordGpuEbpfDevrtRingsDataPoint(now, d.Active, metadata.AttributeRingStateActive)
+		mb.RecordGpuEbpfDevrtRingsDataPoint(now, d.DisabledRings, metadata.AttributeRingStateDisabled)
+		mb.RecordGpuEbpfDevrtRingsDataPoint(now, d.Closed, metadata.AttributeRingStateClosed)
+		mb.RecordGpuEbpfDevrtRingsRejectedDataPoint(now, int64(d.Invalid), metadata.AttributeRejectReasonInvalid)
+		mb.RecordGpuEbpfDevrtRingsRejectedDataPoint(now, int64(d.Abandoned), metadata.AttributeRejectReasonCorrupt)
+		mb.RecordGpuEbpfDevrtRingsRejectedDataPoint(now, int64(d.Stale), metadata.AttributeRejectReasonStale)
+	}
 	mb.RecordGpuEbpfProbesAttachedDataPoint(now, stats.Probes)
 	mb.RecordGpuEbpfProcessesTrackedDataPoint(now, int64(len(t.procs)))
 	self := t.mb.Emit(metadata.WithResource(t.hostRes))
@@ -130,6 +151,13 @@ func (t *Translator) emitProcess(p *process, now pcommon.Timestamp, out pmetric.
 		t.cfg.GridSize, p.grids[:], p.start, now)
 	t.appendHistograms(ms, histBlockSize, "Threads per block of kernel launches, by launching function.", "{thread}",
 		t.cfg.BlockSize, p.blocks[:], p.start, now)
+	if x := p.exec; x != nil {
+		t.appendHistograms(ms, histKernelExecution, "Time sampled kernels and graphs ran on the GPU (devrt), by launching function.", "s",
+			t.cfg.KernelExecution, x.kernelDur[:], p.start, now)
+		t.appendHistograms(ms, histKernelQueueDelay, "Time from a sampled launch call to its work starting on the GPU (devrt), by launching function.", "s",
+			t.cfg.KernelQueueDelay, x.queueDelay[:], p.start, now)
+		t.appendCopyHistograms(ms, x, p.start, now)
+	}
 	if ms.Len() == 0 {
 		return
 	}
@@ -147,13 +175,46 @@ func (t *Translator) appendHistograms(ms pmetric.MetricSlice, name, desc, unit s
 			continue
 		}
 		if m == (pmetric.Metric{}) {
-			m = ms.AppendEmpty()
-			m.SetName(name)
-			m.SetDescription(desc)
-			m.SetUnit(unit)
-			m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			m = appendHistogramMetric(ms, name, desc, unit)
 		}
 		dp := h.AppendTo(m.Histogram().DataPoints(), cfg.Buckets, start, now)
 		dp.Attributes().PutStr("gpu.cuda.api", ev.API(api).String())
 	}
+}
+
+// appendCopyHistograms emits gpu.cuda.copy.execution.duration by function
+// and, for copies, direction, in a stable order.
+func (t *Translator) appendCopyHistograms(ms pmetric.MetricSlice, x *execState, start, now pcommon.Timestamp) {
+	cfg := t.cfg.CopyExecution
+	if !cfg.Enabled || len(x.copyDur) == 0 {
+		return
+	}
+	keys := make([]copyKey, 0, len(x.copyDur))
+	for k := range x.copyDur {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].api != keys[j].api {
+			return keys[i].api < keys[j].api
+		}
+		return keys[i].dir < keys[j].dir
+	})
+	m := appendHistogramMetric(ms, histCopyExecution,
+		"Time sampled copies and sets ran on the GPU (devrt), by function and copy direction.", "s")
+	for _, k := range keys {
+		dp := x.copyDur[k].AppendTo(m.Histogram().DataPoints(), cfg.Buckets, start, now)
+		dp.Attributes().PutStr("gpu.cuda.api", k.api.String())
+		if k.dir != ev.DirNone {
+			dp.Attributes().PutStr("gpu.cuda.copy.direction", k.dir.String())
+		}
+	}
+}
+
+func appendHistogramMetric(ms pmetric.MetricSlice, name, desc, unit string) pmetric.Metric {
+	m := ms.AppendEmpty()
+	m.SetName(name)
+	m.SetDescription(desc)
+	m.SetUnit(unit)
+	m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	return m
 }

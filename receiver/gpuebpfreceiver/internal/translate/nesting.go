@@ -17,6 +17,8 @@ type recentSpan struct {
 	span       ptrace.Span
 	start, end uint64
 	parented   bool
+	link       *execLink // the call's GPU execution link, kept in step with the trace id
+	corr       uint32    // ... while the link still belongs to this call
 }
 
 type threadSpans struct {
@@ -25,9 +27,9 @@ type threadSpans struct {
 }
 
 // nest links the spans of thread tid that e's interval contains to sp, then
-// remembers sp. Only spans of the current batch are kept (the table is
+// remembers sp (and link, the GPU execution link of its call, if any). Only spans of the current batch are kept (the table is
 // cleared when a batch is handed over), so a handle is never stale.
-func (t *Translator) nest(tid uint32, start, end uint64, sp ptrace.Span) {
+func (t *Translator) nest(tid uint32, start, end uint64, sp ptrace.Span, link *execLink) {
 	ts := t.threads[tid]
 	if ts == nil {
 		ts = &threadSpans{}
@@ -41,11 +43,18 @@ func (t *Translator) nest(tid uint32, start, end uint64, sp ptrace.Span) {
 			continue
 		}
 		r.span.SetTraceID(traceID)
+		if r.link != nil && r.link.corr == r.corr {
+			r.link.traceID = traceID
+		}
 		if !r.parented {
 			r.span.SetParentSpanID(spanID)
 			r.parented = true
 		}
 	}
-	ts.spans[ts.n%recentPerThread] = recentSpan{span: sp, start: start, end: end}
+	rs := recentSpan{span: sp, start: start, end: end, link: link}
+	if link != nil {
+		rs.corr = link.corr
+	}
+	ts.spans[ts.n%recentPerThread] = rs
 	ts.n++
 }

@@ -56,7 +56,9 @@ func (t *Translator) spanSlice(p *process) ptrace.SpanSlice {
 }
 
 // addSpan records one API call as a span with its real start and end.
-func (t *Translator) addSpan(p *process, e *ev.Event) {
+// link, when not nil, is where a GPU execution record of the call will
+// find the span's ids.
+func (t *Translator) addSpan(p *process, e *ev.Event, link *execLink) {
 	sp := t.spanSlice(p).AppendEmpty()
 	t.nspans++
 	tid, sid := t.ids.next()
@@ -66,8 +68,11 @@ func (t *Translator) addSpan(p *process, e *ev.Event) {
 	sp.SetKind(ptrace.SpanKindInternal)
 	sp.SetStartTimestamp(t.clock.Timestamp(e.Start))
 	sp.SetEndTimestamp(t.clock.Timestamp(e.End))
+	if link != nil {
+		link.traceID, link.spanID = tid, sid
+	}
 	if e.Returned() {
-		t.nest(e.TID, e.Start, e.End, sp)
+		t.nest(e.TID, e.Start, e.End, sp, link)
 	}
 	attrs := sp.Attributes()
 	attrs.EnsureCapacity(6)

@@ -25,8 +25,12 @@ type Config struct {
 	CallDuration HistogramConfig
 	GridSize     HistogramConfig
 	BlockSize    HistogramConfig
-	Metrics      metadata.MetricsBuilderConfig
-	HostName     string
+	// GPU execution of sampled work (devrt's GPU execution records).
+	KernelExecution  HistogramConfig
+	KernelQueueDelay HistogramConfig
+	CopyExecution    HistogramConfig
+	Metrics          metadata.MetricsBuilderConfig
+	HostName         string
 	// Buckets on per-process state; zero picks the default.
 	MaxProcesses        int // default 16384
 	MaxNamesPerProcess  int // default 65536
@@ -75,35 +79,61 @@ type Hooks struct {
 }
 
 // SelfStats are the receiver's own counters that the translator does not
-// see: kernel-side losses and attachment state.
+// see: kernel-side losses and attachment state, and devrt's rings.
 type SelfStats struct {
 	RingFull, InflightFull, Unmatched uint64
 	Probes                            int64
+	// Devrt is reported when Devrt.Enabled.
+	Devrt DevrtStats
+}
+
+// DevrtStats are devrt's own counters, summed over every ring read since
+// the start (rings already removed included), and its rings now.
+type DevrtStats struct {
+	Enabled bool
+	// Records the producers dropped (gpuext_ring_hdr.drops).
+	Full, Disabled, Timing uint64
+	// Corrupt is the records left unread in rings abandoned as corrupt.
+	Corrupt uint64
+	// Rings read now, by the state devrt reports.
+	Active, DisabledRings, Closed int64
+	// Ring files given up: failed validation, corrupt, stale.
+	Invalid, Abandoned, Stale uint64
 }
 
 // Translator turns events into pdata. See the package comment.
 type Translator struct {
-	cfg        Config
-	res        Resolver
-	sym        Symbolizer
-	hooks      Hooks
-	spanClass  [8]bool
-	mb         *metadata.MetricsBuilder
-	hostRes    pcommon.Resource
-	clock      *Clock
-	ids        idSource
-	procs      map[uint32]*process
-	retired    []*process        // replaced by execve: emitted once more, then dropped
-	execComm   map[uint32]string // comm of recent execs, for short-lived processes
-	demangled  map[string]string
-	start      pcommon.Timestamp
-	traces     ptrace.Traces
-	nspans     int
-	gen        uint64                  // span batch generation
-	threads    map[uint32]*threadSpans // recent spans per thread, this batch
-	received   uint64
-	decodeErrs uint64
-	procLimit  uint64
+	cfg       Config
+	res       Resolver
+	sym       Symbolizer
+	hooks     Hooks
+	spanClass [8]bool
+	mb        *metadata.MetricsBuilder
+	hostRes   pcommon.Resource
+	clock     *Clock
+	ids       idSource
+	procs     map[uint32]*process
+	retired   []*process        // replaced by execve: emitted once more, then dropped
+	execComm  map[uint32]string // comm of recent execs, for short-lived processes
+	demangled map[string]string
+	start     pcommon.Timestamp
+	traces    ptrace.Traces
+	nspans    int
+	gen       uint64                  // span batch generation
+	threads   map[uint32]*threadSpans // recent spans per thread, this batch
+	// Per source, indexed by sourceIndex.
+	received   [3]uint64
+	decodeErrs [3]uint64
+	procLimit  [3]uint64
+}
+
+// sourceIndex is the index of counters per source: devrt's records (the
+// receiver marks every record read from a ring as devrt's) or the uprobes'.
+func sourceIndex(s ev.Source) int {
+	if s == ev.SourceDevrt {
+		return int(ev.SourceDevrt)
+	}
+	return int(ev.SourceUprobe)
 }
 
 // New returns a translator. res and sym may be nil (no attribution beyond
@@ -163,6 +193,7 @@ type process struct {
 	durations [ev.APIMax]*histogram.Histogram
 	grids     [ev.APIMax]*histogram.Histogram
 	blocks    [ev.APIMax]*histogram.Histogram
+	exec      *execState // devrt processes only
 	copied    [ev.DirDefault + 1]uint64
 	set       uint64
 	allocated [ev.MemPool + 1]uint64
@@ -185,8 +216,22 @@ type callKey struct {
 	result int32
 }
 
-// DecodeError counts a record that could not be decoded.
-func (t *Translator) DecodeError() { t.decodeErrs++; t.received++ }
+// DecodeError counts a record of the uprobes that could not be decoded.
+func (t *Translator) DecodeError() { t.DecodeErrorFrom(ev.SourceUprobe) }
+
+// DecodeErrorFrom counts a record of source src that could not be decoded.
+func (t *Translator) DecodeErrorFrom(src ev.Source) {
+	i := sourceIndex(src)
+	t.decodeErrs[i]++
+	t.received[i]++
+}
+
+// Skipping reports whether the selection rules exclude process pid (as
+// far as the translator has seen it).
+func (t *Translator) Skipping(pid uint32) bool {
+	p, ok := t.procs[pid]
+	return ok && p.skip
+}
 
 // Processes is the number of processes with state.
 func (t *Translator) Processes() int { return len(t.procs) }
@@ -252,7 +297,8 @@ func (t *Translator) identify(e *ev.Event) procattr.Process {
 
 // Handle takes one decoded event.
 func (t *Translator) Handle(e *ev.Event) {
-	t.received++
+	src := sourceIndex(e.Source)
+	t.received[src]++
 	switch e.Kind {
 	case ev.KindExec:
 		// A new program image: earlier names and allocations mean nothing
@@ -273,17 +319,18 @@ func (t *Translator) Handle(e *ev.Event) {
 	}
 	p := t.process(e)
 	if p == nil {
-		t.procLimit++
+		t.procLimit[src]++
 		return
 	}
 	if p.skip {
 		return
 	}
 	t.account(p, e)
+	link := t.execLink(p, e)
 	// __cudaRegisterFunction runs once per kernel at program start (21,504
 	// times for PyTorch): bookkeeping for names, not a call worth a span.
 	if t.cfg.Spans && t.spanClass[e.API.Class()] && e.API != ev.APICudaRegisterFunction {
-		t.addSpan(p, e)
+		t.addSpan(p, e, link)
 	}
 }
 
@@ -335,7 +382,7 @@ func (t *Translator) account(p *process, e *ev.Event) {
 			}
 		}
 	case ev.ClassCopy:
-		if api >= ev.APICuMemsetD8 && api <= ev.APICuMemsetD2D32Async {
+		if isSet(api) {
 			p.set += e.Bytes
 			return
 		}

@@ -1,0 +1,200 @@
+package translate
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
+)
+
+// GPU execution: devrt times a sample of the kernels, graphs, copies and
+// sets a process enqueues and reports, after the work ran, when it started
+// and ended on the GPU (struct gpuext_gpu_exec). Each becomes a span, the
+// child of the launching call's span, and observations of the execution
+// and queueing histograms.
+//
+// The record names its call by corr, the process's call number. The GPU
+// finishes work milliseconds after the call, often after the call's span
+// was handed over, so each devrt process keeps the ids of its recent
+// enqueuing calls in a small table indexed by corr: bounded, no map churn
+// per call, and a record whose call has been overwritten (more than
+// execLinks calls later) still makes a span, a root one.
+
+// execLinks is the number of recent enqueuing calls remembered per devrt
+// process: a power of two.
+const execLinks = 1024
+
+// execLink is what a GPU execution record needs of its call.
+type execLink struct {
+	corr    uint32
+	valid   bool
+	dir     ev.Direction // the call's direction, refined from allocations
+	kernel  string       // mangled name of the kernel launched, if known
+	traceID pcommon.TraceID
+	spanID  pcommon.SpanID // empty: the call made no span
+}
+
+// copyKey is a gpu.cuda.copy.execution.duration series.
+type copyKey struct {
+	api ev.API
+	dir ev.Direction
+}
+
+// execState is the GPU execution state of a devrt process.
+type execState struct {
+	links      [execLinks]execLink
+	kernelDur  [ev.APIMax]*histogram.Histogram
+	queueDelay [ev.APIMax]*histogram.Histogram
+	copyDur    map[copyKey]*histogram.Histogram
+	unlinked   uint64 // records whose call was no longer (or never) in links
+}
+
+// Span attributes of GPU execution spans.
+const (
+	attrQueueDelay   = "gpu.cuda.queue.delay"   // ns from the call's start to the GPU start
+	attrClockClamped = "gpu.cuda.clock_clamped" // the GPU start was before the call: set to it
+	execSpanSuffix   = " gpu"
+)
+
+// enqueues reports whether api puts work on a stream: launches, copies, sets.
+func enqueues(api ev.API) bool {
+	c := api.Class()
+	return c == ev.ClassLaunch || c == ev.ClassCopy
+}
+
+// isSet reports whether api is a cuMemset*.
+func isSet(api ev.API) bool { return api >= ev.APICuMemsetD8 && api <= ev.APICuMemsetD2D32Async }
+
+// execLink returns the link slot for a devrt call that enqueues work, filled
+// with what the call knows (span ids are added with its span), or nil.
+func (t *Translator) execLink(p *process, e *ev.Event) *execLink {
+	if e.Source != ev.SourceDevrt || e.Corr == 0 || !enqueues(e.API) {
+		return nil
+	}
+	if p.exec == nil {
+		p.exec = &execState{copyDur: map[copyKey]*histogram.Histogram{}}
+	}
+	l := &p.exec.links[e.Corr&(execLinks-1)]
+	*l = execLink{corr: e.Corr, valid: true, dir: e.Direction}
+	if e.API.Class() == ev.ClassLaunch {
+		l.kernel = t.kernelName(p, e)
+	}
+	return l
+}
+
+// HandleGPUExec takes one decoded GPU execution record.
+func (t *Translator) HandleGPUExec(x *ev.GPUExec) {
+	src := sourceIndex(x.Source)
+	t.received[src]++
+	p := t.process(&ev.Event{PID: x.PID, Source: x.Source})
+	if p == nil {
+		t.procLimit[src]++
+		return
+	}
+	if p.skip {
+		return
+	}
+	if p.exec == nil {
+		p.exec = &execState{copyDur: map[copyKey]*histogram.Histogram{}}
+	}
+	var link *execLink
+	if l := &p.exec.links[x.Corr&(execLinks-1)]; l.valid && l.corr == x.Corr {
+		link = l
+	} else {
+		p.exec.unlinked++
+	}
+	dur := float64(x.Duration()) / 1e9
+	dir := ev.DirNone
+	if x.API.Class() == ev.ClassLaunch {
+		observe(&p.exec.kernelDur, t.cfg.KernelExecution, x.API, dur)
+		observe(&p.exec.queueDelay, t.cfg.KernelQueueDelay, x.API, float64(x.QueueDelay())/1e9)
+	} else {
+		dir = apiDirection(x.API)
+		if link != nil && link.dir != ev.DirNone {
+			dir = link.dir
+		}
+		if t.cfg.CopyExecution.Enabled {
+			k := copyKey{x.API, dir}
+			h := p.exec.copyDur[k]
+			if h == nil {
+				h = histogram.New(t.cfg.CopyExecution.Buckets)
+				p.exec.copyDur[k] = h
+			}
+			h.Record(t.cfg.CopyExecution.Buckets, dur)
+		}
+	}
+	if t.cfg.Spans && t.spanClass[x.API.Class()] {
+		t.addExecSpan(p, x, link, dir)
+	}
+}
+
+// addExecSpan records the GPU execution as a child of its call's span.
+func (t *Translator) addExecSpan(p *process, x *ev.GPUExec, link *execLink, dir ev.Direction) {
+	sp := t.spanSlice(p).AppendEmpty()
+	t.nspans++
+	traceID, spanID := t.ids.next()
+	if link != nil && !link.spanID.IsEmpty() {
+		traceID = link.traceID
+		sp.SetParentSpanID(link.spanID)
+	}
+	sp.SetTraceID(traceID)
+	sp.SetSpanID(spanID)
+	sp.SetName(x.API.String() + execSpanSuffix)
+	sp.SetKind(ptrace.SpanKindInternal)
+	sp.SetStartTimestamp(t.clock.Timestamp(x.GPUStart))
+	sp.SetEndTimestamp(t.clock.Timestamp(x.GPUEnd))
+	attrs := sp.Attributes()
+	attrs.EnsureCapacity(6)
+	attrs.PutInt(attrThreadID, int64(x.TID))
+	attrs.PutInt(attrQueueDelay, int64(x.QueueDelay()))
+	if x.Stream != 0 {
+		attrs.PutInt(attrStream, int64(x.Stream))
+	}
+	if x.Flags&ev.ExecFlagClamped != 0 {
+		attrs.PutBool(attrClockClamped, true)
+	}
+	if x.Flags&ev.ExecFlagCallFailed != 0 {
+		sp.Status().SetCode(ptrace.StatusCodeError)
+		sp.Status().SetMessage("the enqueuing call failed")
+	}
+	switch {
+	case x.API == ev.APICuGraphLaunch || x.API == ev.APICudaGraphLaunch:
+		attrs.PutInt(attrHandle, int64(x.Handle))
+	case x.API.Class() == ev.ClassLaunch:
+		name := ""
+		if link != nil {
+			name = link.kernel
+		}
+		if name == "" {
+			name = t.kernelName(p, &ev.Event{API: x.API, Handle: x.Handle})
+		}
+		if name != "" {
+			attrs.PutStr(attrKernelName, t.demangle(name))
+		}
+	default:
+		attrs.PutInt(attrCopyBytes, int64(x.Bytes))
+		if dir != ev.DirNone {
+			attrs.PutStr(attrDirection, dir.String())
+		}
+	}
+}
+
+// apiDirection is the direction a copy API's name tells (DirDefault when
+// only its addresses would, DirNone for sets and 2D/3D copies, whose
+// direction is in a descriptor).
+func apiDirection(api ev.API) ev.Direction {
+	switch api {
+	case ev.APICuMemcpyHtoD, ev.APICuMemcpyHtoDAsync:
+		return ev.DirHtoD
+	case ev.APICuMemcpyDtoH, ev.APICuMemcpyDtoHAsync:
+		return ev.DirDtoH
+	case ev.APICuMemcpyDtoD, ev.APICuMemcpyDtoDAsync:
+		return ev.DirDtoD
+	case ev.APICuMemcpyPeer, ev.APICuMemcpyPeerAsync:
+		return ev.DirPeer
+	case ev.APICuMemcpy, ev.APICuMemcpyAsync:
+		return ev.DirDefault
+	}
+	return ev.DirNone
+}
