@@ -1,0 +1,112 @@
+package devrt
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+)
+
+// Config configures the devrt source.
+type Config struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Directories are where devrt creates its rings ($GPUEXT_DEVRT_DIR of
+	// the traced programs), on the host and inside each container that
+	// maps the library.
+	Directories []string `mapstructure:"directories"`
+	// PollInterval is how often each ring is drained; a ring must hold
+	// what its process writes in that time.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// Classes are what devrt reports: launch, memory, copy, sync, module,
+	// exec (GPU execution timing). Empty: all.
+	Classes []string `mapstructure:"classes"`
+	// SampleEvery times the GPU execution of 1 in N launches and copies
+	// per thread; 0 turns timing off.
+	SampleEvery int `mapstructure:"sample_every"`
+	// MaxRings bounds the rings read at once.
+	MaxRings int `mapstructure:"max_rings"`
+}
+
+// NewDefaultConfig returns the defaults.
+func NewDefaultConfig() Config {
+	return Config{
+		Enabled:      true,
+		Directories:  []string{"/dev/shm"},
+		PollInterval: 50 * time.Millisecond,
+		SampleEvery:  32,
+		MaxRings:     1024,
+	}
+}
+
+// classBits maps the names accepted in classes to the control page's bits.
+var classBits = []struct {
+	name string
+	bit  uint32
+}{
+	{"launch", devring.ClassLaunch}, {"memory", devring.ClassMemory}, {"copy", devring.ClassCopy},
+	{"sync", devring.ClassSync}, {"module", devring.ClassModule}, {"exec", devring.ClassExec},
+}
+
+// Bounds of the settings.
+const (
+	minPoll        = time.Millisecond
+	maxPoll        = 10 * time.Second
+	maxSampleEvery = 1 << 20
+	maxRingsLimit  = 65536
+)
+
+// Validate checks the configuration; errors name the field (devrt::...).
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Directories) == 0 && c.Enabled {
+		errs = append(errs, errors.New("devrt::directories: needs at least one directory"))
+	}
+	for i, d := range c.Directories {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d {
+			errs = append(errs, fmt.Errorf("devrt::directories[%d]: must be a clean absolute path, got %q", i, d))
+		}
+	}
+	if c.PollInterval < minPoll || c.PollInterval > maxPoll {
+		errs = append(errs, fmt.Errorf("devrt::poll_interval: must be between %v and %v, got %v", minPoll, maxPoll, c.PollInterval))
+	}
+	names := make([]string, len(classBits))
+	for i, cb := range classBits {
+		names[i] = cb.name
+	}
+	for i, name := range c.Classes {
+		if classBit(name) == 0 {
+			errs = append(errs, fmt.Errorf("devrt::classes[%d]: %q is not one of %s", i, name, strings.Join(names, ", ")))
+		}
+	}
+	if c.SampleEvery < 0 || c.SampleEvery > maxSampleEvery {
+		errs = append(errs, fmt.Errorf("devrt::sample_every: must be between 0 (no timing) and %d, got %d", maxSampleEvery, c.SampleEvery))
+	}
+	if c.MaxRings < 1 || c.MaxRings > maxRingsLimit {
+		errs = append(errs, fmt.Errorf("devrt::max_rings: must be between 1 and %d, got %d", maxRingsLimit, c.MaxRings))
+	}
+	return errors.Join(errs...)
+}
+
+func classBit(name string) uint32 {
+	for _, cb := range classBits {
+		if cb.name == name {
+			return cb.bit
+		}
+	}
+	return 0
+}
+
+// Control is what the configuration tells every ring's control page.
+func (c *Config) Control(consumerPID uint32) devring.Control {
+	ctl := devring.Control{SampleEvery: uint32(c.SampleEvery), ConsumerPID: consumerPID}
+	for _, name := range c.Classes {
+		ctl.Classes |= classBit(name)
+	}
+	if len(c.Classes) == 0 {
+		ctl.Classes = devring.ClassAll
+	}
+	return ctl
+}

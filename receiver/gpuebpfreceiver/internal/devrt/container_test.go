@@ -1,0 +1,112 @@
+package devrt
+
+import (
+	"bufio"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
+)
+
+// TestContainerRing: a process in its own mount and pid namespaces, with a
+// private tmpfs on its ring directory and a library named like devrt's
+// mapped, has a ring only visible through /proc/<pid>/root. The container
+// scan finds it, reads it under the host pid (the header says 1), and
+// removes it when the process has gone.
+func TestContainerRing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("namespaces and mounts need root")
+	}
+	lib := filepath.Join(t.TempDir(), "libgpuext-devrt.so")
+	data, err := os.ReadFile("/lib/x86_64-linux-gnu/libdl.so.2")
+	if err != nil {
+		t.Skip("no library to stand in for devrt:", err)
+	}
+	require.NoError(t, os.WriteFile(lib, data, 0o755))
+	const dir = "/run/gpuext-test"
+	// The shell becomes pid 1 of a new pid namespace; its tmpfs is private
+	// to its mount namespace. It prints its host-side readiness and waits.
+	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--kill-child", "sh", "-c",
+		"mkdir -p "+dir+" && mount -t tmpfs none "+dir+" && echo ready && exec sleep 30")
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	if err := cmd.Start(); err != nil {
+		t.Skip("unshare:", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Skipf("the namespaced shell did not start: %q %v", line, err)
+	}
+	// unshare forks: the child (pid 1 inside) is the one with the mounts.
+	child := childOf(t, cmd.Process.Pid)
+	res, err := procattr.NewResolver("/proc")
+	require.NoError(t, err)
+	info, err := res.Resolve(child)
+	require.NoError(t, err)
+	ns, err := nsPID("/proc", child)
+	require.NoError(t, err)
+	require.Equal(t, uint32(1), ns)
+
+	inside := filepath.Join("/proc", strconv.Itoa(child), "root", dir)
+	ringPath := filepath.Join(inside, "gpuext-devrt-1-42.ring")
+	p, err := devring.Create(ringPath, devring.Header{Capacity: 64, PID: 1, StartTime: info.StartTime, CreatedNS: 42})
+	require.NoError(t, err)
+	defer p.Close()
+	rec := make([]byte, 16)
+	binary.LittleEndian.PutUint32(rec, 9)
+	require.True(t, p.Write(rec))
+
+	var recs []got
+	var attached []uint32
+	cfg := NewDefaultConfig()
+	cfg.Directories = []string{dir}
+	src := New(cfg, Options{
+		ProcRoot: "/proc",
+		Resolve:  res.Resolve,
+		Alive:    res.Alive,
+		Handle:   func(pid uint32, rec []byte) { recs = append(recs, got{pid, binary.LittleEndian.Uint32(rec)}) },
+		Attached: func(pid uint32, _ uint64) { attached = append(attached, pid) },
+		Detached: func(pid uint32) { attached = append(attached, 0) },
+	})
+	defer src.Shutdown()
+	src.scanHostDirs()
+	src.Poll()
+	require.Zero(t, src.Rings(), "not in the host's directory")
+	src.scanContainers()
+	src.Poll()
+	require.Equal(t, []got{{uint32(child), 9}}, recs, "read under the host pid")
+	require.Equal(t, []uint32{uint32(child)}, attached)
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.Eventually(t, func() bool {
+		src.checkLiveness()
+		src.Poll()
+		return src.Rings() == 0
+	}, 5*time.Second, 20*time.Millisecond)
+	require.Equal(t, []uint32{uint32(child), 0}, attached)
+}
+
+// childOf returns the only child of pid.
+func childOf(t *testing.T, pid int) int {
+	var kids []string
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+		kids = strings.Fields(string(data))
+		return err == nil && len(kids) == 1
+	}, 2*time.Second, 10*time.Millisecond)
+	child, err := strconv.Atoi(kids[0])
+	require.NoError(t, err)
+	return child
+}

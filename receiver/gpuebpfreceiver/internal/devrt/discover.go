@@ -1,0 +1,343 @@
+package devrt
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
+)
+
+// candidate is a ring file found in a directory.
+type candidate struct {
+	dirfd   int    // the directory (owned by the caller; dup'ed when kept)
+	name    string // file name, checked by parseName
+	path    string // for logs
+	hostPID uint32 // the process whose root it was found in; 0: a host directory
+}
+
+// discover is the discovery goroutine.
+func (s *Source) discover(ctx context.Context) {
+	t := time.NewTicker(s.cfg.PollInterval)
+	defer t.Stop()
+	var lastProc, lastLive time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.scanHostDirs()
+			if now.Sub(lastProc) >= procScanInterval {
+				s.scanContainers()
+				lastProc = now
+			}
+			if now.Sub(lastLive) >= livenessInterval {
+				s.checkLiveness()
+				lastLive = now
+			}
+			s.expireOrphans(now)
+		}
+	}
+}
+
+// hostDir returns the cached descriptor of a configured directory on the
+// host, opening it when needed (it may appear later).
+func (s *Source) hostDir(dir string) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fd, ok := s.hostDirs[dir]; ok {
+		return fd, true
+	}
+	fd, err := openDir(s.hostRoot, dir)
+	if err != nil {
+		return -1, false
+	}
+	s.hostDirs[dir] = fd
+	return fd, true
+}
+
+// scanHostDirs considers every ring file in the configured directories.
+func (s *Source) scanHostDirs() {
+	for _, dir := range s.cfg.Directories {
+		fd, ok := s.hostDir(dir)
+		if !ok {
+			continue
+		}
+		names, err := listRings(fd, 0)
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			s.consider(candidate{dirfd: fd, name: n, path: filepath.Join(dir, n)})
+		}
+	}
+}
+
+// scanContainers finds processes outside the host's mount namespace that
+// map devrt and considers the ring files in their root's directories.
+func (s *Source) scanContainers() {
+	pids, err := procmaps.ListPIDs(s.opts.ProcRoot)
+	if err != nil {
+		return
+	}
+	seen := make(map[int]bool, len(pids))
+	for _, pid := range pids {
+		seen[pid] = true
+		for _, c := range s.containerCandidates(pid) {
+			s.consider(c)
+			_ = unix.Close(c.dirfd)
+		}
+	}
+	s.mu.Lock()
+	for pid := range s.procs {
+		if !seen[pid] {
+			delete(s.procs, pid)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// candidatesOf returns pid's ring files: in the host's directories when it
+// shares the host's mount namespace, else in its root's (those candidates,
+// hostPID set, own their directory descriptor). Probe uses it.
+func (s *Source) candidatesOf(pid int) []candidate {
+	mnt, err := mountNS(s.opts.ProcRoot, pid)
+	if err != nil {
+		return nil
+	}
+	if mnt != s.hostMnt {
+		return s.containerCandidates(pid) // the caller closes their directories
+	}
+	var out []candidate
+	for _, dir := range s.cfg.Directories {
+		fd, ok := s.hostDir(dir)
+		if !ok {
+			continue
+		}
+		names, _ := listRings(fd, uint32(pid))
+		for _, n := range names {
+			out = append(out, candidate{dirfd: fd, name: n, path: filepath.Join(dir, n)})
+		}
+	}
+	return out
+}
+
+// containerCandidates returns the ring files of a process outside the
+// host's mount namespace that maps devrt, each with a descriptor of its
+// directory the caller closes. The maps are read once per process.
+func (s *Source) containerCandidates(pid int) []candidate {
+	mnt, err := mountNS(s.opts.ProcRoot, pid)
+	if err != nil || mnt == s.hostMnt || s.opts.Resolve == nil {
+		return nil
+	}
+	info, err := s.opts.Resolve(pid)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	cp, ok := s.procs[pid]
+	s.mu.Unlock()
+	if !ok || cp.start != info.StartTime {
+		cp = containerProc{start: info.StartTime}
+		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, procmaps.LibraryMatcher(devrtLibrary))
+		if err == nil && len(libs) > 0 {
+			cp.devrt = true
+			cp.nsPID, _ = nsPID(s.opts.ProcRoot, pid)
+		}
+		s.mu.Lock()
+		s.procs[pid] = cp
+		s.mu.Unlock()
+	}
+	if !cp.devrt || cp.nsPID == 0 {
+		return nil
+	}
+	root := filepath.Join(s.opts.ProcRoot, strconv.Itoa(pid), "root")
+	var out []candidate
+	for _, dir := range s.cfg.Directories {
+		fd, err := openDir(root, dir)
+		if err != nil {
+			continue
+		}
+		names, _ := listRings(fd, cp.nsPID)
+		if len(names) == 0 {
+			_ = unix.Close(fd)
+			continue
+		}
+		for i, n := range names {
+			dfd := fd
+			if i > 0 {
+				if dfd, err = unix.Dup(fd); err != nil {
+					continue
+				}
+			}
+			out = append(out, candidate{dirfd: dfd, name: n, path: filepath.Join(root, dir, n), hostPID: uint32(pid)})
+		}
+	}
+	return out
+}
+
+// consider opens a ring file not seen before and queues it for reading,
+// or remembers why not.
+func (s *Source) consider(c candidate) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(c.dirfd, c.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return
+	}
+	key := fileKey{uint64(st.Dev), st.Ino}
+	s.mu.Lock()
+	if s.known[key] || s.bad[key] {
+		s.mu.Unlock()
+		return
+	}
+	if o, ok := s.orphans[key]; ok {
+		// Found again inside a process's root: that process owns it.
+		if c.hostPID != 0 {
+			delete(s.orphans, key)
+			o.e.pid = c.hostPID
+			s.known[key] = true
+			s.pending = append(s.pending, o.e)
+		}
+		s.mu.Unlock()
+		return
+	}
+	full := len(s.known)+len(s.orphans) >= s.cfg.MaxRings
+	if full && !s.fullLog {
+		s.log.Warn("devrt: max_rings reached; further rings wait", zap.Int("max_rings", s.cfg.MaxRings))
+	}
+	s.fullLog = full
+	s.mu.Unlock()
+	if full {
+		return
+	}
+
+	e, err := s.open(c, key)
+	switch {
+	case errors.Is(err, devring.ErrNotReady):
+		s.mu.Lock()
+		first, ok := s.notReady[key]
+		if !ok {
+			s.notReady[key] = time.Now()
+		} else if time.Since(first) > notReadyGrace {
+			delete(s.notReady, key)
+			s.rejectLocked(key, c.path, err)
+		}
+		s.mu.Unlock()
+		return
+	case errors.Is(err, devring.ErrInvalid):
+		s.mu.Lock()
+		delete(s.notReady, key)
+		s.rejectLocked(key, c.path, err)
+		s.mu.Unlock()
+		return
+	case err != nil:
+		return // gone meanwhile, or not ours to open
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.notReady, key)
+	if s.known[key] || s.orphans[key] != nil { // opened meanwhile by the other goroutine
+		_ = e.ring.Close()
+		_ = unix.Close(e.dirfd)
+		return
+	}
+	if c.hostPID == 0 && !s.alive(e.pid, e.start) {
+		// No live host process of that pid and start: a ring of a process
+		// in another pid namespace sharing this directory (found again in
+		// its root by the container scan), or of one that is gone.
+		s.orphans[key] = &orphan{e: e, first: time.Now()}
+		return
+	}
+	if !s.alive(e.pid, e.start) {
+		e.dead.Store(true)
+	}
+	s.known[key] = true
+	s.pending = append(s.pending, e)
+}
+
+// open maps the ring and checks it belongs where it was found.
+func (s *Source) open(c candidate, key fileKey) (*entry, error) {
+	f, err := openRingFile(c.dirfd, c.name)
+	if err != nil {
+		return nil, err
+	}
+	r, err := devring.FromFile(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	h := r.Header()
+	if namePID, _ := parseName(c.name); namePID != h.PID {
+		_ = r.Close()
+		return nil, errors.Join(devring.ErrInvalid, errors.New("the header's pid is not the file name's"))
+	}
+	if dev, ino := r.FileID(); dev != key.dev || ino != key.ino {
+		_ = r.Close()
+		return nil, errors.New("replaced while opened")
+	}
+	dirfd, err := unix.FcntlInt(uintptr(c.dirfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	pid := h.PID
+	if c.hostPID != 0 {
+		pid = c.hostPID
+	}
+	return &entry{ring: r, dirfd: dirfd, name: c.name, path: c.path, key: key, pid: pid,
+		start: h.StartTime, created: h.CreatedNS}, nil
+}
+
+func (s *Source) rejectLocked(key fileKey, path string, err error) {
+	if len(s.bad) >= maxBad {
+		clear(s.bad) // files still there are checked (and logged) again
+	}
+	s.bad[key] = true
+	s.invalid++
+	s.log.Warn("devrt: ignoring a ring file", zap.String("path", path), zap.Error(err))
+}
+
+func (s *Source) alive(pid uint32, start uint64) bool {
+	return s.opts.Alive == nil || s.opts.Alive(int(pid), start)
+}
+
+// checkLiveness marks the rings whose process has exited.
+func (s *Source) checkLiveness() {
+	s.mu.Lock()
+	live := s.live
+	s.mu.Unlock()
+	for _, e := range live {
+		if !e.dead.Load() && !s.alive(e.pid, e.start) {
+			e.dead.Store(true)
+		}
+	}
+}
+
+// expireOrphans hands host rings nobody claimed for orphanGrace to the
+// event goroutine, for a final drain (under the pid in the header) and
+// removal.
+func (s *Source) expireOrphans(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, first := range s.notReady {
+		if now.Sub(first) > 2*notReadyGrace { // gone before it was ready
+			delete(s.notReady, key)
+		}
+	}
+	for key, o := range s.orphans {
+		if now.Sub(o.first) < orphanGrace {
+			continue
+		}
+		delete(s.orphans, key)
+		o.e.final = true
+		s.stale++
+		s.known[key] = true
+		s.pending = append(s.pending, o.e)
+	}
+}

@@ -1,0 +1,433 @@
+package devrt
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
+)
+
+// Options connect the source to the receiver. Handle, Attached and
+// Detached are called on the goroutine that calls Poll, Probe, Exec,
+// Silence and Shutdown (the receiver's event goroutine).
+type Options struct {
+	// ProcRoot is where the host's /proc is visible.
+	ProcRoot string
+	Logger   *zap.Logger
+	// Handle receives every record with its process's pid in the
+	// collector's pid namespace (devrt writes its own namespace's).
+	Handle func(pid uint32, rec []byte)
+	// Resolve and Alive tell who a process is and whether it still runs
+	// with a start time (procattr.Resolver).
+	Resolve func(pid int) (procattr.Process, error)
+	Alive   func(pid int, start uint64) bool
+	// Attached: from createdNS on, devrt reports every call of pid (called
+	// again when a newer ring of pid replaces the last one).
+	Attached func(pid uint32, createdNS uint64)
+	// Detached: pid has no ring any more.
+	Detached func(pid uint32)
+	// Now is CLOCK_MONOTONIC in ns, written as the heartbeat.
+	Now func() uint64
+}
+
+// Timing of discovery; rings are drained every poll_interval.
+const (
+	procScanInterval = time.Second            // container processes mapping the library
+	livenessInterval = 250 * time.Millisecond // has a ring's process exited?
+	orphanGrace      = 10 * time.Second       // a host ring no live process claims
+	notReadyGrace    = 10 * time.Second       // a ring file whose header never appears
+	devrtLibrary     = "libgpuext-devrt.so*"
+	maxBad           = 4096 // rejected files remembered
+)
+
+type fileKey struct{ dev, ino uint64 }
+
+// entry is one ring being read.
+type entry struct {
+	ring    *devring.Ring
+	dirfd   int // the ring's directory, O_PATH, held so the file can be removed
+	name    string
+	path    string // for logs
+	key     fileKey
+	pid     uint32 // in the collector's pid namespace
+	start   uint64
+	created uint64
+	final   bool        // drain once more and remove: superseded, exec'd, orphaned
+	dead    atomic.Bool // its process has exited (set by discovery)
+	closed  int         // polls since devrt marked the ring closed
+	last    devring.Counters
+}
+
+// Stats are the source's counters for self-telemetry.
+type Stats struct {
+	Full, Disabled, Timing        uint64 // producers' drop counters, summed
+	Corrupt                       uint64 // records left unread in abandoned rings
+	Active, DisabledRings, Closed int64  // rings read now, by state
+	Invalid, Abandoned, Stale     uint64 // ring files given up
+}
+
+// Source reads every devrt ring. See the package comment.
+type Source struct {
+	cfg      Config
+	opts     Options
+	log      *zap.Logger
+	ctl      devring.Control
+	hostRoot string // "" or <proc_root>/1/root: where the host's directories are
+	hostMnt  string // pid 1's mount namespace
+
+	// Shared by the discovery goroutine and the event goroutine.
+	mu       sync.Mutex
+	known    map[fileKey]bool // pending or read
+	bad      map[fileKey]bool // failed validation, corrupt or not removable: never again
+	notReady map[fileKey]time.Time
+	orphans  map[fileKey]*orphan
+	pending  []*entry
+	live     []*entry // what liveness checks look at
+	invalid  uint64
+	stale    uint64
+	fullLog  bool
+	hostDirs map[string]int // host directory → O_PATH fd
+	procs    map[int]containerProc
+
+	// Event goroutine only.
+	rings     []*entry
+	attached  map[uint32]uint64 // pid → created_ns of the ring that counts
+	silenced  map[uint32]bool
+	removed   devring.Counters // drop counters of rings already removed
+	abandoned uint64
+	lost      uint64
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type orphan struct {
+	e     *entry
+	first time.Time
+}
+
+// containerProc is what discovery learnt of a process outside the host's
+// mount namespace.
+type containerProc struct {
+	start uint64
+	devrt bool   // maps the library
+	nsPID uint32 // its pid in its own namespace
+}
+
+// New returns a source; Start begins discovery.
+func New(cfg Config, opts Options) *Source {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = monotonic
+	}
+	s := &Source{
+		cfg: cfg, opts: opts, log: opts.Logger,
+		ctl:      cfg.Control(uint32(os.Getpid())),
+		known:    map[fileKey]bool{},
+		bad:      map[fileKey]bool{},
+		notReady: map[fileKey]time.Time{},
+		orphans:  map[fileKey]*orphan{},
+		hostDirs: map[string]int{},
+		procs:    map[int]containerProc{},
+		attached: map[uint32]uint64{},
+		silenced: map[uint32]bool{},
+	}
+	if filepath.Clean(opts.ProcRoot) != "/proc" {
+		s.hostRoot = filepath.Join(opts.ProcRoot, "1", "root")
+	}
+	s.hostMnt, _ = mountNS(opts.ProcRoot, 1)
+	return s
+}
+
+func monotonic() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// Start runs discovery until Shutdown: the configured directories every
+// poll_interval, container processes every second.
+func (s *Source) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.scanHostDirs()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.discover(ctx)
+	}()
+}
+
+// Poll drains every ring, writes heartbeats and retires rings whose
+// process has gone. Called every poll_interval on the event goroutine.
+func (s *Source) Poll() {
+	s.adoptPending()
+	now := s.opts.Now()
+	for i := 0; i < len(s.rings); {
+		if e := s.rings[i]; s.drain(e, now) {
+			s.retire(e)
+			continue // retire removed it from s.rings
+		}
+		i++
+	}
+}
+
+// drain reads one ring and reports whether to retire it.
+func (s *Source) drain(e *entry, now uint64) bool {
+	if !s.drainOnce(e) {
+		return true
+	}
+	_ = e.ring.Heartbeat(now)
+	if c, err := e.ring.Counters(); err == nil {
+		e.last = c
+	}
+	if e.last.State == devring.StateClosed {
+		// Drained once after devrt closed it; retire (with a final drain
+		// for stragglers) at the next poll.
+		e.closed++
+	}
+	return e.final || e.dead.Load() || e.closed > 1
+}
+
+// drainOnce hands the ring's records on; false when the ring broke.
+func (s *Source) drainOnce(e *entry) bool {
+	_, err := e.ring.Drain(func(rec []byte) error {
+		s.opts.Handle(e.pid, rec)
+		return nil
+	})
+	if err == nil {
+		return true
+	}
+	if e.ring.Broken() != nil {
+		s.abandoned++
+		if c, cerr := e.ring.Counters(); cerr == nil && c.Head > e.ring.Tail() {
+			s.lost += min(c.Head-e.ring.Tail(), uint64(e.ring.Header().Capacity))
+		}
+		s.log.Warn("devrt ring abandoned: its writer broke the ring protocol",
+			zap.String("path", e.path), zap.Uint32("pid", e.pid), zap.Error(err))
+	}
+	return false
+}
+
+// retire drains e a last time, removes its file and forgets it.
+func (s *Source) retire(e *entry) {
+	broken := e.ring.Broken() != nil
+	if !broken {
+		s.drainOnce(e)
+		broken = e.ring.Broken() != nil
+		if c, err := e.ring.Counters(); err == nil {
+			e.last = c
+		}
+	}
+	for i := range s.removed.Drops {
+		s.removed.Drops[i] += e.last.Drops[i]
+	}
+	err := removeRing(e.dirfd, e.name, e.key.dev, e.key.ino)
+	if err != nil {
+		s.log.Debug("cannot remove devrt ring", zap.String("path", e.path), zap.Error(err))
+	}
+	_ = e.ring.Close()
+	_ = unix.Close(e.dirfd)
+	for i, o := range s.rings {
+		if o == e {
+			s.rings = append(s.rings[:i], s.rings[i+1:]...)
+			break
+		}
+	}
+	s.mu.Lock()
+	delete(s.known, e.key)
+	if err != nil {
+		s.bad[e.key] = true // the file stays: never read it again
+	}
+	s.publishLocked()
+	s.mu.Unlock()
+	s.updateAttached(e.pid)
+}
+
+// adoptPending takes the rings discovery opened into the read set.
+func (s *Source) adoptPending() {
+	s.mu.Lock()
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	now := s.opts.Now()
+	for _, e := range pending {
+		_ = e.ring.WriteControl(s.control(e.pid))
+		_ = e.ring.Heartbeat(now)
+		s.rings = append(s.rings, e)
+		s.updateAttached(e.pid)
+	}
+	s.mu.Lock()
+	s.publishLocked()
+	s.mu.Unlock()
+}
+
+// updateAttached marks all but the newest live ring of pid final and tells
+// the receiver which ring (created when) now reports pid's calls, if any.
+func (s *Source) updateAttached(pid uint32) {
+	var newest *entry
+	for _, e := range s.rings {
+		if e.pid == pid && !e.final && !e.dead.Load() && (newest == nil || e.created > newest.created) {
+			newest = e
+		}
+	}
+	for _, e := range s.rings {
+		if e.pid == pid && e != newest {
+			e.final = true
+		}
+	}
+	was, had := s.attached[pid]
+	switch {
+	case newest == nil && had:
+		delete(s.attached, pid)
+		if s.opts.Detached != nil {
+			s.opts.Detached(pid)
+		}
+	case newest != nil && (!had || was != newest.created):
+		s.attached[pid] = newest.created
+		if s.opts.Attached != nil {
+			s.opts.Attached(pid, newest.created)
+		}
+	}
+}
+
+func (s *Source) publishLocked() { s.live = append(s.live[:0:0], s.rings...) }
+
+func (s *Source) control(pid uint32) devring.Control {
+	if s.silenced[pid] {
+		return devring.Control{ConsumerPID: s.ctl.ConsumerPID} // report nothing
+	}
+	return s.ctl
+}
+
+// Probe looks for pid's ring at once (its first call seen by the uprobes):
+// every call after the ring's creation is then reported by devrt alone.
+func (s *Source) Probe(pid uint32) {
+	s.adoptPending()
+	for _, e := range s.rings {
+		if e.pid == pid {
+			return
+		}
+	}
+	for _, c := range s.candidatesOf(int(pid)) {
+		s.consider(c)
+		if c.hostPID != 0 {
+			_ = unix.Close(c.dirfd)
+		}
+	}
+	s.adoptPending()
+}
+
+// Exec retires the rings pid made before it called execve at ns (the new
+// program makes its own), so their last records are taken under the old
+// program's identity.
+func (s *Source) Exec(pid uint32, at uint64) {
+	s.adoptPending()
+	var old []*entry
+	for _, e := range s.rings {
+		if e.pid == pid && e.created < at {
+			old = append(old, e)
+		}
+	}
+	for _, e := range old {
+		e.final = true
+		s.retire(e)
+	}
+}
+
+// Silence tells devrt in pid to report nothing (the selection rules
+// exclude the process); Unsilence undoes it.
+func (s *Source) Silence(pid uint32)   { s.setSilenced(pid, true) }
+func (s *Source) Unsilence(pid uint32) { s.setSilenced(pid, false) }
+
+func (s *Source) setSilenced(pid uint32, on bool) {
+	if s.silenced[pid] == on {
+		return
+	}
+	if on {
+		s.silenced[pid] = true
+	} else {
+		delete(s.silenced, pid)
+	}
+	for _, e := range s.rings {
+		if e.pid == pid {
+			_ = e.ring.WriteControl(s.control(pid))
+		}
+	}
+}
+
+// Rings is the number of rings being read.
+func (s *Source) Rings() int { return len(s.rings) }
+
+// Stats returns the counters for self-telemetry (event goroutine).
+func (s *Source) Stats() Stats {
+	st := Stats{
+		Full:      s.removed.Drops[devring.DropFull],
+		Disabled:  s.removed.Drops[devring.DropDisabled],
+		Timing:    s.removed.Drops[devring.DropTiming],
+		Corrupt:   s.lost,
+		Abandoned: s.abandoned,
+	}
+	for _, e := range s.rings {
+		st.Full += e.last.Drops[devring.DropFull]
+		st.Disabled += e.last.Drops[devring.DropDisabled]
+		st.Timing += e.last.Drops[devring.DropTiming]
+		switch e.last.State {
+		case devring.StateDisabled:
+			st.DisabledRings++
+		case devring.StateClosed:
+			st.Closed++
+		default:
+			st.Active++
+		}
+	}
+	s.mu.Lock()
+	st.Invalid, st.Stale = s.invalid, s.stale
+	s.mu.Unlock()
+	return st
+}
+
+// Shutdown stops discovery, drains every ring a last time and lets go of
+// them, telling devrt nobody reads (consumer_pid 0). Files stay: their
+// processes still run, and a restarted collector resumes where this one
+// stopped. Call it on the event goroutine, before the final hand-over.
+func (s *Source) Shutdown() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	s.adoptPending()
+	for _, e := range s.rings {
+		s.drainOnce(e)
+		ctl := s.control(e.pid)
+		ctl.ConsumerPID = 0
+		_ = e.ring.WriteControl(ctl)
+		_ = e.ring.Close()
+		_ = unix.Close(e.dirfd)
+	}
+	s.rings = nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range s.orphans {
+		_ = o.e.ring.Close()
+		_ = unix.Close(o.e.dirfd)
+	}
+	s.orphans = map[fileKey]*orphan{}
+	for _, fd := range s.hostDirs {
+		_ = unix.Close(fd)
+	}
+	s.hostDirs = map[string]int{}
+	s.live = nil
+}

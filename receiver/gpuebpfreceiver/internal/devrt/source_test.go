@@ -1,0 +1,375 @@
+package devrt
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+)
+
+// world is a source over a temporary directory, with processes that are
+// alive as the test says.
+type world struct {
+	t    *testing.T
+	dir  string
+	src  *Source
+	mu   sync.Mutex
+	live map[uint32]uint64 // pid → start time of live processes
+	recs []got
+	log  []string // Attached/Detached calls
+	now  uint64
+}
+
+type got struct {
+	pid uint32
+	seq uint32
+}
+
+func newWorld(t *testing.T, mutate func(*Config)) *world {
+	w := &world{t: t, dir: t.TempDir(), live: map[uint32]uint64{}, now: 1_000_000}
+	cfg := NewDefaultConfig()
+	cfg.Directories = []string{w.dir}
+	cfg.PollInterval = 10 * time.Millisecond
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	require.NoError(t, cfg.Validate())
+	w.src = New(cfg, Options{
+		ProcRoot: "/proc",
+		Handle: func(pid uint32, rec []byte) {
+			w.recs = append(w.recs, got{pid, binary.LittleEndian.Uint32(rec)})
+		},
+		Alive: func(pid int, start uint64) bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			s, ok := w.live[uint32(pid)]
+			return ok && (start == 0 || s == start)
+		},
+		Attached: func(pid uint32, created uint64) { w.log = append(w.log, "attach "+u(pid)+" "+u64(created)) },
+		Detached: func(pid uint32) { w.log = append(w.log, "detach "+u(pid)) },
+		Now:      func() uint64 { return w.now },
+	})
+	t.Cleanup(w.src.Shutdown)
+	return w
+}
+
+func u(v uint32) string   { return strconv.FormatUint(uint64(v), 10) }
+func u64(v uint64) string { return strconv.FormatUint(v, 10) }
+
+func (w *world) alive(pid uint32, start uint64) {
+	w.mu.Lock()
+	w.live[pid] = start
+	w.mu.Unlock()
+}
+
+func (w *world) kill(pid uint32) {
+	w.mu.Lock()
+	delete(w.live, pid)
+	w.mu.Unlock()
+}
+
+// ring makes the ring of process pid (start time 7) created at created.
+func (w *world) ring(pid uint32, created uint64) (*devring.Producer, string) {
+	path := filepath.Join(w.dir, "gpuext-devrt-"+u(pid)+"-"+u64(created)+".ring")
+	p, err := devring.Create(path, devring.Header{Capacity: 64, PID: pid, StartTime: 7, CreatedNS: created, Version: "test"})
+	require.NoError(w.t, err)
+	w.t.Cleanup(func() { p.Close() })
+	return p, path
+}
+
+func write(t *testing.T, p *devring.Producer, seqs ...uint32) {
+	for _, s := range seqs {
+		b := make([]byte, 16)
+		binary.LittleEndian.PutUint32(b, s)
+		require.True(t, p.Write(b))
+	}
+}
+
+// poll runs a discovery round and a drain, as the two goroutines would.
+func (w *world) poll() {
+	w.src.scanHostDirs()
+	w.src.checkLiveness()
+	w.src.Poll()
+}
+
+func (w *world) take() []got { r := w.recs; w.recs = nil; return r }
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// openRing opens a ring as devrt would see it, to read the control page.
+func openRing(t *testing.T, path string) *devring.Ring {
+	r, err := devring.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestSourceReadsRings(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.Classes = []string{"launch", "exec"}; c.SampleEvery = 8 })
+	w.alive(100, 7)
+	w.alive(200, 7)
+	p1, path1 := w.ring(100, 5000)
+	p2, _ := w.ring(200, 6000)
+	write(t, p1, 1, 2, 3)
+	write(t, p2, 10)
+	w.poll()
+	require.ElementsMatch(t, []got{{100, 1}, {100, 2}, {100, 3}, {200, 10}}, w.take())
+	require.ElementsMatch(t, []string{"attach 100 5000", "attach 200 6000"}, w.log)
+
+	ctl, gen, hb, err := openRing(t, path1).ReadControl()
+	require.NoError(t, err)
+	require.Equal(t, devring.Control{Classes: devring.ClassLaunch | devring.ClassExec, SampleEvery: 8, ConsumerPID: uint32(os.Getpid())}, ctl)
+	require.Equal(t, uint32(2), gen)
+	require.Equal(t, uint64(1_000_000), hb)
+
+	w.now = 2_000_000
+	write(t, p1, 4)
+	w.poll()
+	require.Equal(t, []got{{100, 4}}, w.take())
+	_, gen, hb, _ = openRing(t, path1).ReadControl()
+	require.Equal(t, uint64(2_000_000), hb, "a heartbeat at each drain")
+	require.Equal(t, uint32(2), gen, "the configuration is written once")
+	require.Equal(t, 2, w.src.Rings())
+	require.Equal(t, Stats{Active: 2}, w.src.Stats())
+}
+
+func TestSourceRetiresExitedProcess(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	p, path := w.ring(100, 5000)
+	p.AddDrops(devring.DropFull, 3)
+	write(t, p, 1)
+	w.poll()
+	write(t, p, 2, 3) // written just before the process died
+	w.kill(100)
+	w.poll()
+	require.Equal(t, []got{{100, 1}, {100, 2}, {100, 3}}, w.take(), "the final drain loses nothing")
+	require.False(t, exists(path), "removed")
+	require.Equal(t, []string{"attach 100 5000", "detach 100"}, w.log)
+	require.Equal(t, Stats{Full: 3}, w.src.Stats(), "a removed ring's drops still count")
+	w.poll()
+	require.Zero(t, w.src.Rings())
+}
+
+func TestSourceRetiresAStartTimeMismatch(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	p, path := w.ring(100, 5000)
+	write(t, p, 1)
+	w.poll()
+	w.alive(100, 8) // the pid now belongs to another process
+	w.poll()
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.False(t, exists(path))
+}
+
+func TestSourceRetiresClosedRing(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	p, path := w.ring(100, 5000)
+	write(t, p, 1)
+	p.SetState(devring.StateClosed, 0)
+	w.poll()
+	require.True(t, exists(path), "drained; kept one more poll for stragglers")
+	require.Equal(t, Stats{Closed: 1}, w.src.Stats())
+	write(t, p, 2)
+	w.poll()
+	require.Equal(t, []got{{100, 1}, {100, 2}}, w.take())
+	require.False(t, exists(path))
+}
+
+// TestSourceNewerRingReplacesOlder: a process that exec'd made a new ring
+// under the same pid; the old one is drained a last time and removed.
+func TestSourceNewerRingReplacesOlder(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	old, oldPath := w.ring(100, 5000)
+	write(t, old, 1)
+	w.poll()
+	write(t, old, 2)
+	young, youngPath := w.ring(100, 9000)
+	write(t, young, 3)
+	w.poll()
+	require.Equal(t, []got{{100, 1}, {100, 2}, {100, 3}}, w.take())
+	require.False(t, exists(oldPath))
+	require.True(t, exists(youngPath))
+	require.Equal(t, []string{"attach 100 5000", "attach 100 9000"}, w.log)
+}
+
+func TestSourceExec(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	p, path := w.ring(100, 5000)
+	w.poll()
+	write(t, p, 1)
+	w.src.Exec(100, 4000) // an exec before the ring: nothing to do
+	require.True(t, exists(path))
+	w.src.Exec(100, 6000)
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.False(t, exists(path))
+	require.Equal(t, []string{"attach 100 5000", "detach 100"}, w.log)
+	w.src.Exec(300, 1) // not a devrt process
+}
+
+func TestSourceRejectsInvalidFilesOnce(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(5, 7)
+	garbage := filepath.Join(w.dir, "gpuext-devrt-5-1.ring")
+	mem := make([]byte, 3*devring.PageSize)
+	binary.LittleEndian.PutUint64(mem, 0xdeadbeef)
+	require.NoError(t, os.WriteFile(garbage, mem, 0o600))
+	// A valid ring under another pid's name.
+	_, wrongName := w.ring(6, 1)
+	require.NoError(t, os.Rename(wrongName, filepath.Join(w.dir, "gpuext-devrt-5-2.ring")))
+	// Not ring names: never opened.
+	require.NoError(t, os.WriteFile(filepath.Join(w.dir, "gpuext-devrt-x-1.ring"), mem, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(w.dir, "other"), mem, 0o600))
+	// A link: not followed.
+	_, target := w.ring(7, 1)
+	require.NoError(t, os.Rename(target, filepath.Join(t.TempDir(), "elsewhere")))
+	require.NoError(t, os.Symlink(filepath.Join(w.dir, "elsewhere"), filepath.Join(w.dir, "gpuext-devrt-7-1.ring")))
+	for i := 0; i < 3; i++ {
+		w.poll()
+	}
+	require.Equal(t, Stats{Invalid: 2}, w.src.Stats())
+	require.Zero(t, w.src.Rings())
+	require.True(t, exists(garbage), "what is not a ring is not removed")
+}
+
+// TestSourceWaitsForHeader: a file devrt has created but not filled yet
+// is tried again, not rejected.
+func TestSourceWaitsForHeader(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	p, path := w.ring(100, 5000)
+	write(t, p, 1)
+	full, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, make([]byte, len(full)), 0o600)) // same inode, zeros
+	w.poll()
+	require.Zero(t, w.src.Rings())
+	require.NoError(t, os.WriteFile(path, full, 0o600))
+	w.poll()
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.Equal(t, Stats{Active: 1}, w.src.Stats())
+}
+
+// TestSourceOrphan: a ring whose header names no live process is left
+// alone for a grace period (a process in another pid namespace sharing
+// the directory is found by the container scan), then drained once and
+// removed.
+func TestSourceOrphan(t *testing.T) {
+	w := newWorld(t, nil)
+	p, path := w.ring(100, 5000)
+	write(t, p, 1)
+	w.poll()
+	require.Zero(t, w.src.Rings())
+	require.Empty(t, w.take())
+	w.src.expireOrphans(time.Now())
+	w.src.Poll()
+	require.Empty(t, w.take())
+	w.src.expireOrphans(time.Now().Add(orphanGrace + time.Second))
+	w.src.Poll()
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.False(t, exists(path))
+	require.Equal(t, Stats{Stale: 1}, w.src.Stats())
+	require.Empty(t, w.log, "an orphan never stands for a live process")
+}
+
+func TestSourceAbandonsCorruptRing(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	p, path := w.ring(100, 5000)
+	write(t, p, 1, 2, 3)
+	// Break slot 1's sequence number.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], 77)
+	_, err = f.WriteAt(b[:], devring.DataOffset+devring.SlotSize)
+	require.NoError(t, err)
+	f.Close()
+	w.poll()
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.False(t, exists(path), "abandoned and removed")
+	require.Equal(t, Stats{Abandoned: 1, Corrupt: 2}, w.src.Stats())
+	require.Equal(t, []string{"attach 100 5000", "detach 100"}, w.log)
+}
+
+func TestSourceMaxRings(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.MaxRings = 1 })
+	w.alive(100, 7)
+	w.alive(200, 7)
+	p1, _ := w.ring(100, 5000)
+	p2, _ := w.ring(200, 5000)
+	write(t, p1, 1)
+	write(t, p2, 2)
+	w.poll()
+	require.Len(t, w.take(), 1)
+	require.Equal(t, 1, w.src.Rings())
+	first := w.src.rings[0].pid
+	w.kill(first)
+	w.poll() // the first is retired
+	w.poll() // the second is read
+	require.Len(t, w.take(), 1)
+	require.Equal(t, 1, w.src.Rings())
+}
+
+func TestSourceSilence(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	_, path := w.ring(100, 5000)
+	w.poll()
+	r := openRing(t, path)
+	w.src.Silence(100)
+	ctl, _, _, _ := r.ReadControl()
+	require.Equal(t, devring.Control{ConsumerPID: uint32(os.Getpid())}, ctl)
+	w.src.Unsilence(100)
+	ctl, _, _, _ = r.ReadControl()
+	require.Equal(t, uint32(devring.ClassAll), ctl.Classes)
+	require.Equal(t, uint32(32), ctl.SampleEvery)
+}
+
+// TestSourceProbe: the first uprobe event of a process finds its ring at
+// once, without waiting for discovery.
+func TestSourceProbe(t *testing.T) {
+	w := newWorld(t, nil)
+	if mnt, _ := mountNS("/proc", os.Getpid()); mnt != w.src.hostMnt {
+		t.Skip("the test runs outside pid 1's mount namespace")
+	}
+	pid := uint32(os.Getpid())
+	w.alive(pid, 7)
+	p, _ := w.ring(pid, 5000)
+	write(t, p, 1)
+	w.src.Probe(pid)
+	require.Equal(t, []string{"attach " + u(pid) + " 5000"}, w.log, "attached at once")
+	require.Equal(t, 1, w.src.Rings())
+	w.src.Probe(pid) // known: nothing more
+	w.src.Poll()
+	require.Equal(t, []got{{pid, 1}}, w.take())
+}
+
+func TestSourceShutdownLeavesFiles(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	p, path := w.ring(100, 5000)
+	w.src.Start(t.Context())
+	require.Eventually(t, func() bool {
+		w.src.Poll()
+		return w.src.Rings() == 1
+	}, 2*time.Second, 5*time.Millisecond)
+	write(t, p, 1)
+	w.src.Shutdown()
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.True(t, exists(path))
+	ctl, _, _, _ := openRing(t, path).ReadControl()
+	require.Zero(t, ctl.ConsumerPID, "nobody reads it now")
+	w.src.Shutdown() // twice is fine
+}
