@@ -1,9 +1,11 @@
 package devring
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -71,8 +73,14 @@ func TestControlSeqlock(t *testing.T) {
 			}
 		}
 	}()
-	for i := uint32(1); i <= 20000; i++ {
+	// Write until the reader has taken many copies (it may not run at
+	// all for a while on a busy machine), at least 20000 times.
+	deadline := time.Now().Add(10 * time.Second)
+	for i := uint32(1); i <= 20000 || (consistent.Load() < 1000 && time.Now().Before(deadline)); i++ {
 		require.NoError(t, r.WriteControl(Control{Classes: i, SampleEvery: i, ConsumerPID: i}))
+		if i%1024 == 0 {
+			runtime.Gosched()
+		}
 	}
 	close(done)
 	wg.Wait()

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
 )
 
 // Config configures the devrt source.
@@ -109,4 +111,28 @@ func (c *Config) Control(consumerPID uint32) devring.Control {
 		ctl.Classes = devring.ClassAll
 	}
 	return ctl
+}
+
+// Reports tells whether devrt is configured to report calls of class c
+// (devrt's module class holds contexts and modules).
+func (c *Config) Reports(cl ev.Class) bool {
+	if len(c.Classes) == 0 {
+		return cl != ev.ClassNone
+	}
+	name := cl.String()
+	if cl == ev.ClassContext {
+		name = "module"
+	}
+	return name != "" && classBit(name) != 0 && slices.Contains(c.Classes, name)
+}
+
+// ReportsAllCalls tells whether devrt is configured to report every call:
+// only then can the uprobes leave a devrt process alone entirely.
+func (c *Config) ReportsAllCalls() bool {
+	for _, cl := range []ev.Class{ev.ClassLaunch, ev.ClassMemory, ev.ClassCopy, ev.ClassSync, ev.ClassModule, ev.ClassContext} {
+		if !c.Reports(cl) {
+			return false
+		}
+	}
+	return true
 }

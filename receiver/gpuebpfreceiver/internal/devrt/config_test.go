@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -56,4 +57,20 @@ func TestConfigControl(t *testing.T) {
 	c.Classes = []string{"sync", "exec"}
 	c.SampleEvery = 0
 	require.Equal(t, devring.Control{Classes: devring.ClassSync | devring.ClassExec, ConsumerPID: 9}, c.Control(9))
+}
+
+func TestConfigReports(t *testing.T) {
+	c := NewDefaultConfig()
+	require.True(t, c.ReportsAllCalls())
+	require.True(t, c.Reports(ev.ClassContext))
+	require.False(t, c.Reports(ev.ClassNone))
+	c.Classes = []string{"launch", "copy", "exec"}
+	require.False(t, c.ReportsAllCalls())
+	for cl, want := range map[ev.Class]bool{ev.ClassLaunch: true, ev.ClassCopy: true, ev.ClassMemory: false,
+		ev.ClassSync: false, ev.ClassModule: false, ev.ClassContext: false} {
+		require.Equal(t, want, c.Reports(cl), cl.String())
+	}
+	c.Classes = []string{"launch", "memory", "copy", "sync", "module"}
+	require.True(t, c.ReportsAllCalls(), "contexts are in devrt's module class")
+	require.True(t, c.Reports(ev.ClassContext))
 }

@@ -187,8 +187,16 @@ func (s *Source) drain(e *entry, now uint64) bool {
 		return true
 	}
 	_ = e.ring.Heartbeat(now)
+	wasDisabled := e.last.State == devring.StateDisabled
 	if c, err := e.ring.Counters(); err == nil {
 		e.last = c
+	}
+	if disabled := e.last.State == devring.StateDisabled; disabled != wasDisabled {
+		if disabled {
+			s.log.Warn("devrt disabled itself in a process; its calls go unrecorded by devrt",
+				zap.Uint32("pid", e.pid), zap.Uint32("reason", e.last.DisabledReason), zap.String("version", e.ring.Header().Version))
+		}
+		s.updateAttached(e.pid)
 	}
 	if e.last.State == devring.StateClosed {
 		// Drained once after devrt closed it; retire (with a final drain
@@ -266,6 +274,7 @@ func (s *Source) adoptPending() {
 	for _, e := range pending {
 		_ = e.ring.WriteControl(s.control(e.pid))
 		_ = e.ring.Heartbeat(now)
+		e.last, _ = e.ring.Counters()
 		s.rings = append(s.rings, e)
 		s.updateAttached(e.pid)
 	}
@@ -274,8 +283,10 @@ func (s *Source) adoptPending() {
 	s.mu.Unlock()
 }
 
-// updateAttached marks all but the newest live ring of pid final and tells
-// the receiver which ring (created when) now reports pid's calls, if any.
+// updateAttached marks all but the newest live ring of pid final (a newer
+// ring means the program was replaced) and tells the receiver whether, and
+// from when, devrt reports pid's calls: not while devrt has disabled
+// itself, as it then passes calls through unrecorded.
 func (s *Source) updateAttached(pid uint32) {
 	var newest *entry
 	for _, e := range s.rings {
@@ -288,14 +299,15 @@ func (s *Source) updateAttached(pid uint32) {
 			e.final = true
 		}
 	}
+	covering := newest != nil && newest.last.State != devring.StateDisabled
 	was, had := s.attached[pid]
 	switch {
-	case newest == nil && had:
+	case !covering && had:
 		delete(s.attached, pid)
 		if s.opts.Detached != nil {
 			s.opts.Detached(pid)
 		}
-	case newest != nil && (!had || was != newest.created):
+	case covering && (!had || was != newest.created):
 		s.attached[pid] = newest.created
 		if s.opts.Attached != nil {
 			s.opts.Attached(pid, newest.created)

@@ -373,3 +373,30 @@ func TestSourceShutdownLeavesFiles(t *testing.T) {
 	require.Zero(t, ctl.ConsumerPID, "nobody reads it now")
 	w.src.Shutdown() // twice is fine
 }
+
+// TestSourceDisabledRingStopsCovering: devrt that turned itself off passes
+// calls through unrecorded, so the uprobes must see them again: the pid is
+// detached while the ring is still read (its drop counters count).
+func TestSourceDisabledRingStopsCovering(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	p, path := w.ring(100, 5000)
+	w.poll()
+	p.SetState(devring.StateDisabled, 3)
+	p.AddDrops(devring.DropDisabled, 12)
+	w.poll()
+	require.Equal(t, []string{"attach 100 5000", "detach 100"}, w.log)
+	require.True(t, exists(path))
+	require.Equal(t, Stats{Disabled: 12, DisabledRings: 1}, w.src.Stats())
+	p.SetState(devring.StateActive, 0)
+	w.poll()
+	require.Equal(t, []string{"attach 100 5000", "detach 100", "attach 100 5000"}, w.log)
+
+	// Already disabled when found: never attached.
+	w.alive(200, 7)
+	q, _ := w.ring(200, 6000)
+	q.SetState(devring.StateDisabled, 1)
+	w.poll()
+	require.Equal(t, 2, w.src.Rings())
+	require.Len(t, w.log, 3)
+}
