@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devrt"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm"
@@ -31,6 +32,8 @@ type Config struct {
 	// UVM is unified-memory driver telemetry per process (faults,
 	// migrations, evictions, thrashing, the fault pattern).
 	UVM uvm.Config `mapstructure:"uvm"`
+	// DevRT reads the rings of devrt, the in-process CUDA runtime library.
+	DevRT devrt.Config `mapstructure:"devrt"`
 
 	metadata.MetricsBuilderConfig `mapstructure:",squash"`
 }
@@ -94,6 +97,10 @@ type HistogramsConfig struct {
 	CallDuration HistogramConfig `mapstructure:"gpu.cuda.call.duration"`
 	GridSize     HistogramConfig `mapstructure:"gpu.cuda.launch.grid.size"`
 	BlockSize    HistogramConfig `mapstructure:"gpu.cuda.launch.block.size"`
+	// GPU execution of the work devrt times (devrt::sample_every).
+	KernelExecution  HistogramConfig `mapstructure:"gpu.kernel.execution.duration"`
+	KernelQueueDelay HistogramConfig `mapstructure:"gpu.kernel.queue.delay"`
+	CopyExecution    HistogramConfig `mapstructure:"gpu.cuda.copy.execution.duration"`
 }
 
 // HistogramConfig enables a histogram metric and sets its explicit bounds.
@@ -119,8 +126,12 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Histograms.CallDuration.Validate("histograms::gpu.cuda.call.duration"))
 	errs = append(errs, c.Histograms.GridSize.Validate("histograms::gpu.cuda.launch.grid.size"))
 	errs = append(errs, c.Histograms.BlockSize.Validate("histograms::gpu.cuda.launch.block.size"))
+	errs = append(errs, c.Histograms.KernelExecution.Validate("histograms::gpu.kernel.execution.duration"))
+	errs = append(errs, c.Histograms.KernelQueueDelay.Validate("histograms::gpu.kernel.queue.delay"))
+	errs = append(errs, c.Histograms.CopyExecution.Validate("histograms::gpu.cuda.copy.execution.duration"))
 	errs = append(errs, c.NVML.Validate())
 	errs = append(errs, c.UVM.Validate())
+	errs = append(errs, c.DevRT.Validate())
 	return errors.Join(errs...)
 }
 

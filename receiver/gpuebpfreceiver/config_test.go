@@ -45,6 +45,12 @@ func TestLoadConfig(t *testing.T) {
 	want.Spans.FlushInterval = time.Second
 	want.Spans.MaxBatch = 1024
 	want.Histograms.BlockSize.Enabled = false
+	want.Histograms.KernelQueueDelay.Buckets = []float64{1e-5, 1e-3}
+	want.DevRT.Directories = []string{"/dev/shm", "/run/devrt"}
+	want.DevRT.PollInterval = 20 * time.Millisecond
+	want.DevRT.Classes = []string{"launch", "copy", "exec"}
+	want.DevRT.SampleEvery = 0
+	want.DevRT.MaxRings = 64
 	require.Equal(t, "/usr/local/nvidia/lib64/libnvidia-ml.so.1", got.NVML.LibraryPath)
 	require.False(t, got.NVML.ProcessUsage)
 	require.False(t, got.NVML.Metrics.HwGpuIo.Enabled)
@@ -94,6 +100,18 @@ func TestValidateNamesTheField(t *testing.T) {
 			`nvml::library_path: must be an absolute path, got "libnvidia-ml.so.1"`},
 		{"buckets empty", func(c *Config) { c.Histograms.GridSize.Buckets = nil },
 			"histograms::gpu.cuda.launch.grid.size::buckets: an enabled histogram needs at least one bucket boundary"},
+		{"execution buckets", func(c *Config) { c.Histograms.KernelExecution.Buckets = []float64{2, 1} },
+			"histograms::gpu.kernel.execution.duration::buckets: must be strictly increasing, got [2 1]"},
+		{"queue delay buckets", func(c *Config) { c.Histograms.KernelQueueDelay.Buckets = nil },
+			"histograms::gpu.kernel.queue.delay::buckets: an enabled histogram needs at least one bucket boundary"},
+		{"copy execution buckets", func(c *Config) { c.Histograms.CopyExecution.Buckets = []float64{1, 1} },
+			"histograms::gpu.cuda.copy.execution.duration::buckets: must be strictly increasing, got [1 1]"},
+		{"devrt class", func(c *Config) { c.DevRT.Classes = []string{"kernels"} },
+			`devrt::classes[0]: "kernels" is not one of launch, memory, copy, sync, module, exec`},
+		{"devrt poll", func(c *Config) { c.DevRT.PollInterval = 0 },
+			"devrt::poll_interval: must be between 1ms and 10s, got 0s"},
+		{"devrt sampling", func(c *Config) { c.DevRT.SampleEvery = 1 << 21 },
+			"devrt::sample_every: must be between 0 (no timing) and 1048576, got 2097152"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

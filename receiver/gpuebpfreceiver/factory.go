@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devrt"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm"
@@ -51,9 +52,20 @@ func createDefaultConfig() component.Config {
 				1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576}},
 			BlockSize: HistogramConfig{Enabled: true, Buckets: []float64{
 				32, 64, 128, 256, 512, 1024}},
+			// Seconds: kernels and copies from 1 µs to 10 s on the GPU.
+			KernelExecution: HistogramConfig{Enabled: true, Buckets: []float64{
+				1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 0.1, 1, 10}},
+			// Seconds from the launch call to the GPU starting the work:
+			// about 5 µs when the GPU is idle, up to whole seconds of
+			// queued work.
+			KernelQueueDelay: HistogramConfig{Enabled: true, Buckets: []float64{
+				2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 1e-2, 0.1, 1, 10}},
+			CopyExecution: HistogramConfig{Enabled: true, Buckets: []float64{
+				1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 0.1, 1, 10}},
 		},
 		NVML:                 nvml.NewDefaultConfig(),
 		UVM:                  uvm.NewDefaultConfig(),
+		DevRT:                devrt.NewDefaultConfig(),
 		MetricsBuilderConfig: metadata.DefaultMetricsBuilderConfig(),
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/symtab"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devrt"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/translate"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm"
@@ -53,10 +54,18 @@ type gpuReceiver struct {
 	nvml     *nvml.Source
 	xid      *xidprobe.Probe
 	uvm      *uvm.Source
+	devrt    *devrt.Source
 	resolver *procattr.Resolver
 	scanCh   chan uint32 // new programs (exec): scan their maps a little later
 	seenCh   chan uint32 // first call of a traced process: scan its maps now
 	forgets  pidQueue    // ended processes whose kernel state to drop (never lossy)
+
+	// devrt de-duplication, event goroutine only: for each process devrt
+	// reports, when its ring began (uprobe calls from then on are devrt's
+	// too); and the processes already probed for a ring.
+	devrtSince  map[uint32]uint64
+	devrtProbed map[uint32]struct{}
+	devrtDups   uint64 // uprobe calls dropped as devrt's (tests)
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, release func()) *gpuReceiver {
@@ -90,13 +99,16 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	r.forgets = newPIDQueue()
 	hostName, _ := os.Hostname()
 	r.tr = translate.New(translate.Config{
-		Spans:        cfg.Spans.Enabled && r.traces != nil,
-		SpanClasses:  cfg.Spans.Classes,
-		CallDuration: cfg.Histograms.CallDuration,
-		GridSize:     cfg.Histograms.GridSize,
-		BlockSize:    cfg.Histograms.BlockSize,
-		Metrics:      cfg.MetricsBuilderConfig,
-		HostName:     hostName,
+		Spans:            cfg.Spans.Enabled && r.traces != nil,
+		SpanClasses:      cfg.Spans.Classes,
+		CallDuration:     cfg.Histograms.CallDuration,
+		GridSize:         cfg.Histograms.GridSize,
+		BlockSize:        cfg.Histograms.BlockSize,
+		KernelExecution:  cfg.Histograms.KernelExecution,
+		KernelQueueDelay: cfg.Histograms.KernelQueueDelay,
+		CopyExecution:    cfg.Histograms.CopyExecution,
+		Metrics:          cfg.MetricsBuilderConfig,
+		HostName:         hostName,
 	}, r.set, resolver, r.sym, translate.Hooks{
 		Select:   cfg.CUDA.selector(),
 		Skipped:  r.skip,
@@ -127,6 +139,9 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	}
 	if cfg.UVM.Enabled {
 		r.startUVM(ctx, hostName)
+	}
+	if cfg.DevRT.Enabled {
+		r.startDevrt(ctx)
 	}
 	if r.tracer != nil {
 		r.attachInitial()
@@ -198,12 +213,25 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 	now := time.Now()
 	nextFlush := now.Add(r.cfg.Spans.FlushInterval)
 	nextMetrics := now.Add(r.cfg.CollectionInterval)
+	// devrt's rings are drained here, on the one goroutine that touches
+	// the translator; without devrt the deadline never comes first.
+	nextDrain := now.Add(r.cfg.DevRT.PollInterval)
+	if r.devrt == nil {
+		nextDrain = now.Add(100 * 365 * 24 * time.Hour)
+	}
 	var (
 		rec ringbuf.Record
 		e   ev.Event
 		n   uint
 	)
 	tick := func(now time.Time) {
+		if !now.Before(nextDrain) {
+			r.devrt.Poll()
+			nextDrain = now.Add(r.cfg.DevRT.PollInterval)
+			if r.tr.PendingSpans() >= r.cfg.Spans.MaxBatch {
+				r.flushSpans(ctx)
+			}
+		}
 		if !now.Before(nextFlush) {
 			r.flushSpans(ctx)
 			nextFlush = now.Add(r.cfg.Spans.FlushInterval)
@@ -214,7 +242,11 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 		}
 	}
 	defer func() {
-		// Final hand-over on shutdown, so nothing decoded is lost.
+		// Final hand-over on shutdown, so nothing decoded is lost:
+		// devrt's rings drained a last time first.
+		if r.devrt != nil {
+			r.devrt.Shutdown()
+		}
 		r.flushSpans(context.Background())
 		r.emitMetrics(context.Background())
 	}()
@@ -222,6 +254,9 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 		deadline := nextFlush
 		if nextMetrics.Before(deadline) {
 			deadline = nextMetrics
+		}
+		if nextDrain.Before(deadline) {
+			deadline = nextDrain
 		}
 		if r.tracer == nil {
 			select {
@@ -260,10 +295,27 @@ func (r *gpuReceiver) handle(raw []byte, e *ev.Event) {
 		r.log.Debug("malformed record", zap.Error(err), zap.Int("bytes", len(raw)))
 		return
 	}
-	if e.Kind == ev.KindExec {
+	switch e.Kind {
+	case ev.KindExec:
 		trySend(r.scanCh, e.PID)
+		if r.devrt != nil {
+			// The old program's last devrt records go out under its
+			// identity, before the translator retires it.
+			r.devrt.Exec(e.PID, e.Start)
+			delete(r.devrtProbed, e.PID)
+		}
+	case ev.KindCall, ev.KindCallNamed:
+		if r.devrt != nil && r.devrtCovers(e) {
+			r.devrtDups++
+			return
+		}
 	}
 	r.tr.Handle(e)
+	if e.Kind == ev.KindExec {
+		if _, ok := r.devrtSince[e.PID]; ok {
+			r.skipUprobes(e.PID) // the exec cleared the filter; a newer ring still covers the pid
+		}
+	}
 }
 
 func (r *gpuReceiver) flushSpans(ctx context.Context) {
@@ -288,6 +340,13 @@ func (r *gpuReceiver) emitMetrics(ctx context.Context) {
 			r.log.Debug("reading drop counters failed", zap.Error(err))
 		}
 		st.Probes = r.tracer.Probes()
+	}
+	if r.devrt != nil {
+		d := r.devrt.Stats()
+		st.Devrt = translate.DevrtStats{Enabled: true,
+			Full: d.Full, Disabled: d.Disabled, Timing: d.Timing, Corrupt: d.Corrupt,
+			Active: d.Active, DisabledRings: d.DisabledRings, Closed: d.Closed,
+			Invalid: d.Invalid, Abandoned: d.Abandoned, Stale: d.Stale}
 	}
 	md := r.tr.Metrics(st)
 	if r.metrics == nil {
@@ -397,6 +456,10 @@ func (r *gpuReceiver) forwardLogs(ch <-chan plog.Logs) {
 // so off the reading goroutine); at execve only its filter entry, so the
 // new program is judged afresh and its first calls are not swept away.
 func (r *gpuReceiver) released(pid uint32, exited bool) {
+	if r.devrt != nil {
+		r.devrt.Unsilence(pid)
+		delete(r.devrtProbed, pid)
+	}
 	if r.tracer == nil {
 		return
 	}
@@ -410,8 +473,12 @@ func (r *gpuReceiver) released(pid uint32, exited bool) {
 	r.tracer.ClearFilter(pid)
 }
 
-// skip stops the kernel from reporting a process the rules exclude.
+// skip stops the kernel, and devrt, from reporting a process the rules
+// exclude.
 func (r *gpuReceiver) skip(pid uint32) {
+	if r.devrt != nil {
+		r.devrt.Silence(pid)
+	}
 	if r.tracer != nil {
 		if err := r.tracer.SetTraced(pid, false); err != nil {
 			r.log.Debug("pid filter update failed", zap.Uint32("pid", pid), zap.Error(err))

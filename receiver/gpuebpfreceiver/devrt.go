@@ -1,0 +1,113 @@
+package gpuebpfreceiver
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devrt"
+)
+
+// devrt's records take the uprobes' path: decoded here, then one
+// translator. When both see a process, each call is reported once: from
+// the moment devrt's ring began (its created_ns) the process's calls are
+// devrt's, so the uprobe events of calls that started since are dropped,
+// and the kernel is told to skip the process (a map lookup per call
+// instead of two traps and a record). That holds while the ring is read
+// and devrt is not disabled; then the uprobes take over again.
+
+// maxProbed bounds the processes remembered as probed for a ring.
+const maxProbed = 1 << 16
+
+func (r *gpuReceiver) startDevrt(ctx context.Context) {
+	r.devrtSince = map[uint32]uint64{}
+	r.devrtProbed = map[uint32]struct{}{}
+	r.devrt = devrt.New(r.cfg.DevRT, devrt.Options{
+		ProcRoot: r.cfg.ProcRoot,
+		Logger:   r.log.With(zap.String("source", "devrt")),
+		Handle:   r.handleDevrt,
+		Resolve:  r.resolver.Resolve,
+		Alive:    r.resolver.Alive,
+		Attached: r.devrtAttached,
+		Detached: r.devrtDetached,
+	})
+	r.devrt.Start(ctx)
+}
+
+// handleDevrt decodes one record of the ring of process pid (in the
+// collector's pid namespace). What the process claims is its own business
+// except who it is: the pid is the ring's, the source devrt, and only
+// call and GPU execution records are taken from it.
+func (r *gpuReceiver) handleDevrt(pid uint32, rec []byte) {
+	switch ev.RecordKind(rec) {
+	case ev.KindGPUExec:
+		var x ev.GPUExec
+		if err := ev.DecodeGPUExec(rec, &x); err != nil {
+			r.devrtDecodeError(err, rec)
+			return
+		}
+		x.PID, x.Source = pid, ev.SourceDevrt
+		r.tr.HandleGPUExec(&x)
+	case ev.KindCall, ev.KindCallNamed:
+		var e ev.Event
+		if err := ev.Decode(rec, &e); err != nil {
+			r.devrtDecodeError(err, rec)
+			return
+		}
+		e.PID, e.Source = pid, ev.SourceDevrt
+		r.tr.Handle(&e)
+	default:
+		r.devrtDecodeError(ev.ErrKind, rec)
+	}
+}
+
+func (r *gpuReceiver) devrtDecodeError(err error, rec []byte) {
+	r.tr.DecodeErrorFrom(ev.SourceDevrt)
+	r.log.Debug("malformed devrt record", zap.Error(err), zap.Int("bytes", len(rec)))
+}
+
+// devrtCovers reports whether devrt reports the uprobe call e, which is
+// then dropped. A process's first uprobe call looks for its ring at once:
+// devrt makes the ring before it reports, so a ring that reports this call
+// exists by now.
+func (r *gpuReceiver) devrtCovers(e *ev.Event) bool {
+	if _, ok := r.devrtProbed[e.PID]; !ok {
+		if len(r.devrtProbed) >= maxProbed {
+			clear(r.devrtProbed)
+		}
+		r.devrtProbed[e.PID] = struct{}{}
+		r.devrt.Probe(e.PID)
+	}
+	since, ok := r.devrtSince[e.PID]
+	return ok && e.Start >= since && r.cfg.DevRT.Reports(e.API.Class())
+}
+
+// devrtAttached: devrt reports pid's calls from created on.
+func (r *gpuReceiver) devrtAttached(pid uint32, created uint64) {
+	r.devrtSince[pid] = created
+	r.devrtProbed[pid] = struct{}{}
+	if r.cfg.DevRT.ReportsAllCalls() {
+		r.skipUprobes(pid)
+	}
+}
+
+// devrtDetached: pid's ring is gone (or devrt disabled itself): the
+// uprobes report it again, unless the rules exclude it.
+func (r *gpuReceiver) devrtDetached(pid uint32) {
+	delete(r.devrtSince, pid)
+	if r.tracer != nil && !r.tr.Skipping(pid) {
+		r.tracer.ClearFilter(pid)
+	}
+}
+
+// skipUprobes makes the kernel skip pid's calls, when devrt reports all
+// of them.
+func (r *gpuReceiver) skipUprobes(pid uint32) {
+	if r.tracer == nil || !r.cfg.DevRT.ReportsAllCalls() {
+		return
+	}
+	if err := r.tracer.SetTraced(pid, false); err != nil {
+		r.log.Debug("pid filter update failed", zap.Uint32("pid", pid), zap.Error(err))
+	}
+}
