@@ -10,6 +10,7 @@ package bpf
 // needs; the programs are x86-64 only (uprobe argument registers).
 //go:generate go tool bpf2go -cc clang-19 -target amd64 -cflags "-O2 -g -Wall -Werror -D__TARGET_ARCH_x86 -idirafter /usr/include/x86_64-linux-gnu" Cuda cuda.bpf.c
 //go:generate go tool bpf2go -cc clang-19 -target amd64 -cflags "-O2 -g -Wall -Werror -D__TARGET_ARCH_x86 -idirafter /usr/include/x86_64-linux-gnu" Xid xid.bpf.c
+//go:generate go tool bpf2go -cc clang-19 -target amd64 -cflags "-O2 -g -Wall -Werror -D__TARGET_ARCH_x86 -idirafter /usr/include/x86_64-linux-gnu" Uvm uvm.bpf.c
 
 // Abi has no programs: its BTF holds the devrt ring and GPU execution
 // records, for the layout tests of internal/gpuevent and internal/devring.

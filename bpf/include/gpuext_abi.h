@@ -26,6 +26,7 @@ enum gpuext_kind {
 	GPUEXT_KIND_EXIT = 4,       /* struct gpuext_event: a process (thread group) exited */
 	GPUEXT_KIND_XID = 5,        /* struct gpuext_xid_event: the driver reported an Xid */
 	GPUEXT_KIND_GPU_EXEC = 6,   /* struct gpuext_gpu_exec: when enqueued work ran on the GPU */
+	GPUEXT_KIND_UVM = 7,        /* struct gpuext_uvm_event: what nvidia_uvm did (fentry backend) */
 };
 
 /* Who produced a record. */
@@ -367,6 +368,118 @@ struct gpuext_ctl {
 	__u64 heartbeat_ns; /* CLOCK_MONOTONIC of the collector's last drain */
 	__u64 _reserved[4];
 	struct gpuext_ctl_action actions[GPUEXT_CTL_ACTIONS];
+};
+
+/*
+ * The UVM fentry backend (bpf/uvm.bpf.c): fentry/fexit programs on
+ * nvidia_uvm functions, relocated with CO-RE against the module's BTF.
+ * Enum values of the driver are translated in BPF (CO-RE enum relocations)
+ * into the stable values below, so the decoder needs no driver BTF.
+ */
+enum gpuext_uvm_type {
+	GPUEXT_UVM_GPU_FAULT = 1,     /* uvm_perf_event_notify(FAULT) from a GPU */
+	GPUEXT_UVM_CPU_FAULT = 2,     /* uvm_perf_event_notify(FAULT) from the CPU */
+	GPUEXT_UVM_MIGRATION = 3,     /* uvm_perf_event_notify(MIGRATION): one contiguous range copied */
+	GPUEXT_UVM_REPLAY = 4,        /* uvm_tools_broadcast_replay: a fault batch ended in a replay */
+	GPUEXT_UVM_THRASHING = 5,     /* uvm_tools_record_thrashing */
+	GPUEXT_UVM_THROTTLING = 6,    /* uvm_tools_record_throttling_start */
+	GPUEXT_UVM_EVICTION = 7,      /* fexit uvm_va_block_evict_chunks: a VA block's chunks left a root chunk */
+	GPUEXT_UVM_PREFETCH = 8,      /* fexit uvm_perf_prefetch_get_hint_va_block: pages the prefetcher chose */
+	GPUEXT_UVM_FAULT_BATCH = 9,   /* fentry/fexit service_fault_batch: one batch serviced */
+	GPUEXT_UVM_FAULT_SERVICE = 10,/* fentry/fexit uvm_parent_gpu_service_replayable_faults */
+	GPUEXT_UVM_ROOT_EVICTION = 11,/* fentry/fexit evict_root_chunk: a 2 MiB root chunk evicted */
+};
+
+/* Why the driver made memory resident (uvm_make_resident_cause_t). */
+enum gpuext_uvm_cause {
+	GPUEXT_UVM_CAUSE_UNKNOWN = 0,
+	GPUEXT_UVM_CAUSE_REPLAYABLE_FAULT = 1,
+	GPUEXT_UVM_CAUSE_NON_REPLAYABLE_FAULT = 2,
+	GPUEXT_UVM_CAUSE_ACCESS_COUNTER = 3,
+	GPUEXT_UVM_CAUSE_PREFETCH = 4,
+	GPUEXT_UVM_CAUSE_EVICTION = 5,
+	GPUEXT_UVM_CAUSE_API_TOOLS = 6,
+	GPUEXT_UVM_CAUSE_API_MIGRATE = 7,
+	GPUEXT_UVM_CAUSE_API_SET_RANGE_GROUP = 8,
+	GPUEXT_UVM_CAUSE_API_HINT = 9,
+};
+
+/* Faulting access (uvm_fault_access_type_t); 1-4 as the tools API numbers them. */
+enum gpuext_uvm_access {
+	GPUEXT_UVM_ACCESS_UNKNOWN = 0,
+	GPUEXT_UVM_ACCESS_READ = 1,
+	GPUEXT_UVM_ACCESS_WRITE = 2,
+	GPUEXT_UVM_ACCESS_ATOMIC = 3,      /* strong atomic */
+	GPUEXT_UVM_ACCESS_PREFETCH = 4,
+	GPUEXT_UVM_ACCESS_ATOMIC_WEAK = 5,
+};
+
+/* gpuext_uvm_event.fault_type: the tools API's UvmEventFaultType numbers
+ * (0 invalid, 1 invalid_pde, 2 invalid_pte, 3 write, 4 atomic, 5.. the fatal
+ * types), translated from uvm_fault_type_t; a driver type the tools API
+ * does not name (read) is 0. */
+
+/* gpuext_uvm_event.flags */
+#define GPUEXT_UVM_F_NO_OWNER (1 << 0)  /* pid unknown: no mm (multi-process sharing) or no owner */
+#define GPUEXT_UVM_F_DUPLICATE (1 << 1) /* GPU fault: same page as the previous fault of the batch */
+#define GPUEXT_UVM_F_THROTTLED (1 << 2) /* fault batch: some faults were throttled */
+#define GPUEXT_UVM_F_FATAL (1 << 3)     /* fault batch: a fatal fault was found */
+#define GPUEXT_UVM_F_CANCEL (1 << 4)    /* fault batch: serviced to cancel faults, not regularly */
+#define GPUEXT_UVM_F_NO_START (1 << 5)  /* timed record whose entry was not seen: start_ns = end_ns */
+#define GPUEXT_UVM_F_PMA (1 << 6)       /* root eviction asked by RM's allocator (PMA), not by UVM */
+
+/* Processor ids as the driver numbers them (uvm_processor_id_t): 0 is the
+ * CPU, a GPU is 1 + its index (the tools API's V2 processor index). */
+#define GPUEXT_UVM_CPU 0
+
+/*
+ * struct gpuext_uvm_event - one thing nvidia_uvm did. 104 bytes.
+ * Times are CLOCK_MONOTONIC ns (bpf_ktime_get_ns). gpu is the UUID of the
+ * physical GPU the record is about (zero when none or unknown). Per type:
+ *   GPU_FAULT   pid, gpu, address, batch, count = instances (the fault and
+ *               those merged with it), access, fault_type, src = GPU id,
+ *               value = the GPU's timestamp of the fault; F_DUPLICATE
+ *   CPU_FAULT   pid, tid, address, access (read/write), value = pc, aux[0] = cpu
+ *   MIGRATION   pid, src, dst, src_nid, dst_nid, address, bytes, cause; gpu is
+ *               the destination GPU, or the source for GPU-to-CPU
+ *   REPLAY      gpu, src = GPU id, batch (not per process: pid 0)
+ *   THRASHING   pid, address, bytes = region size, value = processors 0-63
+ *   THROTTLING  pid, gpu, src = GPU id, address
+ *   EVICTION    pid, gpu, src = GPU id, address = VA block start, status
+ *               (the bytes are in the MIGRATION records of cause EVICTION)
+ *   PREFETCH    pid, gpu (new residency), dst, address = VA block start,
+ *               count = pages, bytes = pages * 4096
+ *   FAULT_BATCH gpu, batch, start/end, status, count = faults fetched,
+ *               aux[0] coalesced, aux[1] duplicates, aux[2] invalid prefetch,
+ *               value = replays; F_THROTTLED, F_FATAL, F_CANCEL
+ *   FAULT_SERVICE gpu, start/end, count = batches serviced, batch = last id
+ *   ROOT_EVICTION gpu, start/end, status, address = root chunk's GPU physical
+ *               address, bytes = its size; F_PMA
+ */
+struct gpuext_uvm_event {
+	__u16 kind;       /* GPUEXT_KIND_UVM */
+	__u8 type;        /* enum gpuext_uvm_type */
+	__u8 flags;       /* GPUEXT_UVM_F_* */
+	__u32 pid;        /* owning process (thread group id); 0: none or unknown */
+	__u64 start_ns;
+	__u64 end_ns;     /* timed records: at exit; others: = start_ns */
+	__u8 gpu[16];
+	__u64 address;
+	__u64 bytes;
+	__u64 value;
+	__u32 batch;
+	__u32 count;
+	__u16 src;        /* processor ids, GPUEXT_UVM_CPU or a GPU */
+	__u16 dst;
+	__s16 src_nid;    /* migrations: CPU NUMA node of a CPU end; -1: none */
+	__s16 dst_nid;
+	__u8 cause;       /* enum gpuext_uvm_cause */
+	__u8 access;      /* enum gpuext_uvm_access */
+	__u8 fault_type;
+	__u8 _pad;
+	__u32 tid;
+	__s32 status;     /* NV_STATUS the function returned (0: NV_OK) */
+	__u32 aux[3];
 };
 
 #endif /* GPUEXT_ABI_H */

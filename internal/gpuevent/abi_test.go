@@ -83,6 +83,7 @@ func TestKindAndDropEnumsMatchBTF(t *testing.T) {
 		"GPUEXT_KIND_CALL": uint64(KindCall), "GPUEXT_KIND_CALL_NAMED": uint64(KindCallNamed),
 		"GPUEXT_KIND_EXEC": uint64(KindExec), "GPUEXT_KIND_EXIT": uint64(KindExit),
 		"GPUEXT_KIND_XID": uint64(KindXID), "GPUEXT_KIND_GPU_EXEC": uint64(KindGPUExec),
+		"GPUEXT_KIND_UVM": uint64(KindUVM),
 	}, got)
 }
 

@@ -47,6 +47,7 @@ const (
 	KindExit      Kind = 4
 	KindXID       Kind = 5 // struct gpuext_xid_event, decoded by DecodeXID
 	KindGPUExec   Kind = 6 // struct gpuext_gpu_exec
+	KindUVM       Kind = 7 // struct gpuext_uvm_event, decoded by receiver/gpuebpfreceiver/internal/uvmfentry
 )
 
 // Source is enum gpuext_source.
