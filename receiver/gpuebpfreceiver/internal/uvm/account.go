@@ -128,6 +128,9 @@ type stream struct {
 	throttling uint64
 	replays    uint64
 	readDup    uint64
+	// prefetchHinted: bytes the prefetcher added to fault migrations
+	// (fentry backend only)
+	prefetchHinted uint64
 
 	batches []openBatch // ascending arrival
 	sizeH   *histogram.Histogram

@@ -20,6 +20,13 @@ type Config struct {
 	// Enabled turns the source on. Off, Track does nothing and Scrape
 	// returns no metrics.
 	Enabled bool `mapstructure:"enabled"`
+	// Backend is where events come from: tools (the driver's UVM tools
+	// interface, one session per tracked process), fentry (eBPF programs
+	// on nvidia_uvm's functions, package uvmfentry), or auto (default):
+	// fentry where the kernel allows it, else tools, saying once why.
+	Backend string `mapstructure:"backend"`
+	// Fentry configures the fentry backend.
+	Fentry FentryConfig `mapstructure:"fentry"`
 	// Events are the UVM event types the driver queues for each tracked
 	// process, by name (cpu_fault, migration, gpu_fault, gpu_fault_replay,
 	// fatal_fault, read_duplicate, read_duplicate_invalidate,
@@ -85,6 +92,21 @@ type FaultStreamConfig struct {
 	Capacity int `mapstructure:"capacity"`
 }
 
+// FentryConfig configures the fentry backend.
+type FentryConfig struct {
+	// RingBufferSize is the BPF ring buffer's size in bytes (a power of
+	// two, 4 KiB to 1 GiB; 104 bytes per record). Records that do not fit
+	// are counted in gpu.uvm.events.dropped{reason=ring_full}.
+	RingBufferSize int `mapstructure:"ring_buffer_size"`
+}
+
+// Backends.
+const (
+	BackendAuto   = "auto"
+	BackendTools  = "tools"
+	BackendFentry = "fentry"
+)
+
 // HistogramsConfig configures the histograms of fault batches.
 type HistogramsConfig struct {
 	// BatchSize: faults of the process in each GPU fault batch.
@@ -92,6 +114,9 @@ type HistogramsConfig struct {
 	// BatchDuration: service time of each GPU fault batch, in seconds (see
 	// the package documentation for its exact definition).
 	BatchDuration HistogramConfig `mapstructure:"gpu.uvm.fault.batch.duration"`
+	// ServiceDuration: duration of each servicing pass of a GPU's fault
+	// buffer, in seconds (fentry backend only).
+	ServiceDuration HistogramConfig `mapstructure:"gpu.uvm.fault.service.duration"`
 }
 
 // HistogramConfig enables a histogram metric and sets its explicit bounds.
@@ -108,6 +133,9 @@ const (
 	minPollInterval           = time.Millisecond
 	maxPollInterval           = time.Minute
 	defaultSampleLogsBuffered = 64
+	DefaultFentryRingSize     = 8 << 20
+	minFentryRingSize         = 4 << 10
+	maxFentryRingSize         = 1 << 30
 )
 
 // DefaultBatchSizeBuckets are the default bounds of gpu.uvm.fault.batch.size
@@ -122,10 +150,12 @@ var DefaultBatchDurationBuckets = []float64{
 
 // NewDefaultConfig returns the configuration used when none is given:
 // the source on, every event type, classification over 1024 faults, fault
-// samples off, both histograms on.
+// samples off, every histogram on, the backend chosen at start (auto).
 func NewDefaultConfig() Config {
 	return Config{
 		Enabled:          true,
+		Backend:          BackendAuto,
+		Fentry:           FentryConfig{RingBufferSize: DefaultFentryRingSize},
 		QueueEntries:     uvmtools.DefaultQueueEntries,
 		PollInterval:     DefaultPollInterval,
 		MaxProcesses:     DefaultMaxProcesses,
@@ -134,8 +164,9 @@ func NewDefaultConfig() Config {
 		FaultSamples:     FaultSamplesConfig{MaxPerSecond: DefaultSamplesPerSecond},
 		FaultStream:      FaultStreamConfig{Enabled: true, Capacity: faultstream.DefaultCapacity},
 		Histograms: HistogramsConfig{
-			BatchSize:     HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchSizeBuckets)},
-			BatchDuration: HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchDurationBuckets)},
+			BatchSize:       HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchSizeBuckets)},
+			BatchDuration:   HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchDurationBuckets)},
+			ServiceDuration: HistogramConfig{Enabled: true, Buckets: slices.Clone(DefaultBatchDurationBuckets)},
 		},
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 	}
@@ -176,6 +207,14 @@ func (c *Config) eventMask() uvmtools.EventMask {
 // Validate checks the configuration; each error names its field.
 func (c *Config) Validate() error {
 	var errs []error
+	switch c.Backend {
+	case "", BackendAuto, BackendTools, BackendFentry:
+	default:
+		errs = append(errs, fmt.Errorf("%sbackend: unknown backend %q; allowed: %s, %s, %s", fieldPrefix, c.Backend, BackendAuto, BackendTools, BackendFentry))
+	}
+	if r := c.Fentry.RingBufferSize; r != 0 && (r < minFentryRingSize || r > maxFentryRingSize || r&(r-1) != 0) {
+		errs = append(errs, fmt.Errorf("%sfentry::ring_buffer_size: must be a power of two from %d to %d, got %d", fieldPrefix, minFentryRingSize, maxFentryRingSize, r))
+	}
 	for i, n := range c.Events {
 		if _, ok := eventNames[n]; !ok {
 			errs = append(errs, fmt.Errorf("%sevents[%d]: unknown event type %q; allowed: %s", fieldPrefix, i, n, strings.Join(sortedEventNames(), ", ")))
@@ -204,12 +243,19 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Histograms.BatchSize.Validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.size"))
 	errs = append(errs, c.Histograms.BatchDuration.Validate(fieldPrefix+"histograms::gpu.uvm.fault.batch.duration"))
+	errs = append(errs, c.Histograms.ServiceDuration.Validate(fieldPrefix+"histograms::gpu.uvm.fault.service.duration"))
 	errs = append(errs, metricsconfig.Validate(fieldPrefix, &c.Metrics)...)
 	return errors.Join(errs...)
 }
 
 // withDefaults fills zero fields that mean "default".
 func (c Config) withDefaults() Config {
+	if c.Backend == "" {
+		c.Backend = BackendAuto
+	}
+	if c.Fentry.RingBufferSize == 0 {
+		c.Fentry.RingBufferSize = DefaultFentryRingSize
+	}
 	if c.QueueEntries == 0 {
 		c.QueueEntries = uvmtools.DefaultQueueEntries
 	}

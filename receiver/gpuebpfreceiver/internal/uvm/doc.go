@@ -1,13 +1,33 @@
-// Package uvm is the UVM source of the gpuebpf receiver: it turns the
-// events of NVIDIA's UVM tools interface (package uvmtools) into
-// cumulative metrics per process and per GPU, a classification of each
-// process's recent GPU faults (package faultpattern), and optionally
-// sampled fault addresses as log records.
+// Package uvm is the UVM source of the gpuebpf receiver: it turns what
+// NVIDIA's unified-memory driver does into cumulative metrics per process
+// and per GPU, a classification of each process's recent GPU faults
+// (package faultpattern), and optionally sampled fault addresses as log
+// records.
 //
-// The receiver calls Track when the CUDA source first sees a process;
-// a reader goroutine per tracked process drains its queue every
-// poll_interval and hands the events to Consume, the one place where
-// events are accounted (tests feed recorded captures through it too).
+// Two backends feed it (config backend, chosen once by Start):
+//
+//   - tools: the driver's UVM tools interface (package uvmtools). The
+//     receiver calls Track when the CUDA source first sees a process; a
+//     reader goroutine per tracked process drains its queue every
+//     poll_interval and hands the events to the accounting. Works under
+//     kernel lockdown.
+//   - fentry: eBPF programs on nvidia_uvm's functions (package uvmfentry),
+//     one ring buffer for every process, read by one goroutine; Track only
+//     tells the kernel which processes to report. Needs the module's BTF
+//     and a kernel that lets tracing programs attach (no lockdown).
+//   - auto (default): fentry where it loads, else tools; the reason
+//     fentry cannot run is logged once, and the backend running is logged
+//     at start and reported as gpu.uvm.backend.active{gpu.uvm.backend}.
+//     A forced fentry that cannot run fails Start (and Track) with the
+//     reason; forced tools never loads BPF. Start is called by Track when
+//     the receiver has not.
+//
+// Either way events reach account, the one place where they are counted:
+// the fentry backend's records are turned into the tools interface's
+// events (uvmfentry: same causes, access and fault types, the driver's
+// processor ids), so both fill the same metrics the same way, batch sizes
+// and durations included (a replay record ends a batch as a replay event
+// does). Tests feed recorded captures through Consume.
 //
 // Design notes:
 //
@@ -56,6 +76,28 @@
 //     dropped), 64 GPUs per process, 256 open batches per GPU, one
 //     classifier window per GPU. Processes untracked or exited are
 //     reported by one more Scrape, then forgotten.
+//   - Only one backend sees: fentry alone gives gpu.uvm.prefetch.hinted
+//     (pages the prefetcher added), real evictions (gpu.uvm.evictions:
+//     the tools interface of drivers 565-595 emits none), and per GPU (a
+//     resource with hw.id and host.name, all processes together, since a
+//     batch mixes them) gpu.uvm.fault.batches, gpu.uvm.fault.batch.entries
+//     {fetched, duplicate, invalid_prefetch}, gpu.uvm.root_chunk.evictions
+//     and the gpu.uvm.fault.service.duration histogram (one servicing pass
+//     of the fault buffer: batches until it is empty). tools alone gives
+//     gpu.uvm.fatal_faults, gpu.uvm.remote_mapped and
+//     gpu.uvm.read_duplicated (no fentry hook yet), and its driver queue
+//     drops. fentry's losses are on the host resource: ring_full, no_owner
+//     (memory of no process, as in multi-process sharing mode),
+//     decode_error.
+//   - fentry times are CLOCK_MONOTONIC; they are moved to the driver's
+//     CLOCK_MONOTONIC_RAW (the tools events' clock, which accounting and
+//     fault samples use) with the two clocks' difference measured again
+//     each second of record time.
+//   - fentry attribution: a record names the process owning the VA space
+//     (the task using its mm, else the mm's owner); records of processes
+//     not tracked are filtered in the kernel, and ignored if they arrive
+//     after Untrack (an untracked process is gone at once, with no reader
+//     to drain: its last records in the ring may be lost).
 //   - Track retries a process that has no UVM VA space yet
 //     (uvmtools.ErrNotCUDA) on its own, with exponential backoff, a
 //     bounded number of times (WithRetry); other errors are returned and

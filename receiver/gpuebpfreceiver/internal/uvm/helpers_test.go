@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm/internal/metadata"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvmfentry"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvmtools"
 )
 
@@ -62,6 +63,9 @@ func newTestSource(t testing.TB, cfg Config, opts ...Option) *Source {
 		WithClock(func() time.Time { return time.Unix(1000, 0) }),
 		WithRawClockOffset(0),
 		WithOpener(func(int, uvmtools.Options) (Tracker, error) { return nil, uvmtools.ErrNoDevice }),
+		// Tests choose the fentry backend explicitly (backend_test.go): by
+		// default it cannot run, whatever this machine allows.
+		WithFentryLoader(func(uvmfentry.Options) (FentrySource, error) { return nil, uvmfentry.ErrModuleNotLoaded }),
 	}, opts...)
 	set := receivertest.NewNopSettings(metadata.Type)
 	return New(cfg, set, nil, opts...)

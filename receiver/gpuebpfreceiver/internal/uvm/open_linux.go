@@ -30,3 +30,12 @@ func rawClockOffset(now func() time.Time) int64 {
 	}
 	return now().UnixNano() - ts.Nano()
 }
+
+// monoRawOffset measures CLOCK_MONOTONIC_RAW minus CLOCK_MONOTONIC.
+func monoRawOffset() int64 {
+	var raw, mono unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono) != nil || unix.ClockGettime(unix.CLOCK_MONOTONIC_RAW, &raw) != nil {
+		return 0
+	}
+	return raw.Nano() - mono.Nano()
+}

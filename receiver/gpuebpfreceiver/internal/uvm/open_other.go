@@ -16,3 +16,5 @@ func defaultOpener(string) Opener {
 }
 
 func rawClockOffset(func() time.Time) int64 { return 0 }
+
+func monoRawOffset() int64 { return 0 }

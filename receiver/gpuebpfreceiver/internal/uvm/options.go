@@ -45,6 +45,9 @@ type options struct {
 	retryDelay time.Duration
 	retryMax   time.Duration
 	rawOffset  *int64 // ns to add to a CLOCK_MONOTONIC_RAW time to get Unix time
+	// fentry backend: its loader, and CLOCK_MONOTONIC_RAW - CLOCK_MONOTONIC
+	fentry        FentryLoader
+	monoRawOffset func() int64
 }
 
 func defaultOptions() options {
@@ -55,6 +58,9 @@ func defaultOptions() options {
 		retries:    5,
 		retryDelay: 250 * time.Millisecond,
 		retryMax:   4 * time.Second,
+
+		fentry:        defaultFentryLoader,
+		monoRawOffset: monoRawOffset,
 	}
 }
 
@@ -115,4 +121,13 @@ func WithRetry(attempts int, delay, maxDelay time.Duration) Option {
 // by default it is measured at New.
 func WithRawClockOffset(ns int64) Option {
 	return func(o *options) { o.rawOffset = &ns }
+}
+
+// WithFentryLoader replaces uvmfentry.Open (tests).
+func WithFentryLoader(l FentryLoader) Option {
+	return func(o *options) {
+		if l != nil {
+			o.fentry = l
+		}
+	}
 }

@@ -55,12 +55,8 @@ func (s *Source) Scrape(ctx context.Context) (pmetric.Metrics, error) {
 			}
 		}
 	}
-	if s.overLimit > 0 && s.cfg.Metrics.GpuUvmEventsDropped.Enabled {
-		s.mb.RecordGpuUvmEventsDroppedDataPoint(ts, int64(s.overLimit), metadata.AttributeDropReasonProcessLimit)
-		rb := s.rb
-		rb.SetHostName(s.hostName)
-		s.mb.EmitForResource(metadata.WithResource(rb.Emit()))
-	}
+	s.emitGPUs(ts)
+	s.emitHost(ts)
 	return s.mb.Emit(), ctx.Err()
 }
 
@@ -167,6 +163,9 @@ func (s *Source) emitStream(p *process, st *stream, ts pcommon.Timestamp, host b
 	}
 	if st.replays != 0 && m.GpuUvmFaultReplays.Enabled {
 		mb.RecordGpuUvmFaultReplaysDataPoint(ts, int64(st.replays))
+	}
+	if st.prefetchHinted != 0 && m.GpuUvmPrefetchHinted.Enabled {
+		mb.RecordGpuUvmPrefetchHintedDataPoint(ts, int64(st.prefetchHinted))
 	}
 	if st.readDup != 0 && m.GpuUvmReadDuplicated.Enabled {
 		mb.RecordGpuUvmReadDuplicatedDataPoint(ts, int64(st.readDup))

@@ -48,6 +48,7 @@ type Source struct {
 	pending    pendingLogs
 	warned     map[error]bool
 	wg         sync.WaitGroup
+	be         backendState // the backend Start chose (its fields under mu)
 }
 
 // track is the tracking of one pid: a tracker being opened, retried or
@@ -181,6 +182,9 @@ func (s *Source) Track(pid int) error {
 	if !s.cfg.Enabled {
 		return nil
 	}
+	if err := s.Start(context.Background()); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -196,7 +200,12 @@ func (s *Source) Track(pid int) error {
 	}
 	tr := &track{pid: pid, stop: make(chan struct{})}
 	s.tracks[pid] = tr
+	fentry := s.be.kind == BackendFentry
 	s.mu.Unlock()
+	if fentry {
+		s.trackFentry(pid)
+		return nil
+	}
 
 	err := s.attach(tr)
 	switch {
@@ -345,6 +354,9 @@ func (s *Source) Untrack(pid int) {
 		// process gone: marking it here would let a Scrape forget it
 		// before its last events are counted.
 		s.dropTrack(tr)
+		if s.be.kind == BackendFentry {
+			s.untrackFentry(pid)
+		}
 		return
 	}
 	if p := s.procs[pid]; p != nil {
@@ -397,6 +409,7 @@ func (s *Source) Shutdown(ctx context.Context) error {
 		s.dropTrack(tr)
 	}
 	s.mu.Unlock()
+	s.closeBackend()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	closeLogs := func() {

@@ -9,6 +9,54 @@ import (
 	"go.opentelemetry.io/collector/filter"
 )
 
+// GpuUvmBackendActiveMetricAttributeKey specifies the key of an attribute for the gpu.uvm.backend.active metric.
+type GpuUvmBackendActiveMetricAttributeKey string
+
+const (
+	GpuUvmBackendActiveMetricAttributeKeyBackend GpuUvmBackendActiveMetricAttributeKey = "gpu.uvm.backend"
+)
+
+// GpuUvmBackendActiveMetricConfig provides config for the gpu.uvm.backend.active metric.
+type GpuUvmBackendActiveMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                  `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []GpuUvmBackendActiveMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *GpuUvmBackendActiveMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *GpuUvmBackendActiveMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case GpuUvmBackendActiveMetricAttributeKeyBackend:
+		default:
+			return fmt.Errorf("metric gpu.uvm.backend.active doesn't have an attribute %v, valid attributes: [gpu.uvm.backend]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // GpuUvmEventsDroppedMetricAttributeKey specifies the key of an attribute for the gpu.uvm.events.dropped metric.
 type GpuUvmEventsDroppedMetricAttributeKey string
 
@@ -123,6 +171,74 @@ func (ms *GpuUvmFatalFaultsMetricConfig) Validate() error {
 		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
 	}
 
+	return nil
+}
+
+// GpuUvmFaultBatchEntriesMetricAttributeKey specifies the key of an attribute for the gpu.uvm.fault.batch.entries metric.
+type GpuUvmFaultBatchEntriesMetricAttributeKey string
+
+const (
+	GpuUvmFaultBatchEntriesMetricAttributeKeyEntryKind GpuUvmFaultBatchEntriesMetricAttributeKey = "gpu.uvm.fault.entry.kind"
+)
+
+// GpuUvmFaultBatchEntriesMetricConfig provides config for the gpu.uvm.fault.batch.entries metric.
+type GpuUvmFaultBatchEntriesMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                      `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []GpuUvmFaultBatchEntriesMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *GpuUvmFaultBatchEntriesMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *GpuUvmFaultBatchEntriesMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case GpuUvmFaultBatchEntriesMetricAttributeKeyEntryKind:
+		default:
+			return fmt.Errorf("metric gpu.uvm.fault.batch.entries doesn't have an attribute %v, valid attributes: [gpu.uvm.fault.entry.kind]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// GpuUvmFaultBatchesMetricConfig provides config for the gpu.uvm.fault.batches metric.
+type GpuUvmFaultBatchesMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *GpuUvmFaultBatchesMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
 	return nil
 }
 
@@ -458,6 +574,26 @@ func (ms *GpuUvmPrefetchMetricConfig) Validate() error {
 	return nil
 }
 
+// GpuUvmPrefetchHintedMetricConfig provides config for the gpu.uvm.prefetch.hinted metric.
+type GpuUvmPrefetchHintedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *GpuUvmPrefetchHintedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // GpuUvmReadDuplicatedMetricConfig provides config for the gpu.uvm.read_duplicated metric.
 type GpuUvmReadDuplicatedMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -526,6 +662,26 @@ func (ms *GpuUvmRemoteMappedMetricConfig) Validate() error {
 	return nil
 }
 
+// GpuUvmRootChunkEvictionsMetricConfig provides config for the gpu.uvm.root_chunk.evictions metric.
+type GpuUvmRootChunkEvictionsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *GpuUvmRootChunkEvictionsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // GpuUvmThrashingMetricConfig provides config for the gpu.uvm.thrashing metric.
 type GpuUvmThrashingMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -568,9 +724,12 @@ func (ms *GpuUvmThrottlingMetricConfig) Unmarshal(parser *confmap.Conf) error {
 
 // MetricsConfig provides config for uvm metrics.
 type MetricsConfig struct {
+	GpuUvmBackendActive       GpuUvmBackendActiveMetricConfig       `mapstructure:"gpu.uvm.backend.active"`
 	GpuUvmEventsDropped       GpuUvmEventsDroppedMetricConfig       `mapstructure:"gpu.uvm.events.dropped"`
 	GpuUvmEvictions           GpuUvmEvictionsMetricConfig           `mapstructure:"gpu.uvm.evictions"`
 	GpuUvmFatalFaults         GpuUvmFatalFaultsMetricConfig         `mapstructure:"gpu.uvm.fatal_faults"`
+	GpuUvmFaultBatchEntries   GpuUvmFaultBatchEntriesMetricConfig   `mapstructure:"gpu.uvm.fault.batch.entries"`
+	GpuUvmFaultBatches        GpuUvmFaultBatchesMetricConfig        `mapstructure:"gpu.uvm.fault.batches"`
 	GpuUvmFaultPattern        GpuUvmFaultPatternMetricConfig        `mapstructure:"gpu.uvm.fault.pattern"`
 	GpuUvmFaultReplays        GpuUvmFaultReplaysMetricConfig        `mapstructure:"gpu.uvm.fault.replays"`
 	GpuUvmFaultSamplesDropped GpuUvmFaultSamplesDroppedMetricConfig `mapstructure:"gpu.uvm.fault.samples.dropped"`
@@ -579,14 +738,21 @@ type MetricsConfig struct {
 	GpuUvmMigrated            GpuUvmMigratedMetricConfig            `mapstructure:"gpu.uvm.migrated"`
 	GpuUvmMigrations          GpuUvmMigrationsMetricConfig          `mapstructure:"gpu.uvm.migrations"`
 	GpuUvmPrefetch            GpuUvmPrefetchMetricConfig            `mapstructure:"gpu.uvm.prefetch"`
+	GpuUvmPrefetchHinted      GpuUvmPrefetchHintedMetricConfig      `mapstructure:"gpu.uvm.prefetch.hinted"`
 	GpuUvmReadDuplicated      GpuUvmReadDuplicatedMetricConfig      `mapstructure:"gpu.uvm.read_duplicated"`
 	GpuUvmRemoteMapped        GpuUvmRemoteMappedMetricConfig        `mapstructure:"gpu.uvm.remote_mapped"`
+	GpuUvmRootChunkEvictions  GpuUvmRootChunkEvictionsMetricConfig  `mapstructure:"gpu.uvm.root_chunk.evictions"`
 	GpuUvmThrashing           GpuUvmThrashingMetricConfig           `mapstructure:"gpu.uvm.thrashing"`
 	GpuUvmThrottling          GpuUvmThrottlingMetricConfig          `mapstructure:"gpu.uvm.throttling"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
+		GpuUvmBackendActive: GpuUvmBackendActiveMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []GpuUvmBackendActiveMetricAttributeKey{GpuUvmBackendActiveMetricAttributeKeyBackend},
+		},
 		GpuUvmEventsDropped: GpuUvmEventsDroppedMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
@@ -599,6 +765,14 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []GpuUvmFatalFaultsMetricAttributeKey{GpuUvmFatalFaultsMetricAttributeKeyAccessType, GpuUvmFatalFaultsMetricAttributeKeyFatalReason},
+		},
+		GpuUvmFaultBatchEntries: GpuUvmFaultBatchEntriesMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []GpuUvmFaultBatchEntriesMetricAttributeKey{GpuUvmFaultBatchEntriesMetricAttributeKeyEntryKind},
+		},
+		GpuUvmFaultBatches: GpuUvmFaultBatchesMetricConfig{
+			Enabled: true,
 		},
 		GpuUvmFaultPattern: GpuUvmFaultPatternMetricConfig{
 			Enabled:             true,
@@ -636,6 +810,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []GpuUvmPrefetchMetricAttributeKey{GpuUvmPrefetchMetricAttributeKeyDirection},
 		},
+		GpuUvmPrefetchHinted: GpuUvmPrefetchHintedMetricConfig{
+			Enabled: true,
+		},
 		GpuUvmReadDuplicated: GpuUvmReadDuplicatedMetricConfig{
 			Enabled: true,
 		},
@@ -643,6 +820,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []GpuUvmRemoteMappedMetricAttributeKey{GpuUvmRemoteMappedMetricAttributeKeyMapCause},
+		},
+		GpuUvmRootChunkEvictions: GpuUvmRootChunkEvictionsMetricConfig{
+			Enabled: true,
 		},
 		GpuUvmThrashing: GpuUvmThrashingMetricConfig{
 			Enabled: true,

@@ -26,6 +26,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "all_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
+					GpuUvmBackendActive: GpuUvmBackendActiveMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []GpuUvmBackendActiveMetricAttributeKey{GpuUvmBackendActiveMetricAttributeKeyBackend},
+					},
 					GpuUvmEventsDropped: GpuUvmEventsDroppedMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -38,6 +43,14 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuUvmFatalFaultsMetricAttributeKey{GpuUvmFatalFaultsMetricAttributeKeyAccessType, GpuUvmFatalFaultsMetricAttributeKeyFatalReason},
+					},
+					GpuUvmFaultBatchEntries: GpuUvmFaultBatchEntriesMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuUvmFaultBatchEntriesMetricAttributeKey{GpuUvmFaultBatchEntriesMetricAttributeKeyEntryKind},
+					},
+					GpuUvmFaultBatches: GpuUvmFaultBatchesMetricConfig{
+						Enabled: true,
 					},
 					GpuUvmFaultPattern: GpuUvmFaultPatternMetricConfig{
 						Enabled:             true,
@@ -75,6 +88,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuUvmPrefetchMetricAttributeKey{GpuUvmPrefetchMetricAttributeKeyDirection},
 					},
+					GpuUvmPrefetchHinted: GpuUvmPrefetchHintedMetricConfig{
+						Enabled: true,
+					},
 					GpuUvmReadDuplicated: GpuUvmReadDuplicatedMetricConfig{
 						Enabled: true,
 					},
@@ -82,6 +98,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuUvmRemoteMappedMetricAttributeKey{GpuUvmRemoteMappedMetricAttributeKeyMapCause},
+					},
+					GpuUvmRootChunkEvictions: GpuUvmRootChunkEvictionsMetricConfig{
+						Enabled: true,
 					},
 					GpuUvmThrashing: GpuUvmThrashingMetricConfig{
 						Enabled: true,
@@ -104,6 +123,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "none_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
+					GpuUvmBackendActive: GpuUvmBackendActiveMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []GpuUvmBackendActiveMetricAttributeKey{GpuUvmBackendActiveMetricAttributeKeyBackend},
+					},
 					GpuUvmEventsDropped: GpuUvmEventsDroppedMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -116,6 +140,14 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuUvmFatalFaultsMetricAttributeKey{GpuUvmFatalFaultsMetricAttributeKeyAccessType, GpuUvmFatalFaultsMetricAttributeKeyFatalReason},
+					},
+					GpuUvmFaultBatchEntries: GpuUvmFaultBatchEntriesMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuUvmFaultBatchEntriesMetricAttributeKey{GpuUvmFaultBatchEntriesMetricAttributeKeyEntryKind},
+					},
+					GpuUvmFaultBatches: GpuUvmFaultBatchesMetricConfig{
+						Enabled: false,
 					},
 					GpuUvmFaultPattern: GpuUvmFaultPatternMetricConfig{
 						Enabled:             false,
@@ -153,6 +185,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuUvmPrefetchMetricAttributeKey{GpuUvmPrefetchMetricAttributeKeyDirection},
 					},
+					GpuUvmPrefetchHinted: GpuUvmPrefetchHintedMetricConfig{
+						Enabled: false,
+					},
 					GpuUvmReadDuplicated: GpuUvmReadDuplicatedMetricConfig{
 						Enabled: false,
 					},
@@ -160,6 +195,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuUvmRemoteMappedMetricAttributeKey{GpuUvmRemoteMappedMetricAttributeKeyMapCause},
+					},
+					GpuUvmRootChunkEvictions: GpuUvmRootChunkEvictionsMetricConfig{
+						Enabled: false,
 					},
 					GpuUvmThrashing: GpuUvmThrashingMetricConfig{
 						Enabled: false,
@@ -182,11 +220,23 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(GpuUvmEventsDroppedMetricConfig{}, GpuUvmEvictionsMetricConfig{}, GpuUvmFatalFaultsMetricConfig{}, GpuUvmFaultPatternMetricConfig{}, GpuUvmFaultReplaysMetricConfig{}, GpuUvmFaultSamplesDroppedMetricConfig{}, GpuUvmFaultStrideMetricConfig{}, GpuUvmFaultsMetricConfig{}, GpuUvmMigratedMetricConfig{}, GpuUvmMigrationsMetricConfig{}, GpuUvmPrefetchMetricConfig{}, GpuUvmReadDuplicatedMetricConfig{}, GpuUvmRemoteMappedMetricConfig{}, GpuUvmThrashingMetricConfig{}, GpuUvmThrottlingMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(GpuUvmBackendActiveMetricConfig{}, GpuUvmEventsDroppedMetricConfig{}, GpuUvmEvictionsMetricConfig{}, GpuUvmFatalFaultsMetricConfig{}, GpuUvmFaultBatchEntriesMetricConfig{}, GpuUvmFaultBatchesMetricConfig{}, GpuUvmFaultPatternMetricConfig{}, GpuUvmFaultReplaysMetricConfig{}, GpuUvmFaultSamplesDroppedMetricConfig{}, GpuUvmFaultStrideMetricConfig{}, GpuUvmFaultsMetricConfig{}, GpuUvmMigratedMetricConfig{}, GpuUvmMigrationsMetricConfig{}, GpuUvmPrefetchMetricConfig{}, GpuUvmPrefetchHintedMetricConfig{}, GpuUvmReadDuplicatedMetricConfig{}, GpuUvmRemoteMappedMetricConfig{}, GpuUvmRootChunkEvictionsMetricConfig{}, GpuUvmThrashingMetricConfig{}, GpuUvmThrottlingMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
 }
+func TestGpuUvmBackendActiveMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().GpuUvmBackendActive
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []GpuUvmBackendActiveMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric gpu.uvm.backend.active doesn't have an attribute invalid, valid attributes: [gpu.uvm.backend]")
+
+	cfg = DefaultMetricsConfig().GpuUvmBackendActive
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func TestGpuUvmEventsDroppedMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().GpuUvmEventsDropped
 	require.NoError(t, cfg.Validate())
@@ -207,6 +257,18 @@ func TestGpuUvmFatalFaultsMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric gpu.uvm.fatal_faults doesn't have an attribute invalid, valid attributes: [gpu.uvm.access.type, gpu.uvm.fatal.reason]")
 
 	cfg = DefaultMetricsConfig().GpuUvmFatalFaults
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestGpuUvmFaultBatchEntriesMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().GpuUvmFaultBatchEntries
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []GpuUvmFaultBatchEntriesMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric gpu.uvm.fault.batch.entries doesn't have an attribute invalid, valid attributes: [gpu.uvm.fault.entry.kind]")
+
+	cfg = DefaultMetricsConfig().GpuUvmFaultBatchEntries
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -58,6 +58,32 @@ var MapAttributeAccessType = map[string]AttributeAccessType{
 	"invalid":  AttributeAccessTypeInvalid,
 }
 
+// AttributeBackend specifies the value backend attribute.
+type AttributeBackend int
+
+const (
+	_ AttributeBackend = iota
+	AttributeBackendTools
+	AttributeBackendFentry
+)
+
+// String returns the string representation of the AttributeBackend.
+func (av AttributeBackend) String() string {
+	switch av {
+	case AttributeBackendTools:
+		return "tools"
+	case AttributeBackendFentry:
+		return "fentry"
+	}
+	return ""
+}
+
+// MapAttributeBackend is a helper map of string to AttributeBackend attribute value.
+var MapAttributeBackend = map[string]AttributeBackend{
+	"tools":  AttributeBackendTools,
+	"fentry": AttributeBackendFentry,
+}
+
 // AttributeCause specifies the value cause attribute.
 type AttributeCause int
 
@@ -138,6 +164,8 @@ const (
 	AttributeDropReasonDriverQueueFull
 	AttributeDropReasonDecodeError
 	AttributeDropReasonProcessLimit
+	AttributeDropReasonRingFull
+	AttributeDropReasonNoOwner
 	AttributeDropReasonRateLimited
 	AttributeDropReasonBufferFull
 )
@@ -151,6 +179,10 @@ func (av AttributeDropReason) String() string {
 		return "decode_error"
 	case AttributeDropReasonProcessLimit:
 		return "process_limit"
+	case AttributeDropReasonRingFull:
+		return "ring_full"
+	case AttributeDropReasonNoOwner:
+		return "no_owner"
 	case AttributeDropReasonRateLimited:
 		return "rate_limited"
 	case AttributeDropReasonBufferFull:
@@ -164,8 +196,40 @@ var MapAttributeDropReason = map[string]AttributeDropReason{
 	"driver_queue_full": AttributeDropReasonDriverQueueFull,
 	"decode_error":      AttributeDropReasonDecodeError,
 	"process_limit":     AttributeDropReasonProcessLimit,
+	"ring_full":         AttributeDropReasonRingFull,
+	"no_owner":          AttributeDropReasonNoOwner,
 	"rate_limited":      AttributeDropReasonRateLimited,
 	"buffer_full":       AttributeDropReasonBufferFull,
+}
+
+// AttributeEntryKind specifies the value entry_kind attribute.
+type AttributeEntryKind int
+
+const (
+	_ AttributeEntryKind = iota
+	AttributeEntryKindFetched
+	AttributeEntryKindDuplicate
+	AttributeEntryKindInvalidPrefetch
+)
+
+// String returns the string representation of the AttributeEntryKind.
+func (av AttributeEntryKind) String() string {
+	switch av {
+	case AttributeEntryKindFetched:
+		return "fetched"
+	case AttributeEntryKindDuplicate:
+		return "duplicate"
+	case AttributeEntryKindInvalidPrefetch:
+		return "invalid_prefetch"
+	}
+	return ""
+}
+
+// MapAttributeEntryKind is a helper map of string to AttributeEntryKind attribute value.
+var MapAttributeEntryKind = map[string]AttributeEntryKind{
+	"fetched":          AttributeEntryKindFetched,
+	"duplicate":        AttributeEntryKindDuplicate,
+	"invalid_prefetch": AttributeEntryKindInvalidPrefetch,
 }
 
 // AttributeMapCause specifies the value map_cause attribute.
@@ -275,6 +339,10 @@ var MapAttributeProcessor = map[string]AttributeProcessor{
 }
 
 var MetricsInfo = metricsInfo{
+	GpuUvmBackendActive: metricInfo{
+		Name:       "gpu.uvm.backend.active",
+		Attributes: []string{"backend"},
+	},
 	GpuUvmEventsDropped: metricInfo{
 		Name:       "gpu.uvm.events.dropped",
 		Attributes: []string{"drop_reason"},
@@ -285,6 +353,13 @@ var MetricsInfo = metricsInfo{
 	GpuUvmFatalFaults: metricInfo{
 		Name:       "gpu.uvm.fatal_faults",
 		Attributes: []string{"access_type", "fatal_reason"},
+	},
+	GpuUvmFaultBatchEntries: metricInfo{
+		Name:       "gpu.uvm.fault.batch.entries",
+		Attributes: []string{"entry_kind"},
+	},
+	GpuUvmFaultBatches: metricInfo{
+		Name: "gpu.uvm.fault.batches",
 	},
 	GpuUvmFaultPattern: metricInfo{
 		Name:       "gpu.uvm.fault.pattern",
@@ -316,12 +391,18 @@ var MetricsInfo = metricsInfo{
 		Name:       "gpu.uvm.prefetch",
 		Attributes: []string{"direction"},
 	},
+	GpuUvmPrefetchHinted: metricInfo{
+		Name: "gpu.uvm.prefetch.hinted",
+	},
 	GpuUvmReadDuplicated: metricInfo{
 		Name: "gpu.uvm.read_duplicated",
 	},
 	GpuUvmRemoteMapped: metricInfo{
 		Name:       "gpu.uvm.remote_mapped",
 		Attributes: []string{"map_cause"},
+	},
+	GpuUvmRootChunkEvictions: metricInfo{
+		Name: "gpu.uvm.root_chunk.evictions",
 	},
 	GpuUvmThrashing: metricInfo{
 		Name: "gpu.uvm.thrashing",
@@ -332,9 +413,12 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
+	GpuUvmBackendActive       metricInfo
 	GpuUvmEventsDropped       metricInfo
 	GpuUvmEvictions           metricInfo
 	GpuUvmFatalFaults         metricInfo
+	GpuUvmFaultBatchEntries   metricInfo
+	GpuUvmFaultBatches        metricInfo
 	GpuUvmFaultPattern        metricInfo
 	GpuUvmFaultReplays        metricInfo
 	GpuUvmFaultSamplesDropped metricInfo
@@ -343,8 +427,10 @@ type metricsInfo struct {
 	GpuUvmMigrated            metricInfo
 	GpuUvmMigrations          metricInfo
 	GpuUvmPrefetch            metricInfo
+	GpuUvmPrefetchHinted      metricInfo
 	GpuUvmReadDuplicated      metricInfo
 	GpuUvmRemoteMapped        metricInfo
+	GpuUvmRootChunkEvictions  metricInfo
 	GpuUvmThrashing           metricInfo
 	GpuUvmThrottling          metricInfo
 }
@@ -370,6 +456,95 @@ func WithFaultTypeMetricAttribute(faultTypeAttributeValue string) MetricAttribut
 	})
 }
 
+type metricGpuUvmBackendActive struct {
+	data          pmetric.Metric                  // data buffer for generated metric.
+	config        GpuUvmBackendActiveMetricConfig // metric config provided by user.
+	capacity      int                             // max observed number of data points added to the metric.
+	aggDataPoints []int64                         // slice containing number of aggregated datapoints at each index
+}
+
+// init fills gpu.uvm.backend.active metric with initial data.
+func (m *metricGpuUvmBackendActive) init() {
+	m.data.SetName("gpu.uvm.backend.active")
+	m.data.SetDescription("1 for the backend the UVM source runs (on a resource with host.name only); absent before the source started.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricGpuUvmBackendActive) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, backendAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, GpuUvmBackendActiveMetricAttributeKeyBackend) {
+		dp.Attributes().PutStr("gpu.uvm.backend", backendAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuUvmBackendActive) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuUvmBackendActive) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetIntValue(m.data.Gauge().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuUvmBackendActive(cfg GpuUvmBackendActiveMetricConfig) metricGpuUvmBackendActive {
+	m := metricGpuUvmBackendActive{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricGpuUvmEventsDropped struct {
 	data          pmetric.Metric                  // data buffer for generated metric.
 	config        GpuUvmEventsDroppedMetricConfig // metric config provided by user.
@@ -380,7 +555,7 @@ type metricGpuUvmEventsDropped struct {
 // init fills gpu.uvm.events.dropped metric with initial data.
 func (m *metricGpuUvmEventsDropped) init() {
 	m.data.SetName("gpu.uvm.events.dropped")
-	m.data.SetDescription("UVM events lost: dropped by the driver because the process's queue was full, entries that did not decode, and events of processes beyond max_processes (the last on a resource with host.name only).")
+	m.data.SetDescription("UVM events lost: dropped by the driver because the process's queue was full, entries that did not decode, events of processes beyond max_processes, and with the fentry backend records the BPF ring buffer could not hold and records of no process. process_limit, ring_full, no_owner and the fentry backend's decode errors are on a resource with host.name only.")
 	m.data.SetUnit("{event}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
@@ -470,7 +645,7 @@ type metricGpuUvmEvictions struct {
 // init fills gpu.uvm.evictions metric with initial data.
 func (m *metricGpuUvmEvictions) init() {
 	m.data.SetName("gpu.uvm.evictions")
-	m.data.SetDescription("Evictions of a memory block from a GPU to make room (eviction events; drivers 565 to 595 do not emit them: see gpu.uvm.migrated with cause eviction).")
+	m.data.SetDescription("Evictions of a process's memory from a GPU to make room. fentry backend: each VA block whose chunks were evicted from a root chunk (uvm_va_block_evict_chunks); tools backend: eviction events, which drivers 565 to 595 do not emit (see gpu.uvm.migrated with cause eviction).")
 	m.data.SetUnit("{eviction}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
@@ -599,6 +774,149 @@ func (m *metricGpuUvmFatalFaults) emit(metrics pmetric.MetricSlice) {
 
 func newMetricGpuUvmFatalFaults(cfg GpuUvmFatalFaultsMetricConfig) metricGpuUvmFatalFaults {
 	m := metricGpuUvmFatalFaults{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricGpuUvmFaultBatchEntries struct {
+	data          pmetric.Metric                      // data buffer for generated metric.
+	config        GpuUvmFaultBatchEntriesMetricConfig // metric config provided by user.
+	capacity      int                                 // max observed number of data points added to the metric.
+	aggDataPoints []int64                             // slice containing number of aggregated datapoints at each index
+}
+
+// init fills gpu.uvm.fault.batch.entries metric with initial data.
+func (m *metricGpuUvmFaultBatchEntries) init() {
+	m.data.SetName("gpu.uvm.fault.batch.entries")
+	m.data.SetDescription("Fault buffer entries of the GPU's serviced fault batches, by kind (fentry backend only; per GPU, all processes together).")
+	m.data.SetUnit("{fault}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricGpuUvmFaultBatchEntries) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, entryKindAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, GpuUvmFaultBatchEntriesMetricAttributeKeyEntryKind) {
+		dp.Attributes().PutStr("gpu.uvm.fault.entry.kind", entryKindAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuUvmFaultBatchEntries) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuUvmFaultBatchEntries) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuUvmFaultBatchEntries(cfg GpuUvmFaultBatchEntriesMetricConfig) metricGpuUvmFaultBatchEntries {
+	m := metricGpuUvmFaultBatchEntries{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricGpuUvmFaultBatches struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   GpuUvmFaultBatchesMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills gpu.uvm.fault.batches metric with initial data.
+func (m *metricGpuUvmFaultBatches) init() {
+	m.data.SetName("gpu.uvm.fault.batches")
+	m.data.SetDescription("Fault batches the driver serviced on the GPU (fentry backend only; per GPU, all processes together).")
+	m.data.SetUnit("{batch}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricGpuUvmFaultBatches) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuUvmFaultBatches) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuUvmFaultBatches) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuUvmFaultBatches(cfg GpuUvmFaultBatchesMetricConfig) metricGpuUvmFaultBatches {
+	m := metricGpuUvmFaultBatches{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1265,6 +1583,58 @@ func newMetricGpuUvmPrefetch(cfg GpuUvmPrefetchMetricConfig) metricGpuUvmPrefetc
 	return m
 }
 
+type metricGpuUvmPrefetchHinted struct {
+	data     pmetric.Metric                   // data buffer for generated metric.
+	config   GpuUvmPrefetchHintedMetricConfig // metric config provided by user.
+	capacity int                              // max observed number of data points added to the metric.
+}
+
+// init fills gpu.uvm.prefetch.hinted metric with initial data.
+func (m *metricGpuUvmPrefetchHinted) init() {
+	m.data.SetName("gpu.uvm.prefetch.hinted")
+	m.data.SetDescription("Bytes the driver's prefetcher added to the migrations of faulted pages (fentry backend only: uvm_perf_prefetch_get_hint_va_block); compare with gpu.uvm.prefetch, the bytes that moved.")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricGpuUvmPrefetchHinted) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuUvmPrefetchHinted) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuUvmPrefetchHinted) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuUvmPrefetchHinted(cfg GpuUvmPrefetchHintedMetricConfig) metricGpuUvmPrefetchHinted {
+	m := metricGpuUvmPrefetchHinted{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricGpuUvmReadDuplicated struct {
 	data     pmetric.Metric                   // data buffer for generated metric.
 	config   GpuUvmReadDuplicatedMetricConfig // metric config provided by user.
@@ -1408,6 +1778,58 @@ func newMetricGpuUvmRemoteMapped(cfg GpuUvmRemoteMappedMetricConfig) metricGpuUv
 	return m
 }
 
+type metricGpuUvmRootChunkEvictions struct {
+	data     pmetric.Metric                       // data buffer for generated metric.
+	config   GpuUvmRootChunkEvictionsMetricConfig // metric config provided by user.
+	capacity int                                  // max observed number of data points added to the metric.
+}
+
+// init fills gpu.uvm.root_chunk.evictions metric with initial data.
+func (m *metricGpuUvmRootChunkEvictions) init() {
+	m.data.SetName("gpu.uvm.root_chunk.evictions")
+	m.data.SetDescription("2 MiB root chunks of GPU memory the driver evicted to make room (fentry backend only; per GPU: a root chunk can hold several processes' memory).")
+	m.data.SetUnit("{chunk}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricGpuUvmRootChunkEvictions) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuUvmRootChunkEvictions) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuUvmRootChunkEvictions) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuUvmRootChunkEvictions(cfg GpuUvmRootChunkEvictionsMetricConfig) metricGpuUvmRootChunkEvictions {
+	m := metricGpuUvmRootChunkEvictions{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricGpuUvmThrashing struct {
 	data     pmetric.Metric              // data buffer for generated metric.
 	config   GpuUvmThrashingMetricConfig // metric config provided by user.
@@ -1522,9 +1944,12 @@ type MetricsBuilder struct {
 	buildInfo                       component.BuildInfo  // contains version information.
 	resourceAttributeIncludeFilter  map[string]filter.Filter
 	resourceAttributeExcludeFilter  map[string]filter.Filter
+	metricGpuUvmBackendActive       metricGpuUvmBackendActive
 	metricGpuUvmEventsDropped       metricGpuUvmEventsDropped
 	metricGpuUvmEvictions           metricGpuUvmEvictions
 	metricGpuUvmFatalFaults         metricGpuUvmFatalFaults
+	metricGpuUvmFaultBatchEntries   metricGpuUvmFaultBatchEntries
+	metricGpuUvmFaultBatches        metricGpuUvmFaultBatches
 	metricGpuUvmFaultPattern        metricGpuUvmFaultPattern
 	metricGpuUvmFaultReplays        metricGpuUvmFaultReplays
 	metricGpuUvmFaultSamplesDropped metricGpuUvmFaultSamplesDropped
@@ -1533,8 +1958,10 @@ type MetricsBuilder struct {
 	metricGpuUvmMigrated            metricGpuUvmMigrated
 	metricGpuUvmMigrations          metricGpuUvmMigrations
 	metricGpuUvmPrefetch            metricGpuUvmPrefetch
+	metricGpuUvmPrefetchHinted      metricGpuUvmPrefetchHinted
 	metricGpuUvmReadDuplicated      metricGpuUvmReadDuplicated
 	metricGpuUvmRemoteMapped        metricGpuUvmRemoteMapped
+	metricGpuUvmRootChunkEvictions  metricGpuUvmRootChunkEvictions
 	metricGpuUvmThrashing           metricGpuUvmThrashing
 	metricGpuUvmThrottling          metricGpuUvmThrottling
 }
@@ -1562,9 +1989,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		startTime:                       pcommon.NewTimestampFromTime(time.Now()),
 		metricsBuffer:                   pmetric.NewMetrics(),
 		buildInfo:                       settings.BuildInfo,
+		metricGpuUvmBackendActive:       newMetricGpuUvmBackendActive(mbc.Metrics.GpuUvmBackendActive),
 		metricGpuUvmEventsDropped:       newMetricGpuUvmEventsDropped(mbc.Metrics.GpuUvmEventsDropped),
 		metricGpuUvmEvictions:           newMetricGpuUvmEvictions(mbc.Metrics.GpuUvmEvictions),
 		metricGpuUvmFatalFaults:         newMetricGpuUvmFatalFaults(mbc.Metrics.GpuUvmFatalFaults),
+		metricGpuUvmFaultBatchEntries:   newMetricGpuUvmFaultBatchEntries(mbc.Metrics.GpuUvmFaultBatchEntries),
+		metricGpuUvmFaultBatches:        newMetricGpuUvmFaultBatches(mbc.Metrics.GpuUvmFaultBatches),
 		metricGpuUvmFaultPattern:        newMetricGpuUvmFaultPattern(mbc.Metrics.GpuUvmFaultPattern),
 		metricGpuUvmFaultReplays:        newMetricGpuUvmFaultReplays(mbc.Metrics.GpuUvmFaultReplays),
 		metricGpuUvmFaultSamplesDropped: newMetricGpuUvmFaultSamplesDropped(mbc.Metrics.GpuUvmFaultSamplesDropped),
@@ -1573,8 +2003,10 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricGpuUvmMigrated:            newMetricGpuUvmMigrated(mbc.Metrics.GpuUvmMigrated),
 		metricGpuUvmMigrations:          newMetricGpuUvmMigrations(mbc.Metrics.GpuUvmMigrations),
 		metricGpuUvmPrefetch:            newMetricGpuUvmPrefetch(mbc.Metrics.GpuUvmPrefetch),
+		metricGpuUvmPrefetchHinted:      newMetricGpuUvmPrefetchHinted(mbc.Metrics.GpuUvmPrefetchHinted),
 		metricGpuUvmReadDuplicated:      newMetricGpuUvmReadDuplicated(mbc.Metrics.GpuUvmReadDuplicated),
 		metricGpuUvmRemoteMapped:        newMetricGpuUvmRemoteMapped(mbc.Metrics.GpuUvmRemoteMapped),
+		metricGpuUvmRootChunkEvictions:  newMetricGpuUvmRootChunkEvictions(mbc.Metrics.GpuUvmRootChunkEvictions),
 		metricGpuUvmThrashing:           newMetricGpuUvmThrashing(mbc.Metrics.GpuUvmThrashing),
 		metricGpuUvmThrottling:          newMetricGpuUvmThrottling(mbc.Metrics.GpuUvmThrottling),
 		resourceAttributeIncludeFilter:  make(map[string]filter.Filter),
@@ -1686,9 +2118,12 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
+	mb.metricGpuUvmBackendActive.emit(ils.Metrics())
 	mb.metricGpuUvmEventsDropped.emit(ils.Metrics())
 	mb.metricGpuUvmEvictions.emit(ils.Metrics())
 	mb.metricGpuUvmFatalFaults.emit(ils.Metrics())
+	mb.metricGpuUvmFaultBatchEntries.emit(ils.Metrics())
+	mb.metricGpuUvmFaultBatches.emit(ils.Metrics())
 	mb.metricGpuUvmFaultPattern.emit(ils.Metrics())
 	mb.metricGpuUvmFaultReplays.emit(ils.Metrics())
 	mb.metricGpuUvmFaultSamplesDropped.emit(ils.Metrics())
@@ -1697,8 +2132,10 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricGpuUvmMigrated.emit(ils.Metrics())
 	mb.metricGpuUvmMigrations.emit(ils.Metrics())
 	mb.metricGpuUvmPrefetch.emit(ils.Metrics())
+	mb.metricGpuUvmPrefetchHinted.emit(ils.Metrics())
 	mb.metricGpuUvmReadDuplicated.emit(ils.Metrics())
 	mb.metricGpuUvmRemoteMapped.emit(ils.Metrics())
+	mb.metricGpuUvmRootChunkEvictions.emit(ils.Metrics())
 	mb.metricGpuUvmThrashing.emit(ils.Metrics())
 	mb.metricGpuUvmThrottling.emit(ils.Metrics())
 
@@ -1732,6 +2169,11 @@ func (mb *MetricsBuilder) Emit(options ...ResourceMetricsOption) pmetric.Metrics
 	return metrics
 }
 
+// RecordGpuUvmBackendActiveDataPoint adds a data point to gpu.uvm.backend.active metric.
+func (mb *MetricsBuilder) RecordGpuUvmBackendActiveDataPoint(ts pcommon.Timestamp, val int64, backendAttributeValue AttributeBackend) {
+	mb.metricGpuUvmBackendActive.recordDataPoint(mb.startTime, ts, val, backendAttributeValue.String())
+}
+
 // RecordGpuUvmEventsDroppedDataPoint adds a data point to gpu.uvm.events.dropped metric.
 func (mb *MetricsBuilder) RecordGpuUvmEventsDroppedDataPoint(ts pcommon.Timestamp, val int64, dropReasonAttributeValue AttributeDropReason) {
 	mb.metricGpuUvmEventsDropped.recordDataPoint(mb.startTime, ts, val, dropReasonAttributeValue.String())
@@ -1745,6 +2187,16 @@ func (mb *MetricsBuilder) RecordGpuUvmEvictionsDataPoint(ts pcommon.Timestamp, v
 // RecordGpuUvmFatalFaultsDataPoint adds a data point to gpu.uvm.fatal_faults metric.
 func (mb *MetricsBuilder) RecordGpuUvmFatalFaultsDataPoint(ts pcommon.Timestamp, val int64, accessTypeAttributeValue AttributeAccessType, fatalReasonAttributeValue string) {
 	mb.metricGpuUvmFatalFaults.recordDataPoint(mb.startTime, ts, val, accessTypeAttributeValue.String(), fatalReasonAttributeValue)
+}
+
+// RecordGpuUvmFaultBatchEntriesDataPoint adds a data point to gpu.uvm.fault.batch.entries metric.
+func (mb *MetricsBuilder) RecordGpuUvmFaultBatchEntriesDataPoint(ts pcommon.Timestamp, val int64, entryKindAttributeValue AttributeEntryKind) {
+	mb.metricGpuUvmFaultBatchEntries.recordDataPoint(mb.startTime, ts, val, entryKindAttributeValue.String())
+}
+
+// RecordGpuUvmFaultBatchesDataPoint adds a data point to gpu.uvm.fault.batches metric.
+func (mb *MetricsBuilder) RecordGpuUvmFaultBatchesDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricGpuUvmFaultBatches.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordGpuUvmFaultPatternDataPoint adds a data point to gpu.uvm.fault.pattern metric.
@@ -1787,6 +2239,11 @@ func (mb *MetricsBuilder) RecordGpuUvmPrefetchDataPoint(ts pcommon.Timestamp, va
 	mb.metricGpuUvmPrefetch.recordDataPoint(mb.startTime, ts, val, directionAttributeValue.String())
 }
 
+// RecordGpuUvmPrefetchHintedDataPoint adds a data point to gpu.uvm.prefetch.hinted metric.
+func (mb *MetricsBuilder) RecordGpuUvmPrefetchHintedDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricGpuUvmPrefetchHinted.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordGpuUvmReadDuplicatedDataPoint adds a data point to gpu.uvm.read_duplicated metric.
 func (mb *MetricsBuilder) RecordGpuUvmReadDuplicatedDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricGpuUvmReadDuplicated.recordDataPoint(mb.startTime, ts, val)
@@ -1795,6 +2252,11 @@ func (mb *MetricsBuilder) RecordGpuUvmReadDuplicatedDataPoint(ts pcommon.Timesta
 // RecordGpuUvmRemoteMappedDataPoint adds a data point to gpu.uvm.remote_mapped metric.
 func (mb *MetricsBuilder) RecordGpuUvmRemoteMappedDataPoint(ts pcommon.Timestamp, val int64, mapCauseAttributeValue AttributeMapCause) {
 	mb.metricGpuUvmRemoteMapped.recordDataPoint(mb.startTime, ts, val, mapCauseAttributeValue.String())
+}
+
+// RecordGpuUvmRootChunkEvictionsDataPoint adds a data point to gpu.uvm.root_chunk.evictions metric.
+func (mb *MetricsBuilder) RecordGpuUvmRootChunkEvictionsDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricGpuUvmRootChunkEvictions.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordGpuUvmThrashingDataPoint adds a data point to gpu.uvm.thrashing metric.

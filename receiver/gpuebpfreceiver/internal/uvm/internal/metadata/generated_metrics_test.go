@@ -67,8 +67,10 @@ func TestMetricsBuilder(t *testing.T) {
 			settings.Logger = zap.New(observedZapCore)
 			mb := NewMetricsBuilder(loadMetricsBuilderConfig(t, tt.name), settings, WithStartTime(start))
 			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
+			aggMap["gpu.uvm.backend.active"] = mb.metricGpuUvmBackendActive.config.AggregationStrategy
 			aggMap["gpu.uvm.events.dropped"] = mb.metricGpuUvmEventsDropped.config.AggregationStrategy
 			aggMap["gpu.uvm.fatal_faults"] = mb.metricGpuUvmFatalFaults.config.AggregationStrategy
+			aggMap["gpu.uvm.fault.batch.entries"] = mb.metricGpuUvmFaultBatchEntries.config.AggregationStrategy
 			aggMap["gpu.uvm.fault.pattern"] = mb.metricGpuUvmFaultPattern.config.AggregationStrategy
 			aggMap["gpu.uvm.fault.samples.dropped"] = mb.metricGpuUvmFaultSamplesDropped.config.AggregationStrategy
 			aggMap["gpu.uvm.faults"] = mb.metricGpuUvmFaults.config.AggregationStrategy
@@ -86,6 +88,12 @@ func TestMetricsBuilder(t *testing.T) {
 			allMetricsCount := 0
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordGpuUvmBackendActiveDataPoint(ts, 1, AttributeBackendTools)
+			if tt.name == "reaggregate_set" {
+				mb.RecordGpuUvmBackendActiveDataPoint(ts, 3, AttributeBackendFentry)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordGpuUvmEventsDroppedDataPoint(ts, 1, AttributeDropReasonDriverQueueFull)
 			if tt.name == "reaggregate_set" {
 				mb.RecordGpuUvmEventsDroppedDataPoint(ts, 3, AttributeDropReasonDecodeError)
@@ -99,6 +107,15 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				mb.RecordGpuUvmFatalFaultsDataPoint(ts, 3, AttributeAccessTypeWrite, "fatal_reason-val-2")
 			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordGpuUvmFaultBatchEntriesDataPoint(ts, 1, AttributeEntryKindFetched)
+			if tt.name == "reaggregate_set" {
+				mb.RecordGpuUvmFaultBatchEntriesDataPoint(ts, 3, AttributeEntryKindDuplicate)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordGpuUvmFaultBatchesDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordGpuUvmFaultPatternDataPoint(ts, 1, AttributePatternSequential)
@@ -143,6 +160,9 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordGpuUvmPrefetchHintedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordGpuUvmReadDuplicatedDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
@@ -150,6 +170,9 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				mb.RecordGpuUvmRemoteMappedDataPoint(ts, 3, AttributeMapCauseThrashing)
 			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordGpuUvmRootChunkEvictionsDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordGpuUvmThrashingDataPoint(ts, 1)
@@ -167,8 +190,10 @@ func TestMetricsBuilder(t *testing.T) {
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
 			if tt.name == "reaggregate_set" {
+				assert.Empty(t, mb.metricGpuUvmBackendActive.aggDataPoints)
 				assert.Empty(t, mb.metricGpuUvmEventsDropped.aggDataPoints)
 				assert.Empty(t, mb.metricGpuUvmFatalFaults.aggDataPoints)
+				assert.Empty(t, mb.metricGpuUvmFaultBatchEntries.aggDataPoints)
 				assert.Empty(t, mb.metricGpuUvmFaultPattern.aggDataPoints)
 				assert.Empty(t, mb.metricGpuUvmFaultSamplesDropped.aggDataPoints)
 				assert.Empty(t, mb.metricGpuUvmFaults.aggDataPoints)
@@ -203,13 +228,53 @@ func TestMetricsBuilder(t *testing.T) {
 			validatedMetrics := make(map[string]bool)
 			for _, mi := range allMetricsList {
 				switch mi.Name() {
+				case "gpu.uvm.backend.active":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["gpu.uvm.backend.active"], "Found a duplicate in the metrics slice: gpu.uvm.backend.active")
+						validatedMetrics["gpu.uvm.backend.active"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "1 for the backend the UVM source runs (on a resource with host.name only); absent before the source started.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						backendAttrVal, ok := dp.Attributes().Get("gpu.uvm.backend")
+						assert.True(t, ok)
+						assert.Equal(t, "tools", backendAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["gpu.uvm.backend.active"], "Found a duplicate in the metrics slice: gpu.uvm.backend.active")
+						validatedMetrics["gpu.uvm.backend.active"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "1 for the backend the UVM source runs (on a resource with host.name only); absent before the source started.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["gpu.uvm.backend.active"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("gpu.uvm.backend")
+						assert.False(t, ok)
+					}
 				case "gpu.uvm.events.dropped":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["gpu.uvm.events.dropped"], "Found a duplicate in the metrics slice: gpu.uvm.events.dropped")
 						validatedMetrics["gpu.uvm.events.dropped"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "UVM events lost: dropped by the driver because the process's queue was full, entries that did not decode, and events of processes beyond max_processes (the last on a resource with host.name only).", mi.Description())
+						assert.Equal(t, "UVM events lost: dropped by the driver because the process's queue was full, entries that did not decode, events of processes beyond max_processes, and with the fentry backend records the BPF ring buffer could not hold and records of no process. process_limit, ring_full, no_owner and the fentry backend's decode errors are on a resource with host.name only.", mi.Description())
 						assert.Equal(t, "{event}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -226,7 +291,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.uvm.events.dropped"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "UVM events lost: dropped by the driver because the process's queue was full, entries that did not decode, and events of processes beyond max_processes (the last on a resource with host.name only).", mi.Description())
+						assert.Equal(t, "UVM events lost: dropped by the driver because the process's queue was full, entries that did not decode, events of processes beyond max_processes, and with the fentry backend records the BPF ring buffer could not hold and records of no process. process_limit, ring_full, no_owner and the fentry backend's decode errors are on a resource with host.name only.", mi.Description())
 						assert.Equal(t, "{event}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -252,7 +317,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["gpu.uvm.evictions"] = true
 					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "Evictions of a memory block from a GPU to make room (eviction events; drivers 565 to 595 do not emit them: see gpu.uvm.migrated with cause eviction).", mi.Description())
+					assert.Equal(t, "Evictions of a process's memory from a GPU to make room. fentry backend: each VA block whose chunks were evicted from a root chunk (uvm_va_block_evict_chunks); tools backend: eviction events, which drivers 565 to 595 do not emit (see gpu.uvm.migrated with cause eviction).", mi.Description())
 					assert.Equal(t, "{eviction}", mi.Unit())
 					assert.True(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -310,6 +375,64 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok = dp.Attributes().Get("gpu.uvm.fatal.reason")
 						assert.False(t, ok)
 					}
+				case "gpu.uvm.fault.batch.entries":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["gpu.uvm.fault.batch.entries"], "Found a duplicate in the metrics slice: gpu.uvm.fault.batch.entries")
+						validatedMetrics["gpu.uvm.fault.batch.entries"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Fault buffer entries of the GPU's serviced fault batches, by kind (fentry backend only; per GPU, all processes together).", mi.Description())
+						assert.Equal(t, "{fault}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						entryKindAttrVal, ok := dp.Attributes().Get("gpu.uvm.fault.entry.kind")
+						assert.True(t, ok)
+						assert.Equal(t, "fetched", entryKindAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["gpu.uvm.fault.batch.entries"], "Found a duplicate in the metrics slice: gpu.uvm.fault.batch.entries")
+						validatedMetrics["gpu.uvm.fault.batch.entries"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Fault buffer entries of the GPU's serviced fault batches, by kind (fentry backend only; per GPU, all processes together).", mi.Description())
+						assert.Equal(t, "{fault}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["gpu.uvm.fault.batch.entries"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("gpu.uvm.fault.entry.kind")
+						assert.False(t, ok)
+					}
+				case "gpu.uvm.fault.batches":
+					assert.False(t, validatedMetrics["gpu.uvm.fault.batches"], "Found a duplicate in the metrics slice: gpu.uvm.fault.batches")
+					validatedMetrics["gpu.uvm.fault.batches"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Fault batches the driver serviced on the GPU (fentry backend only; per GPU, all processes together).", mi.Description())
+					assert.Equal(t, "{batch}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "gpu.uvm.fault.pattern":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["gpu.uvm.fault.pattern"], "Found a duplicate in the metrics slice: gpu.uvm.fault.pattern")
@@ -614,6 +737,20 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("gpu.uvm.migration.direction")
 						assert.False(t, ok)
 					}
+				case "gpu.uvm.prefetch.hinted":
+					assert.False(t, validatedMetrics["gpu.uvm.prefetch.hinted"], "Found a duplicate in the metrics slice: gpu.uvm.prefetch.hinted")
+					validatedMetrics["gpu.uvm.prefetch.hinted"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Bytes the driver's prefetcher added to the migrations of faulted pages (fentry backend only: uvm_perf_prefetch_get_hint_va_block); compare with gpu.uvm.prefetch, the bytes that moved.", mi.Description())
+					assert.Equal(t, "By", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "gpu.uvm.read_duplicated":
 					assert.False(t, validatedMetrics["gpu.uvm.read_duplicated"], "Found a duplicate in the metrics slice: gpu.uvm.read_duplicated")
 					validatedMetrics["gpu.uvm.read_duplicated"] = true
@@ -672,6 +809,20 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("gpu.uvm.map_remote.cause")
 						assert.False(t, ok)
 					}
+				case "gpu.uvm.root_chunk.evictions":
+					assert.False(t, validatedMetrics["gpu.uvm.root_chunk.evictions"], "Found a duplicate in the metrics slice: gpu.uvm.root_chunk.evictions")
+					validatedMetrics["gpu.uvm.root_chunk.evictions"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "2 MiB root chunks of GPU memory the driver evicted to make room (fentry backend only; per GPU: a root chunk can hold several processes' memory).", mi.Description())
+					assert.Equal(t, "{chunk}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "gpu.uvm.thrashing":
 					assert.False(t, validatedMetrics["gpu.uvm.thrashing"], "Found a duplicate in the metrics slice: gpu.uvm.thrashing")
 					validatedMetrics["gpu.uvm.thrashing"] = true
