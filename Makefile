@@ -10,11 +10,12 @@ SHELL := /bin/bash
 GO ?= go
 export GOFLAGS := -buildvcs=false
 FAKECUDA := $(CURDIR)/build/fakecuda
+DEVRT := $(CURDIR)/build/devrt
 
 .DEFAULT_GOAL := build
 include mk/dist.mk
 
-.PHONY: deps generate check-generated fakecuda vet unit test run demo bench clean
+.PHONY: deps generate check-generated fakecuda devrt vet unit test run demo bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -32,6 +33,10 @@ check-generated: generate
 fakecuda: deps
 	$(MAKE) -C testdata/fakecuda OUT=$(FAKECUDA)
 
+# The in-process device runtime (libgpuext-devrt.so), its tools and C tests.
+devrt: deps
+	$(MAKE) -C devrt OUT=$(DEVRT)
+
 vet:
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -39,9 +44,10 @@ vet:
 
 # Unit and integration tests. The integration tests load real BPF programs
 # and attach real uprobes to the fake driver, so they need root; FAKECUDA
-# tells them where the fake driver is.
-unit: fakecuda
-	FAKECUDA=$(FAKECUDA) $(GO) test -count=1 -timeout 20m ./...
+# tells them where the fake driver is, DEVRT where devrt's build is (its
+# tests run the fake workload under LD_PRELOAD).
+unit: fakecuda devrt
+	FAKECUDA=$(FAKECUDA) DEVRT=$(DEVRT) $(GO) test -count=1 -timeout 20m ./...
 
 test: deps check-generated vet unit build
 	bin/otelcol-gpu validate --config deploy/config/default.yaml
@@ -60,8 +66,8 @@ run: build
 demo: build fakecuda
 	scripts/demo.sh
 
-bench: fakecuda
-	scripts/bench.sh
+bench: fakecuda devrt
+	FAKECUDA=$(FAKECUDA) DEVRT=$(DEVRT) scripts/bench.sh
 
 clean: dist-clean
 	rm -rf build bin

@@ -524,7 +524,7 @@ static CUresult host_free(void *p)
 /* Events: the host time of the last record, for cuEventElapsedTime         */
 /* ------------------------------------------------------------------------ */
 
-#define EVENT_SLOTS 16384
+#define EVENT_SLOTS 65536
 
 struct event_slot {
 	unsigned long long seq;

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * call.c - what every wrapper does around the real call.
+ *
+ * devrt_begin decides whether the call is reported and captures what the
+ * uprobe's entry program captures (bpf/cuda.bpf.c): the integer arguments
+ * in ABI order, stack arguments 7-9 for GPUEXT_CK_STACK, the launch
+ * configuration or copy shape behind the first argument.  devrt_end adds
+ * what the return program adds: the end time, the result, the value behind
+ * the out argument, the name, and writes one record.  Both sources write
+ * the same bytes, so the collector decodes them with one decoder; the
+ * differences are the source (GPUEXT_SOURCE_DEVRT), corr (devrt's call
+ * number), cgroup_id (0: the collector knows the pid's cgroup), and the out
+ * value, which devrt reads only after a successful call (a failed call may
+ * leave a pointer the driver never checked, which devrt must not touch).
+ */
+#include <string.h>
+
+#include "devrt.h"
+
+/* Off, or not started: start, or count a call devrt let pass. */
+static __attribute__((noinline)) int begin_slow(void)
+{
+	int st = __atomic_load_n(&devrt.state, __ATOMIC_ACQUIRE);
+
+	if (st == DEVRT_UNINIT || st == DEVRT_STARTING)
+		return devrt_start();
+	if (st == DEVRT_OFF)
+		devrt_ring_drop(GPUEXT_RDROP_DISABLED);
+	return 0;
+}
+
+/* Reads the struct behind the first argument, as the entry probe does. */
+static void read_aux(struct gpuext_event *e, __u64 ck)
+{
+	const char *p = (const char *)(uintptr_t)e->args[0];
+
+	if (!(ck & (GPUEXT_CK_LAUNCHCFG | GPUEXT_CK_MEMCPY2D | GPUEXT_CK_MEMCPY3D)))
+		return;
+	if (!p) {
+		e->flags |= GPUEXT_F_READ_FAULT;
+		return;
+	}
+	if (ck & GPUEXT_CK_LAUNCHCFG) {
+		/* CUlaunchConfig starts with the 40 bytes of gpuext_launch_aux. */
+		memcpy(&e->aux.launch, p, sizeof(e->aux.launch));
+	} else if (ck & GPUEXT_CK_MEMCPY2D) {
+		const CUDA_MEMCPY2D *c = (const void *)p;
+
+		e->aux.copy.width_bytes = c->WidthInBytes;
+		e->aux.copy.height = c->Height;
+		e->aux.copy.depth = 1;
+		e->aux.copy.src_type = (__u32)c->srcMemoryType;
+		e->aux.copy.dst_type = (__u32)c->dstMemoryType;
+	} else {
+		const CUDA_MEMCPY3D *c = (const void *)p;
+
+		e->aux.copy.width_bytes = c->WidthInBytes;
+		e->aux.copy.height = c->Height;
+		e->aux.copy.depth = c->Depth;
+		e->aux.copy.src_type = (__u32)c->srcMemoryType;
+		e->aux.copy.dst_type = (__u32)c->dstMemoryType;
+	}
+	e->flags |= GPUEXT_F_AUX_VALID;
+}
+
+static __u32 next_corr(void)
+{
+	__u32 n = __atomic_add_fetch(&devrt.corr, 1, __ATOMIC_RELAXED);
+
+	/* 0 means "no call number" (the uprobes): skip it when wrapping. */
+	return n ? n : __atomic_add_fetch(&devrt.corr, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Returns 1 if the call is reported (the wrapper then calls the real
+ * function and devrt_end), 0 if the wrapper must just pass it through.
+ * args are the call's arguments as the registers and stack hold them.
+ */
+int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
+		unsigned int nargs)
+{
+	struct devrt_thread *t = &devrt_t;
+	const struct devrt_sym_info *s = &devrt_syms[id];
+	struct gpuext_event *e = &c->ev;
+	struct gpuext_ctl *ctl;
+	unsigned int i, n;
+
+	if (unlikely(t->busy))
+		return 0;
+	if (unlikely(__atomic_load_n(&devrt.state, __ATOMIC_ACQUIRE) !=
+		     DEVRT_ACTIVE) && !begin_slow())
+		return 0;
+	ctl = devrt.ctl;
+	if (unlikely(t->epoch != __atomic_load_n(&devrt.epoch, __ATOMIC_RELAXED) ||
+		     t->gen != __atomic_load_n(&ctl->generation, __ATOMIC_RELAXED)))
+		devrt_ctl_refresh(t);
+	if (!(t->classes & s->cls))
+		return 0;
+
+	memset(e, 0, sizeof(*e));
+	e->kind = s->ck >> GPUEXT_CK_NAME_SHIFT ? GPUEXT_KIND_CALL_NAMED :
+						  GPUEXT_KIND_CALL;
+	e->api = s->api;
+	e->source = GPUEXT_SOURCE_DEVRT;
+	e->pid = (__u32)devrt.pid;
+	e->tid = devrt_tid();
+	/* Registers: 6 arguments; with GPUEXT_CK_STACK the next 3 too. */
+	n = s->ck & GPUEXT_CK_STACK ? 9 : 6;
+	if (n > nargs)
+		n = nargs;
+	for (i = 0; i < n; i++)
+		e->args[i] = args[i];
+	if (s->ck & GPUEXT_CK_STACK)
+		e->flags |= GPUEXT_F_STACK_VALID;
+	read_aux(e, s->ck);
+	e->corr = next_corr();
+	c->sym = s;
+	c->pair = NULL;
+	c->outer = t->outer;
+	e->start_ns = devrt_now();
+	if (s->df & (DF_KERNEL | DF_COPY)) {
+		/* A runtime launch times the driver launch it makes: the
+		 * inner call is reported, but not timed on its own. */
+		if (c->outer)
+			devrt_timing_inner(c->outer, c);
+		else
+			devrt_timing_begin(c, t);
+		t->outer = c;
+	}
+	return 1;
+}
+
+/* The name argument, as bpf_probe_read_user_str would copy it. */
+static void copy_name(struct gpuext_named_event *ne, const char *name)
+{
+	size_t n;
+
+	memset(ne->name, 0, sizeof(ne->name));
+	if (!name) {
+		ne->ev.flags |= GPUEXT_F_READ_FAULT;
+		return;
+	}
+	n = strnlen(name, GPUEXT_NAME_MAX - 1);
+	memcpy(ne->name, name, n);
+	if (n == GPUEXT_NAME_MAX - 1)
+		ne->ev.flags |= GPUEXT_F_NAME_TRUNC;
+}
+
+void devrt_end(struct devrt_call *c, CUresult r)
+{
+	const struct devrt_sym_info *s = c->sym;
+	struct gpuext_event *e = &c->ev;
+	unsigned int out = (s->ck >> GPUEXT_CK_OUT_SHIFT) & 0xf;
+	unsigned int name = (s->ck >> GPUEXT_CK_NAME_SHIFT) & 0xf;
+
+	e->end_ns = devrt_now();
+	e->result = r;
+	if (c->pair)
+		devrt_timing_end(c, r);
+	if (s->df & (DF_KERNEL | DF_COPY))
+		devrt_t.outer = c->outer;
+	if (out && r == CUDA_SUCCESS && e->args[out - 1]) {
+		memcpy(&e->out, (const void *)(uintptr_t)e->args[out - 1],
+		       sizeof(e->out));
+		e->flags |= GPUEXT_F_OUT_VALID;
+	}
+	if (name) {
+		struct gpuext_named_event ne;
+
+		ne.ev = *e;
+		copy_name(&ne, (const char *)(uintptr_t)e->args[name - 1]);
+		devrt_ring_write(&ne, sizeof(ne));
+	} else {
+		devrt_ring_write(e, sizeof(*e));
+	}
+	/* After the call's record: the collector links the GPU execution
+	 * record to a call it has already seen. */
+	if (c->pair)
+		devrt_timing_publish(c);
+}

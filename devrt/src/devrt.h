@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * devrt.h - what the parts of libgpuext-devrt.so share.
+ *
+ *   table.c     the table of interposed symbols (api_table.h)
+ *   wrappers.c  the exported functions: one per interposed symbol
+ *   call.c      what every wrapper does around the real call
+ *   ring.c      the shared-memory ring and its control page
+ *   timing.c    GPU execution timing with CUDA events, and its poller
+ *   resolve.c   finding the real functions; dlsym and entry-point hooks
+ *   core.c      configuration, start, fork, exit, fail-open
+ *
+ * Record layouts and the ring protocol: bpf/include/gpuext_abi.h.
+ */
+#ifndef DEVRT_H
+#define DEVRT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gpuext_abi.h"
+#include "cuda_min.h"
+#include "api_table.h"
+
+#ifndef DEVRT_VERSION
+#define DEVRT_VERSION "devrt-dev"
+#endif
+
+/* Exported, never inlined or folded: each wrapper has its own address. */
+#define DEVRT_EXPORT __attribute__((visibility("default"), noinline, used))
+/* Thread-local state in the static TLS block: no __tls_get_addr call on
+ * the hot path (devrt is LD_PRELOADed, so it is loaded at startup). */
+#define DEVRT_TLS __thread __attribute__((tls_model("initial-exec")))
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- the symbol table (api_table.h) ------------------------------------ */
+
+enum devrt_sym {
+#define DEVRT_ID(sym, ...) DEVRT_SYM_##sym,
+	DEVRT_SYMBOLS(DEVRT_ID, DEVRT_ID)
+#undef DEVRT_ID
+	DEVRT_NSYMS
+};
+
+struct devrt_sym_info {
+	const char *name;    /* exported symbol */
+	__u64 ck;            /* GPUEXT_CK_* flags above the API id */
+	__u16 api;           /* enum gpuext_api; GPUEXT_API_NONE: not reported */
+	__u16 df;            /* DF_* */
+	__u32 cls;           /* GPUEXT_CLASS_* bit of the API (0: none) */
+};
+
+/* The GPUEXT_CLASS_* bit of an API, by the ranges of enum gpuext_api. */
+#define DEVRT_CLASS_OF(api)						\
+	((api) == GPUEXT_API_NONE ? 0U :				\
+	 (api) < GPUEXT_API_cuMemAlloc ? GPUEXT_CLASS_LAUNCH :		\
+	 (api) < GPUEXT_API_cuMemcpy ? GPUEXT_CLASS_MEMORY :		\
+	 (api) < GPUEXT_API_cuCtxSynchronize ? GPUEXT_CLASS_COPY :	\
+	 (api) < GPUEXT_API_cuCtxCreate ? GPUEXT_CLASS_SYNC :		\
+	 GPUEXT_CLASS_MODULE)
+
+extern const struct devrt_sym_info devrt_syms[DEVRT_NSYMS];
+/* devrt's own function for each symbol (wrappers.c). */
+extern void *const devrt_wrappers[DEVRT_NSYMS];
+
+/* ---- global state (core.c) --------------------------------------------- */
+
+/* devrt.state */
+enum {
+	DEVRT_UNINIT = 0,   /* no CUDA call seen in this process yet */
+	DEVRT_STARTING = 1, /* one thread is creating the ring */
+	DEVRT_ACTIVE = 2,   /* reporting */
+	DEVRT_OFF = 3,      /* passing every call through (fail open) */
+};
+
+/* gpuext_ring_hdr.disabled_reason: why devrt turned itself off. */
+enum devrt_reason {
+	DEVRT_REASON_NONE = 0,
+	DEVRT_REASON_INJECTED = 1,   /* GPUEXT_DEVRT_FAULT_INJECT=disable-after=N */
+	DEVRT_REASON_RING_STUCK = 2, /* the ring's sequence numbers never
+	                              * settled: the consumer broke the protocol */
+};
+
+/* GPUEXT_DEVRT_FAULT_INJECT: internal failures a test can force. */
+enum {
+	DEVRT_FAULT_RING = 1 << 0,     /* the ring file cannot be created */
+	DEVRT_FAULT_POLLER = 1 << 1,   /* the poller thread cannot start */
+	DEVRT_FAULT_EVENTS = 1 << 2,   /* event pools cannot be created */
+	DEVRT_FAULT_PROCADDR = 1 << 3, /* entry points are handed out unwrapped */
+	DEVRT_FAULT_DRIVER = 1 << 4,   /* the driver functions timing needs are missing */
+	DEVRT_FAULT_DISABLE = 1 << 5,  /* turn off after disable_after records */
+};
+
+struct devrt_config {
+	char dir[512];           /* GPUEXT_DEVRT_DIR */
+	__u32 ring_slots;        /* GPUEXT_DEVRT_RING_SLOTS, a power of two */
+	__u32 classes;           /* GPUEXT_DEVRT_CLASSES */
+	__u32 sample_every;      /* GPUEXT_DEVRT_SAMPLE */
+	__u32 event_pairs;       /* GPUEXT_DEVRT_EVENT_PAIRS, per context */
+	__u32 poll_us;           /* GPUEXT_DEVRT_POLL_US */
+	__u32 faults;            /* DEVRT_FAULT_* */
+	__u64 disable_after;     /* records, with DEVRT_FAULT_DISABLE */
+	int stats;               /* GPUEXT_DEVRT_STATS=1 */
+	int debug;               /* GPUEXT_DEVRT_DEBUG=1: say why on stderr */
+	int off;                 /* GPUEXT_DEVRT_DISABLE=1 */
+};
+
+struct devrt_global {
+	int state;                     /* DEVRT_* */
+	__u32 epoch;                   /* counts rings made by this process image */
+	pid_t pid;
+	struct gpuext_ring_hdr *hdr;   /* NULL: no ring */
+	struct gpuext_ctl *ctl;
+	struct gpuext_slot *slots;
+	__u64 mask;                    /* capacity - 1 */
+	size_t map_size;
+	__u64 ctl_snapshot;            /* classes << 32 | sample_every, last
+	                                * consistent copy of the control page */
+	char path[640];                /* the ring file */
+	struct devrt_config cfg;
+	/* The call numbers, on a line of their own: every reported call of
+	 * every thread adds to it. */
+	__u32 corr __attribute__((aligned(64)));
+};
+
+extern struct devrt_global devrt;
+
+/* Per-thread state. */
+struct devrt_call;
+struct devrt_thread {
+	__u32 busy;         /* inside devrt's own code: pass calls through */
+	__u32 tid;          /* 0: not read yet */
+	__u32 epoch;        /* ring the cached control values belong to */
+	__u32 gen;          /* their generation */
+	__u32 classes;
+	__u32 sample_every;
+	__u32 countdown;    /* timed calls to skip before the next sample */
+	struct devrt_call *outer; /* the timed call this thread is inside */
+};
+
+extern DEVRT_TLS struct devrt_thread devrt_t;
+
+__u64 devrt_now(void);
+__u32 devrt_tid(void);
+int devrt_start(void);
+void devrt_disable(enum devrt_reason reason);
+void devrt_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- the ring (ring.c) -------------------------------------------------- */
+
+int devrt_ring_create(void);
+void devrt_ring_forget(void);
+int devrt_ring_write(const void *rec, __u32 len);
+void devrt_ring_drop(enum gpuext_ring_drop why);
+void devrt_ctl_refresh(struct devrt_thread *t);
+
+/* ---- one call (call.c) -------------------------------------------------- */
+
+struct devrt_pair;
+
+struct devrt_call {
+	struct gpuext_event ev;
+	const struct devrt_sym_info *sym;
+	struct devrt_pair *pair;   /* events bracketing the work, or NULL */
+	struct devrt_call *outer;  /* devrt_t.outer before this call */
+};
+
+int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
+		unsigned int nargs);
+void devrt_end(struct devrt_call *c, CUresult r);
+
+/* ---- timing (timing.c) -------------------------------------------------- */
+
+void devrt_timing_begin(struct devrt_call *c, struct devrt_thread *t);
+void devrt_timing_end(struct devrt_call *c, CUresult r);
+void devrt_timing_publish(struct devrt_call *c);
+void devrt_timing_inner(struct devrt_call *outer, struct devrt_call *inner);
+void devrt_timing_fork_child(void);
+void devrt_timing_flush(void);
+
+/* ---- real functions (resolve.c) ----------------------------------------- */
+
+extern void *devrt_real_fn[DEVRT_NSYMS];
+
+void *devrt_real_slow(enum devrt_sym id);
+
+/* The real function behind a symbol, found on first use. */
+static inline void *devrt_real(enum devrt_sym id)
+{
+	void *p = __atomic_load_n(&devrt_real_fn[id], __ATOMIC_ACQUIRE);
+
+	return likely(p) ? p : devrt_real_slow(id);
+}
+
+void *devrt_driver_sym(const char *name);
+void devrt_note_driver(void *fn);
+void devrt_map_entry(const char *base, void **pfn);
+int devrt_is_wrapper(const void *p);
+void devrt_resolve_init(void);
+
+/* ---- devrt's own driver calls, counted for GPUEXT_DEVRT_STATS ----------- */
+
+#define DEVRT_DRIVER_FNS(F) \
+	F(cuCtxGetCurrent, CUresult (*)(CUcontext *)) \
+	F(cuCtxSetCurrent, CUresult (*)(CUcontext)) \
+	F(cuStreamCreate, CUresult (*)(CUstream *, unsigned int)) \
+	F(cuStreamDestroy_v2, CUresult (*)(CUstream)) \
+	F(cuEventCreate, CUresult (*)(CUevent *, unsigned int)) \
+	F(cuEventDestroy_v2, CUresult (*)(CUevent)) \
+	F(cuEventRecord, CUresult (*)(CUevent, CUstream)) \
+	F(cuEventRecord_ptsz, CUresult (*)(CUevent, CUstream)) \
+	F(cuEventQuery, CUresult (*)(CUevent)) \
+	F(cuEventSynchronize, CUresult (*)(CUevent)) \
+	F(cuEventElapsedTime, CUresult (*)(float *, CUevent, CUevent))
+
+enum devrt_drv_id {
+#define DEVRT_DRV_ID(name, type) DEVRT_DRV_##name,
+	DEVRT_DRIVER_FNS(DEVRT_DRV_ID)
+#undef DEVRT_DRV_ID
+	DEVRT_NDRV
+};
+
+struct devrt_driver {
+#define DEVRT_DRV_PTR(name, type) __typeof__(type) name;
+	DEVRT_DRIVER_FNS(DEVRT_DRV_PTR)
+#undef DEVRT_DRV_PTR
+};
+
+extern struct devrt_driver devrt_drv;
+extern __u64 devrt_drv_calls[DEVRT_NDRV];
+extern const char *const devrt_drv_names[DEVRT_NDRV];
+
+/* Calls the driver function name for devrt itself, counting the call. */
+#define DRV(name, ...)							\
+	(__atomic_fetch_add(&devrt_drv_calls[DEVRT_DRV_##name], 1,	\
+			    __ATOMIC_RELAXED),				\
+	 devrt_drv.name(__VA_ARGS__))
+
+int devrt_driver_load(void);
+
+#endif /* DEVRT_H */

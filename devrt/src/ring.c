@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ring.c - the per-process shared-memory ring and its control page.
+ *
+ * The file <dir>/gpuext-devrt-<pid>-<created_ns>.ring holds a header page,
+ * the control page the collector writes, and `capacity` slots of 192
+ * bytes.  Producers are any threads of this process; the consumer is the
+ * collector.  The protocol (gpuext_abi.h) is a bounded MPSC queue with a
+ * sequence number per slot, after Vyukov: a producer claims positions with
+ * one compare-and-swap of head, copies the record in, and commits it by
+ * storing each slot's sequence number, the first slot last.  No lock,
+ * allocation or system call: a full ring drops the record and counts it.
+ *
+ * created_ns in the name makes it unique across exec (same pid, new
+ * image) and across pid reuse.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "devrt.h"
+
+/* A producer gives up claiming after this many failed rounds: only a
+ * consumer that broke the protocol keeps sequence numbers from settling. */
+#define CLAIM_ROUNDS 100000
+
+/* Field 22 of /proc/self/stat: the start time in clock ticks after boot. */
+static __u64 start_time(void)
+{
+	char buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd, field;
+
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* comm (field 2) may hold spaces and parentheses: skip past the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	for (field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		v = strtoull(p + 1, NULL, 10);
+	return v;
+}
+
+int devrt_ring_create(void)
+{
+	const struct devrt_config *c = &devrt.cfg;
+	struct gpuext_ring_hdr *h;
+	struct gpuext_ctl *ctl;
+	struct gpuext_slot *slots;
+	__u64 created = devrt_now(), i;
+	size_t size;
+	void *mem;
+	int fd;
+
+	snprintf(devrt.path, sizeof(devrt.path), "%s/gpuext-devrt-%d-%llu.ring",
+		 c->dir, (int)devrt.pid, (unsigned long long)created);
+	if (c->faults & DEVRT_FAULT_RING) {
+		devrt_debug("%s: not created (fault injected)", devrt.path);
+		return -1;
+	}
+	size = 2 * GPUEXT_RING_PAGE + (size_t)c->ring_slots * GPUEXT_SLOT_SIZE;
+	/* Only this user and root (the collector) may read the calls. */
+	fd = open(devrt.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0) {
+		devrt_debug("%s: %s", devrt.path, strerror(errno));
+		return -1;
+	}
+	if (ftruncate(fd, (off_t)size) < 0) {
+		devrt_debug("%s: ftruncate: %s", devrt.path, strerror(errno));
+		goto fail;
+	}
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		devrt_debug("%s: mmap: %s", devrt.path, strerror(errno));
+		goto fail;
+	}
+	close(fd);
+
+	h = mem;
+	ctl = (struct gpuext_ctl *)((char *)mem + GPUEXT_RING_PAGE);
+	slots = (struct gpuext_slot *)((char *)mem + 2 * GPUEXT_RING_PAGE);
+	/* A tmpfs file starts zeroed: only non-zero fields are written. */
+	for (i = 0; i < c->ring_slots; i++)
+		slots[i].seq = i;
+	ctl->classes = c->classes;
+	ctl->sample_every = c->sample_every;
+	__atomic_store_n(&ctl->magic, GPUEXT_CTL_MAGIC, __ATOMIC_RELAXED);
+	h->abi_version = GPUEXT_ABI_VERSION;
+	h->slot_size = GPUEXT_SLOT_SIZE;
+	h->capacity = c->ring_slots;
+	h->pid = (__u32)devrt.pid;
+	h->start_time = start_time();
+	h->created_ns = created;
+	h->ctl_offset = GPUEXT_RING_PAGE;
+	h->data_offset = 2 * GPUEXT_RING_PAGE;
+	h->state = GPUEXT_RING_ACTIVE;
+	snprintf(h->version, sizeof(h->version), "%s", DEVRT_VERSION);
+	/* The magic last: a collector that sees it sees everything above. */
+	__atomic_store_n(&h->magic, GPUEXT_RING_MAGIC, __ATOMIC_RELEASE);
+
+	devrt.slots = slots;
+	devrt.ctl = ctl;
+	devrt.mask = c->ring_slots - 1;
+	devrt.map_size = size;
+	devrt.ctl_snapshot = (__u64)c->classes << 32 | c->sample_every;
+	__atomic_add_fetch(&devrt.epoch, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&devrt.hdr, h, __ATOMIC_RELEASE);
+	devrt_debug("reporting into %s (%u slots)", devrt.path, c->ring_slots);
+	return 0;
+fail:
+	close(fd);
+	unlink(devrt.path);
+	return -1;
+}
+
+/* After fork, in the child: the parent's ring is not ours to write. */
+void devrt_ring_forget(void)
+{
+	void *mem = devrt.hdr;
+
+	devrt.hdr = NULL;
+	devrt.ctl = NULL;
+	devrt.slots = NULL;
+	if (mem)
+		munmap(mem, devrt.map_size);
+	devrt.path[0] = '\0';
+}
+
+void devrt_ring_drop(enum gpuext_ring_drop why)
+{
+	struct gpuext_ring_hdr *h = devrt.hdr;
+
+	if (h)
+		__atomic_fetch_add(&h->drops[why], 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Writes one record of len bytes (at most 8 slots).  Returns 0, or -1 if
+ * it was dropped (the ring is full: counted; or devrt is off).
+ */
+int devrt_ring_write(const void *rec, __u32 len)
+{
+	struct gpuext_ring_hdr *h = devrt.hdr;
+	struct gpuext_slot *slots = devrt.slots;
+	__u64 mask = devrt.mask, pos, last, seq, i;
+	__u32 n = (len + GPUEXT_SLOT_PAYLOAD - 1) / GPUEXT_SLOT_PAYLOAD;
+	const char *src = rec;
+	int rounds = 0;
+
+	if (unlikely(!h || __atomic_load_n(&devrt.state, __ATOMIC_RELAXED) !=
+			   DEVRT_ACTIVE))
+		return -1;
+	pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+	for (;;) {
+		__s64 diff;
+
+		last = pos + n - 1;
+		seq = __atomic_load_n(&slots[last & mask].seq, __ATOMIC_ACQUIRE);
+		diff = (__s64)(seq - last);
+		if (diff == 0) {
+			/* Free (the consumer released it last lap): claim
+			 * pos..last.  On failure pos is the new head. */
+			if (__atomic_compare_exchange_n(&h->head, &pos, pos + n,
+							1, __ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED))
+				break;
+		} else if (diff < 0) {
+			/* Not yet consumed: full. */
+			__atomic_fetch_add(&h->drops[GPUEXT_RDROP_FULL], 1,
+					   __ATOMIC_RELAXED);
+			return -1;
+		} else {
+			/* Another producer took it: look at head again. */
+			pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+		}
+		if (unlikely(++rounds > CLAIM_ROUNDS)) {
+			devrt_disable(DEVRT_REASON_RING_STUCK);
+			return -1;
+		}
+	}
+
+	for (i = 0; i < n; i++) {
+		struct gpuext_slot *s = &slots[(pos + i) & mask];
+		__u32 off = (__u32)i * GPUEXT_SLOT_PAYLOAD;
+		__u32 k = len - off < GPUEXT_SLOT_PAYLOAD ? len - off :
+							   GPUEXT_SLOT_PAYLOAD;
+
+		memcpy(s->data, src + off, k);
+	}
+	slots[pos & mask].len = len;
+	slots[pos & mask].nslots = (__u16)n;
+	/* Commit: the continuation slots first, the first slot last, so a
+	 * consumer that sees the first complete sees the whole record. */
+	for (i = n; i-- > 0;)
+		__atomic_store_n(&slots[(pos + i) & mask].seq, pos + i + 1,
+				 __ATOMIC_RELEASE);
+	i = __atomic_add_fetch(&h->records, 1, __ATOMIC_RELAXED);
+	if (unlikely(devrt.cfg.faults & DEVRT_FAULT_DISABLE) &&
+	    i >= devrt.cfg.disable_after)
+		devrt_disable(DEVRT_REASON_INJECTED);
+	return 0;
+}
+
+/*
+ * The control page is written by the collector as a seqlock (generation
+ * odd while it writes).  Each thread keeps the values with the generation
+ * they came from and comes here only when the generation moved: it takes a
+ * consistent copy if no write is in progress, else keeps using the last
+ * consistent copy any thread took.
+ */
+void devrt_ctl_refresh(struct devrt_thread *t)
+{
+	struct gpuext_ctl *ctl = devrt.ctl;
+	__u32 g1, g2, classes, sample;
+	__u64 snap;
+
+	g1 = __atomic_load_n(&ctl->generation, __ATOMIC_ACQUIRE);
+	if (!(g1 & 1)) {
+		classes = __atomic_load_n(&ctl->classes, __ATOMIC_RELAXED);
+		sample = __atomic_load_n(&ctl->sample_every, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		g2 = __atomic_load_n(&ctl->generation, __ATOMIC_RELAXED);
+		if (g1 == g2) {
+			snap = (__u64)(classes & GPUEXT_CLASS_ALL) << 32 | sample;
+			__atomic_store_n(&devrt.ctl_snapshot, snap,
+					 __ATOMIC_RELAXED);
+			t->epoch = __atomic_load_n(&devrt.epoch, __ATOMIC_RELAXED);
+			goto set;
+		}
+	}
+	/* A write is in progress: the last consistent values, and look
+	 * again at the next call. */
+	snap = __atomic_load_n(&devrt.ctl_snapshot, __ATOMIC_RELAXED);
+	t->epoch = 0;
+set:
+	t->gen = g1;
+	t->classes = (__u32)(snap >> 32);
+	t->sample_every = (__u32)snap;
+	if (t->sample_every && t->countdown >= t->sample_every)
+		t->countdown = t->sample_every - 1;
+}

@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * timing.c - when the work of sampled calls ran on the GPU.
+ *
+ * A sampled launch, graph launch, copy or set (1 of every sample_every per
+ * thread) is bracketed by two CUDA events recorded on its stream, before and
+ * after the call.  The events come from a pool made once per context (with
+ * timing: no CU_EVENT_DISABLE_TIMING); a call that finds no free pair is not
+ * timed and counted (drops[GPUEXT_RDROP_TIMING]).  The application thread
+ * only records events: a poller thread, started at the first sampled call,
+ * asks the driver whether each pair completed (cuEventQuery) and writes a
+ * struct gpuext_gpu_exec for it.
+ *
+ * Event times are GPU times, readable only as float milliseconds between
+ * two events.  Each context keeps an anchor event whose host time is known:
+ * the poller records it on an idle stream of devrt's own, waits for it, and
+ * takes the midpoint of the host clock read before the record and after the
+ * wait; then
+ *     gpu_start = anchor_host + elapsed(anchor, start event)
+ *     gpu_end   = gpu_start + elapsed(start event, end event)
+ * A float holds 24 bits, so an elapsed time of t ms is exact to about
+ * t * 60 ns / 1000 ms: the poller anchors again when the anchor is a second
+ * old, and durations come from the pair itself (exact to well under a ns).
+ *
+ * The poller's own CUDA calls, and the event records made for a call, are
+ * never reported: devrt_t.busy is set around them (for good in the poller).
+ * No lock is held across a CUDA call: pairs and pools change state with
+ * compare-and-swap.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "devrt.h"
+
+#define MAX_POOLS 16                  /* contexts timed per process */
+#define ANCHOR_AGE_NS 1000000000ULL   /* anchor again after a second */
+#define ANCHOR_TIGHT_NS 20000ULL      /* a record+sync slower than this: retry */
+#define FLUSH_WAIT_NS 500000000ULL    /* at exit: wait for running work */
+
+enum { PAIR_FREE, PAIR_ARMED, PAIR_PENDING };
+enum { POOL_EMPTY, POOL_CREATING, POOL_READY, POOL_FAILED };
+enum { OFF = -1, UNKNOWN = 0, STARTING = 1, ON = 2 };
+
+struct devrt_pair {
+	__u32 state;       /* PAIR_*: FREE -> ARMED (app) -> PENDING -> FREE (poller) */
+	__u32 pt;          /* record on the per-thread default stream */
+	CUstream stream;
+	CUevent start, end;
+	struct gpuext_gpu_exec rec;
+};
+
+struct pool {
+	CUcontext ctx;     /* set once: NULL -> ctx */
+	__u32 state;       /* POOL_* */
+	__u32 hint;        /* where the next claim starts looking */
+	__u32 npairs;
+	struct devrt_pair *pairs;
+	CUstream anchor_stream;
+	CUevent anchor;
+	__u64 anchor_host; /* poller only */
+	__u64 anchor_at;   /* poller only; 0: none */
+};
+
+static struct pool pools[MAX_POOLS];
+static int timing;          /* OFF, UNKNOWN, STARTING, ON */
+static pthread_t poller;
+static int flush_req, flush_done;
+
+static void drop_timing(void)
+{
+	devrt_ring_drop(GPUEXT_RDROP_TIMING);
+}
+
+/* ---- what a call enqueues ----------------------------------------------- */
+
+struct work {
+	CUstream stream;
+	__u64 handle;
+	__u64 bytes;
+};
+
+/* From the captured arguments, as internal/gpuevent interprets them. */
+static struct work work_of(const struct gpuext_event *e)
+{
+	const __u64 *a = e->args;
+	struct work w = { 0 };
+
+	switch (e->api) {
+	case GPUEXT_API_cuLaunchKernel:
+	case GPUEXT_API_cuLaunchCooperativeKernel:
+		w.handle = a[0];
+		w.stream = (CUstream)(uintptr_t)a[8];
+		break;
+	case GPUEXT_API_cuLaunchKernelEx:
+		w.handle = a[1];
+		if (e->flags & GPUEXT_F_AUX_VALID)
+			w.stream = (CUstream)(uintptr_t)e->aux.launch.stream;
+		break;
+	case GPUEXT_API_cuGraphLaunch:
+	case GPUEXT_API_cudaGraphLaunch:
+		w.handle = a[0];
+		w.stream = (CUstream)(uintptr_t)a[1];
+		break;
+	case GPUEXT_API_cudaLaunchKernel:
+		w.handle = a[0];
+		w.stream = (CUstream)(uintptr_t)a[7];
+		break;
+	case GPUEXT_API_cuMemcpy:
+	case GPUEXT_API_cuMemcpyHtoD:
+	case GPUEXT_API_cuMemcpyDtoH:
+	case GPUEXT_API_cuMemcpyDtoD:
+		w.bytes = a[2];
+		break;
+	case GPUEXT_API_cuMemcpyAsync:
+	case GPUEXT_API_cuMemcpyHtoDAsync:
+	case GPUEXT_API_cuMemcpyDtoHAsync:
+	case GPUEXT_API_cuMemcpyDtoDAsync:
+		w.bytes = a[2];
+		w.stream = (CUstream)(uintptr_t)a[3];
+		break;
+	case GPUEXT_API_cuMemcpyPeerAsync:
+		w.stream = (CUstream)(uintptr_t)a[5];
+		/* fallthrough */
+	case GPUEXT_API_cuMemcpyPeer:
+		w.bytes = a[4];
+		break;
+	case GPUEXT_API_cuMemcpy2DAsync:
+	case GPUEXT_API_cuMemcpy3DAsync:
+		w.stream = (CUstream)(uintptr_t)a[1];
+		/* fallthrough */
+	case GPUEXT_API_cuMemcpy2D:
+	case GPUEXT_API_cuMemcpy2DUnaligned:
+	case GPUEXT_API_cuMemcpy3D:
+		if (e->flags & GPUEXT_F_AUX_VALID)
+			w.bytes = e->aux.copy.width_bytes * e->aux.copy.height *
+				  e->aux.copy.depth;
+		break;
+	case GPUEXT_API_cuMemsetD8Async:
+	case GPUEXT_API_cuMemsetD16Async:
+	case GPUEXT_API_cuMemsetD32Async:
+		w.stream = (CUstream)(uintptr_t)a[3];
+		/* fallthrough */
+	case GPUEXT_API_cuMemsetD8:
+	case GPUEXT_API_cuMemsetD16:
+	case GPUEXT_API_cuMemsetD32:
+		w.bytes = a[2];
+		break;
+	case GPUEXT_API_cuMemsetD2D8Async:
+	case GPUEXT_API_cuMemsetD2D16Async:
+	case GPUEXT_API_cuMemsetD2D32Async:
+		w.stream = (CUstream)(uintptr_t)a[5];
+		/* fallthrough */
+	case GPUEXT_API_cuMemsetD2D8:
+	case GPUEXT_API_cuMemsetD2D16:
+	case GPUEXT_API_cuMemsetD2D32:
+		w.bytes = a[3] * a[4];
+		break;
+	}
+	switch (e->api) {	/* elements of 2 and 4 bytes */
+	case GPUEXT_API_cuMemsetD16:
+	case GPUEXT_API_cuMemsetD16Async:
+	case GPUEXT_API_cuMemsetD2D16:
+	case GPUEXT_API_cuMemsetD2D16Async:
+		w.bytes *= 2;
+		break;
+	case GPUEXT_API_cuMemsetD32:
+	case GPUEXT_API_cuMemsetD32Async:
+	case GPUEXT_API_cuMemsetD2D32:
+	case GPUEXT_API_cuMemsetD2D32Async:
+		w.bytes *= 4;
+		break;
+	}
+	return w;
+}
+
+/* ---- pools of event pairs, one per context ------------------------------ */
+
+static void pool_destroy_events(struct devrt_pair *pairs, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		if (pairs[i].start)
+			DRV(cuEventDestroy_v2, pairs[i].start);
+		if (pairs[i].end)
+			DRV(cuEventDestroy_v2, pairs[i].end);
+	}
+}
+
+/* In the calling thread, whose current context is p->ctx. */
+static void pool_create(struct pool *p)
+{
+	__u32 n = devrt.cfg.event_pairs, i;
+	struct devrt_pair *pairs = NULL;
+	int ok = !(devrt.cfg.faults & DEVRT_FAULT_EVENTS);
+
+	__atomic_store_n(&p->state, POOL_CREATING, __ATOMIC_RELAXED);
+	if (ok)
+		pairs = calloc(n, sizeof(*pairs));
+	ok = ok && pairs;
+	for (i = 0; ok && i < n; i++)
+		ok = DRV(cuEventCreate, &pairs[i].start, CU_EVENT_DEFAULT) ==
+			     CUDA_SUCCESS &&
+		     DRV(cuEventCreate, &pairs[i].end, CU_EVENT_DEFAULT) ==
+			     CUDA_SUCCESS;
+	ok = ok && DRV(cuStreamCreate, &p->anchor_stream,
+		       CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
+	ok = ok && DRV(cuEventCreate, &p->anchor, CU_EVENT_DEFAULT) ==
+			   CUDA_SUCCESS;
+	if (!ok) {
+		devrt_debug("context %p: no events for timing", (void *)p->ctx);
+		if (pairs)
+			pool_destroy_events(pairs, n);
+		if (p->anchor_stream)
+			DRV(cuStreamDestroy_v2, p->anchor_stream);
+		free(pairs);
+		__atomic_store_n(&p->state, POOL_FAILED, __ATOMIC_RELEASE);
+		return;
+	}
+	p->pairs = pairs;
+	p->npairs = n;
+	__atomic_store_n(&p->state, POOL_READY, __ATOMIC_RELEASE);
+}
+
+/*
+ * Another thread is making the pool: wait for it rather than leave this
+ * sample untimed.  Making it takes one cuEventCreate per event and no lock,
+ * so the wait is short and happens once per context.
+ */
+static struct pool *pool_wait(struct pool *p)
+{
+	__u32 st;
+
+	while ((st = __atomic_load_n(&p->state, __ATOMIC_ACQUIRE)) ==
+	       POOL_EMPTY || st == POOL_CREATING)
+		sched_yield();
+	return st == POOL_READY ? p : NULL;
+}
+
+/* The ready pool of ctx, making it if this is the context's first sample. */
+static struct pool *pool_for(CUcontext ctx)
+{
+	int i;
+
+	for (i = 0; i < MAX_POOLS; i++) {
+		struct pool *p = &pools[i];
+		CUcontext cur = __atomic_load_n(&p->ctx, __ATOMIC_ACQUIRE);
+
+		if (!cur) {
+			if (!__atomic_compare_exchange_n(&p->ctx, &cur, ctx, 0,
+							 __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE)) {
+				if (cur != ctx)
+					continue; /* taken by another context */
+			} else {
+				pool_create(p);
+			}
+		} else if (cur != ctx) {
+			continue;
+		}
+		return pool_wait(p);
+	}
+	return NULL;
+}
+
+static struct devrt_pair *pair_claim(struct pool *p)
+{
+	__u32 start = __atomic_fetch_add(&p->hint, 1, __ATOMIC_RELAXED), i;
+
+	for (i = 0; i < p->npairs; i++) {
+		struct devrt_pair *pr = &p->pairs[(start + i) % p->npairs];
+		__u32 st = PAIR_FREE;
+
+		if (__atomic_compare_exchange_n(&pr->state, &st, PAIR_ARMED, 0,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return pr;
+	}
+	return NULL;
+}
+
+static void pair_free(struct devrt_pair *pr)
+{
+	__atomic_store_n(&pr->state, PAIR_FREE, __ATOMIC_RELEASE);
+}
+
+static CUresult record(CUevent e, CUstream s, int pt)
+{
+	return pt ? DRV(cuEventRecord_ptsz, e, s) : DRV(cuEventRecord, e, s);
+}
+
+/* ---- the poller ---------------------------------------------------------- */
+
+static __s64 ms_to_ns(float ms)
+{
+	double ns = (double)ms * 1e6;
+
+	return (__s64)(ns < 0 ? ns - 0.5 : ns + 0.5);
+}
+
+/* A fresh anchor: an event on devrt's idle stream, its host time the
+ * midpoint of the clock around record + wait.  Poller only. */
+static int anchor(struct pool *p)
+{
+	__u64 t0 = 0, t1 = 0;
+	int tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		t0 = devrt_now();
+		if (DRV(cuEventRecord, p->anchor, p->anchor_stream) ||
+		    DRV(cuEventSynchronize, p->anchor))
+			return -1;
+		t1 = devrt_now();
+		if (t1 - t0 < ANCHOR_TIGHT_NS)
+			break;
+	}
+	p->anchor_host = t0 + (t1 - t0) / 2;
+	p->anchor_at = t1;
+	return 0;
+}
+
+/* Writes the GPU execution record of a completed pair.  -1: not readable. */
+static int emit(struct pool *p, struct devrt_pair *pr)
+{
+	struct gpuext_gpu_exec rec = pr->rec;
+	float since_anchor, ran;
+	__s64 start;
+
+	if (DRV(cuEventElapsedTime, &since_anchor, p->anchor, pr->start) ||
+	    DRV(cuEventElapsedTime, &ran, pr->start, pr->end))
+		return -1;
+	start = (__s64)p->anchor_host + ms_to_ns(since_anchor);
+	rec.gpu_start_ns = start > 0 ? (__u64)start : 0;
+	rec.gpu_end_ns = rec.gpu_start_ns + (__u64)(ran > 0 ? ms_to_ns(ran) : 0);
+	if (rec.gpu_start_ns < rec.call_start_ns) {
+		rec.flags |= GPUEXT_XF_CLAMPED;
+		rec.gpu_start_ns = rec.call_start_ns;
+		if (rec.gpu_end_ns < rec.gpu_start_ns)
+			rec.gpu_end_ns = rec.gpu_start_ns;
+	}
+	if (devrt_ring_write(&rec, sizeof(rec)) == 0)
+		__atomic_fetch_add(&devrt.hdr->timed, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* One pass over every pending pair.  Returns how many are still running. */
+static int poll_once(void)
+{
+	int i, running = 0;
+	__u32 k;
+
+	for (i = 0; i < MAX_POOLS; i++) {
+		struct pool *p = &pools[i];
+		int pending = 0;
+
+		if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != POOL_READY)
+			continue;
+		for (k = 0; k < p->npairs; k++)
+			pending += __atomic_load_n(&p->pairs[k].state,
+						   __ATOMIC_ACQUIRE) == PAIR_PENDING;
+		if (!pending)
+			continue;
+		if (DRV(cuCtxSetCurrent, p->ctx) ||
+		    ((!p->anchor_at || devrt_now() - p->anchor_at > ANCHOR_AGE_NS) &&
+		     anchor(p))) {
+			/* The context is gone or broken: give its pairs up. */
+			for (k = 0; k < p->npairs; k++) {
+				struct devrt_pair *pr = &p->pairs[k];
+
+				if (__atomic_load_n(&pr->state, __ATOMIC_ACQUIRE) ==
+				    PAIR_PENDING) {
+					drop_timing();
+					pair_free(pr);
+				}
+			}
+			continue;
+		}
+		for (k = 0; k < p->npairs; k++) {
+			struct devrt_pair *pr = &p->pairs[k];
+			CUresult q;
+
+			if (__atomic_load_n(&pr->state, __ATOMIC_ACQUIRE) !=
+			    PAIR_PENDING)
+				continue;
+			q = DRV(cuEventQuery, pr->end);
+			if (q == CUDA_ERROR_NOT_READY) {
+				running++;
+				continue;
+			}
+			if (q != CUDA_SUCCESS || emit(p, pr))
+				drop_timing();
+			pair_free(pr);
+		}
+	}
+	return running;
+}
+
+static void sleep_ns(__u64 ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL),
+			       (long)(ns % 1000000000ULL) };
+
+	nanosleep(&ts, NULL);
+}
+
+static void *poll_main(void *arg)
+{
+	__u64 idle = (__u64)devrt.cfg.poll_us * 1000, deadline = 0;
+
+	(void)arg;
+	devrt_t.busy = 1;	/* never report the poller's own calls */
+	for (;;) {
+		int running = poll_once();
+
+		if (__atomic_load_n(&flush_req, __ATOMIC_ACQUIRE)) {
+			if (!deadline)
+				deadline = devrt_now() + FLUSH_WAIT_NS;
+			if (!running || devrt_now() > deadline)
+				break;
+			sleep_ns(100000);
+			continue;
+		}
+		/* Idle: look ten times less often. */
+		sleep_ns(running ? idle : 10 * idle);
+	}
+	__atomic_store_n(&flush_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The driver functions and the poller, the first time a call is sampled. */
+static int timing_ready(void)
+{
+	int st = __atomic_load_n(&timing, __ATOMIC_ACQUIRE);
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int err = -1;
+
+	if (likely(st == ON))
+		return 1;
+	if (st != UNKNOWN || !__atomic_compare_exchange_n(&timing, &st, STARTING,
+							  0, __ATOMIC_ACQUIRE,
+							  __ATOMIC_RELAXED)) {
+		/* Another thread is starting it (no lock, no CUDA call):
+		 * wait rather than leave this sample untimed. */
+		while (st == STARTING) {
+			sched_yield();
+			st = __atomic_load_n(&timing, __ATOMIC_ACQUIRE);
+		}
+		return st == ON;
+	}
+	if (devrt_driver_load() == 0 && !(devrt.cfg.faults & DEVRT_FAULT_POLLER) &&
+	    pthread_attr_init(&attr) == 0) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		/* No signal of the application lands in devrt's thread. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = pthread_create(&poller, &attr, poll_main, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&attr);
+	}
+	if (err)
+		devrt_debug("GPU execution timing off: %s",
+			    err > 0 ? strerror(err) : "no driver functions or fault injected");
+	__atomic_store_n(&timing, err ? OFF : ON, __ATOMIC_RELEASE);
+	return !err;
+}
+
+/* ---- the calls ----------------------------------------------------------- */
+
+void devrt_timing_begin(struct devrt_call *c, struct devrt_thread *t)
+{
+	struct devrt_pair *pr = NULL;
+	struct pool *p = NULL;
+	CUcontext ctx = NULL;
+	struct work w;
+	int pt = !!(c->sym->df & DF_PT);
+
+	if (!(t->classes & GPUEXT_CLASS_EXEC) || !t->sample_every)
+		return;
+	if (t->countdown) {
+		t->countdown--;
+		return;
+	}
+	t->countdown = t->sample_every - 1;
+	if (!timing_ready()) {
+		drop_timing();
+		return;
+	}
+	w = work_of(&c->ev);
+	t->busy++;
+	if (DRV(cuCtxGetCurrent, &ctx) || !ctx) {
+		/* No context: the call itself will fail; nothing to time. */
+		t->busy--;
+		return;
+	}
+	p = pool_for(ctx);
+	if (p)
+		pr = pair_claim(p);
+	if (pr && record(pr->start, w.stream, pt)) {
+		pair_free(pr);
+		pr = NULL;
+	}
+	t->busy--;
+	if (!pr) {
+		drop_timing();
+		return;
+	}
+	pr->stream = w.stream;
+	pr->pt = pt;
+	memset(&pr->rec, 0, sizeof(pr->rec));
+	pr->rec.kind = GPUEXT_KIND_GPU_EXEC;
+	pr->rec.api = c->ev.api;
+	pr->rec.source = GPUEXT_SOURCE_DEVRT;
+	pr->rec.pid = c->ev.pid;
+	pr->rec.tid = c->ev.tid;
+	pr->rec.call_start_ns = c->ev.start_ns;
+	/* NULL on a per-thread variant is the per-thread default stream. */
+	pr->rec.stream = w.stream || !pt ? (__u64)(uintptr_t)w.stream :
+					   (__u64)(uintptr_t)CU_STREAM_PER_THREAD;
+	pr->rec.handle = w.handle;
+	pr->rec.bytes = w.bytes;
+	pr->rec.corr = c->ev.corr;
+	c->pair = pr;
+}
+
+/*
+ * A launch made inside a timed launch (cudaLaunchKernel calling
+ * cuLaunchKernel): the outer call's events bracket it already; the record
+ * names the kernel by its CUfunction rather than the host stub.
+ */
+void devrt_timing_inner(struct devrt_call *outer, struct devrt_call *inner)
+{
+	if (outer->pair && (inner->sym->df & DF_KERNEL) &&
+	    outer->ev.api == GPUEXT_API_cudaLaunchKernel)
+		outer->pair->rec.handle = work_of(&inner->ev).handle;
+}
+
+void devrt_timing_end(struct devrt_call *c, CUresult r)
+{
+	struct devrt_pair *pr = c->pair;
+	CUresult rr;
+
+	devrt_t.busy++;
+	rr = record(pr->end, pr->stream, pr->pt);
+	devrt_t.busy--;
+	if (rr) {
+		pair_free(pr);
+		c->pair = NULL;
+		drop_timing();
+		return;
+	}
+	if (r)
+		pr->rec.flags |= GPUEXT_XF_CALL_FAILED;
+}
+
+void devrt_timing_publish(struct devrt_call *c)
+{
+	__atomic_store_n(&c->pair->state, PAIR_PENDING, __ATOMIC_RELEASE);
+}
+
+/* At exit: the poller reports what already ran (waiting a little for the
+ * rest), then stops.  Never longer than about a second. */
+void devrt_timing_flush(void)
+{
+	int i;
+
+	if (__atomic_load_n(&timing, __ATOMIC_ACQUIRE) != ON)
+		return;
+	__atomic_store_n(&flush_req, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < 1000 && !__atomic_load_n(&flush_done, __ATOMIC_ACQUIRE);
+	     i++)
+		sleep_ns(1000000);
+}
+
+/* In a forked child: the parent's events and poller are not ours. */
+void devrt_timing_fork_child(void)
+{
+	memset(pools, 0, sizeof(pools));
+	flush_req = flush_done = 0;
+	if (timing == ON || timing == STARTING)
+		timing = UNKNOWN;
+}
