@@ -25,8 +25,8 @@ strip() {
 		s/,"driver_calls":\{[^}]*\}//g'
 }
 
-for s in launch-storm alloc-leak copies errors threads fork-child runtime \
-	runtime-errors procaddr procaddr-table every-api timed all; do
+for s in launch-storm alloc-leak copies errors threads fork-child fork-noexec \
+	runtime runtime-errors procaddr procaddr-table every-api timed all; do
 	plain=$(LD_LIBRARY_PATH=$fc "$fc/workload" $s | strip)
 	mkdir "$tmp/$s"
 	# Time every launch and copy, with events enough for all of them.
@@ -40,9 +40,9 @@ for s in launch-storm alloc-leak copies errors threads fork-child runtime \
 		fail=1
 		continue
 	fi
-	# fork-child: two processes; procaddr-table reports no call at all.
+	# fork-*: two processes; procaddr-table reports no call at all.
 	want=1
-	[ $s = fork-child ] && want=2
+	case $s in fork-*) want=2 ;; esac
 	[ $s = procaddr-table ] && want=0
 	n=$(ls "$tmp/$s" | grep -c '\.ring$' || true)
 	if [ "$n" != "$want" ]; then

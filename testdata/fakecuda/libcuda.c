@@ -37,6 +37,10 @@
  *                       like a real driver's launch path, keeps a CPU busy
  *   FAKECUDA_MEM_BYTES  size of the fake device memory (default 80 GiB)
  *   FAKECUDA_COUNT=0    turn off the per-API call counters
+ *   FAKECUDA_COUNTS_FILE  when the library unloads (at exit, after every
+ *                       atexit handler, so after an interposer's last
+ *                       call), write the call counters there as JSON; a
+ *                       "%p" in the path becomes the pid
  *   FAKECUDA_KERNEL_NS  simulated GPU time of every kernel and graph launch
  *   FAKECUDA_COPY_NS    simulated GPU time of every copy and memset
  *                       (both default 0: work completes when it is queued)
@@ -59,9 +63,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api_list.h"
 #include "cuda_api.h"
@@ -100,6 +106,7 @@ static unsigned long long fc_mem_limit = 80ULL << 30;
 static unsigned long long fc_kernel_ns;
 static unsigned long long fc_copy_ns;
 static int fc_async;
+static char *fc_counts_file;
 
 static unsigned long long env_ull(const char *name, unsigned long long def)
 {
@@ -130,6 +137,8 @@ __attribute__((constructor)) static void fc_load(void)
 	fc_kernel_ns = env_ull("FAKECUDA_KERNEL_NS", 0);
 	fc_copy_ns = env_ull("FAKECUDA_COPY_NS", 0);
 	fc_async = fc_kernel_ns || fc_copy_ns;
+	if (getenv("FAKECUDA_COUNTS_FILE") && *getenv("FAKECUDA_COUNTS_FILE"))
+		fc_counts_file = strdup(getenv("FAKECUDA_COUNTS_FILE"));
 }
 
 static unsigned long long now_ns(void)
@@ -2729,10 +2738,43 @@ FC_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
 
 /* ------------------------------------------------------------------------ */
 
+/* FAKECUDA_COUNTS_FILE: the counters at unload, {"name":count,...}. */
+static void write_counts(void)
+{
+	const char *sep = "", *p = strstr(fc_counts_file, "%p");
+	char path[4096];
+	FILE *f;
+	int i;
+
+	if (p)
+		snprintf(path, sizeof(path), "%.*s%d%s", (int)(p - fc_counts_file),
+			 fc_counts_file, (int)getpid(), p + 2);
+	else
+		snprintf(path, sizeof(path), "%s", fc_counts_file);
+	f = fopen(path, "we");
+	if (!f)
+		return;
+	fputc('{', f);
+	for (i = 0; i < FC_NUM_APIS; i++) {
+		if (!fc_calls[i])
+			continue;
+		fprintf(f, "%s\"%s\":%llu", sep, fc_api_names[i], fc_calls[i]);
+		sep = ",";
+	}
+	fputs("}\n", f);
+	fclose(f);
+}
+
 /* Give back what the tables hold so leak checkers see a clean exit. */
 __attribute__((destructor)) static void fc_unload(void)
 {
 	size_t i;
+
+	if (fc_counts_file) {
+		write_counts();
+		free(fc_counts_file);
+		fc_counts_file = NULL;
+	}
 
 	pthread_mutex_lock(&fc_mem_lock);
 	for (i = 0; i < fc_nhosts; i++)

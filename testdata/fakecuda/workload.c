@@ -95,6 +95,14 @@
  *   it, then cuCtxSynchronize 1; teardown.  The child's JSON line is
  *   embedded in the parent's as "child".
  *
+ * fork-noexec [N=100]
+ *   parent: setup; cuModuleLoadData 1; cuModuleGetFunction 1;
+ *   cuLaunchKernel N (as in launch-storm, on the NULL stream); fork; the
+ *   child, the same image without exec, makes N more cuLaunchKernel and
+ *   cuCtxSynchronize 1 (its JSON, scenario "fork-noexec-child", is
+ *   embedded as "child") and exits with exit(); the parent waits, then
+ *   cuLaunchKernel N, cuCtxSynchronize 1, cuModuleUnload 1, teardown.
+ *
  * runtime [N=100]
  *   __cudaRegisterFatBinary 1; __cudaRegisterFunction 1 (host stub
  *   _Z11saxpyKernelfPKfPf, the ELF symbol of a function in this program);
@@ -735,51 +743,45 @@ static char *read_all(int fd)
 	return buf;
 }
 
-static void sc_fork_child(struct run *r)
+struct scenario {
+	const char *name;
+	void (*fn)(struct run *r);
+	int nargs;
+	unsigned long defaults[2];
+};
+
+static char *run_json(const struct run *r, char **parts, int nparts);
+static void run_scenario(const struct scenario *sc, struct run *r);
+
+/*
+ * Forks.  The child runs child(arg) with its stdout on a pipe and does not
+ * return (it execs or exits); the parent embeds the child's JSON line in
+ * its own as "child".  Returns 0 if there was no child.
+ */
+static int fork_child(struct run *r, void (*child)(void *), void *arg)
 {
-	const char *delay = getenv("FAKECUDA_FORK_DELAY_MS");
-	long ms = delay ? atol(delay) : 100;
-	char nbuf[32], self[4096], *child_json;
-	ssize_t n;
 	int fds[2], status = 0;
-	struct timespec ts;
+	char *child_json;
 	pid_t pid;
 
-	setup(r);
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
-
-	snprintf(nbuf, sizeof(nbuf), "%lu", r->args[0]);
 	fflush(NULL);
 	if (pipe(fds)) {
 		fail(r, __LINE__, "pipe failed");
-		return;
+		return 0;
 	}
 	pid = fork();
 	if (pid == 0) {
-		const char *w = getenv("FAKECUDA_CHILD_WAIT_FILE");
-
 		dup2(fds[1], STDOUT_FILENO);
 		close(fds[0]);
 		close(fds[1]);
-		if (w)
-			setenv("FAKECUDA_WAIT_FILE", w, 1);
-		else
-			unsetenv("FAKECUDA_WAIT_FILE");
-		/* Where /proc/self/exe points (valgrind emulates this). */
-		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		self[n > 0 ? n : 0] = '\0';
-		execl(n > 0 ? self : "/proc/self/exe", "workload",
-		      "launch-storm", nbuf, (char *)NULL);
+		child(arg);
 		_exit(127);
 	}
 	close(fds[1]);
 	if (pid < 0) {
 		close(fds[0]);
 		fail(r, __LINE__, "fork failed");
-		teardown(r);
-		return;
+		return 0;
 	}
 	child_json = read_all(fds[0]);
 	close(fds[0]);
@@ -792,7 +794,89 @@ static void sc_fork_child(struct run *r)
 		      WIFEXITED(status) ? WEXITSTATUS(status) : -1,
 		      child_json && child_json[0] == '{' ? child_json : "null");
 	free(child_json);
+	return 1;
+}
+
+/* fork-child's child: this program again, as launch-storm N. */
+static void exec_storm(void *arg)
+{
+	const char *w = getenv("FAKECUDA_CHILD_WAIT_FILE");
+	char self[4096];
+	ssize_t n;
+
+	if (w)
+		setenv("FAKECUDA_WAIT_FILE", w, 1);
+	else
+		unsetenv("FAKECUDA_WAIT_FILE");
+	/* Where /proc/self/exe points (valgrind emulates this). */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = '\0';
+	execl(n > 0 ? self : "/proc/self/exe", "workload", "launch-storm",
+	      (const char *)arg, (char *)NULL);
+}
+
+static void sc_fork_child(struct run *r)
+{
+	const char *delay = getenv("FAKECUDA_FORK_DELAY_MS");
+	long ms = delay ? atol(delay) : 100;
+	struct timespec ts;
+	char nbuf[32];
+
+	setup(r);
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+
+	snprintf(nbuf, sizeof(nbuf), "%lu", r->args[0]);
+	if (fork_child(r, exec_storm, nbuf))
+		CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	teardown(r);
+}
+
+/* fork-noexec's child: more launches in the forked copy, no exec. */
+static CUfunction noexec_fn;
+
+static void sc_noexec_child(struct run *r)
+{
+	storm(r, noexec_fn, NULL, r->args[0]);
 	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+}
+
+static const struct scenario noexec_child = {
+	"fork-noexec-child", sc_noexec_child, 1, { 0 },
+};
+
+static void storm_in_child(void *arg)
+{
+	struct run *c = calloc(1, sizeof(*c));
+	char *json;
+
+	if (!c)
+		exit(1);
+	c->nargs = 1;
+	c->args[0] = *(unsigned long *)arg;
+	run_scenario(&noexec_child, c);
+	json = run_json(c, NULL, 0);
+	if (json)
+		printf("%s\n", json);
+	fflush(stdout);
+	/* exit, not _exit: the child's atexit handlers run, as a program's do. */
+	exit(c->unexpected || !json ? 1 : 0);
+}
+
+static void sc_fork_noexec(struct run *r)
+{
+	CUfunction f = NULL;
+	CUmodule mod;
+
+	setup(r);
+	mod = load_vecadd(r, &f);
+	storm(r, f, NULL, r->args[0]);
+	noexec_fn = f;
+	fork_child(r, storm_in_child, &r->args[0]);
+	storm(r, f, NULL, r->args[0]);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, mod);
 	teardown(r);
 }
 
@@ -1401,13 +1485,6 @@ static void sc_timed(struct run *r)
 /* Running and reporting                                                    */
 /* ------------------------------------------------------------------------ */
 
-struct scenario {
-	const char *name;
-	void (*fn)(struct run *r);
-	int nargs;
-	unsigned long defaults[2];
-};
-
 static const struct scenario scenarios[] = {
 	{ "launch-storm", sc_launch_storm, 1, { 1000 } },
 	{ "alloc-leak", sc_alloc_leak, 0, { 0 } },
@@ -1415,6 +1492,7 @@ static const struct scenario scenarios[] = {
 	{ "errors", sc_errors, 0, { 0 } },
 	{ "threads", sc_threads, 2, { 4, 1000 } },
 	{ "fork-child", sc_fork_child, 1, { 100 } },
+	{ "fork-noexec", sc_fork_noexec, 1, { 100 } },
 	{ "runtime", sc_runtime, 1, { 100 } },
 	{ "runtime-errors", sc_runtime_errors, 0, { 0 } },
 	{ "procaddr", sc_procaddr, 1, { 100 } },

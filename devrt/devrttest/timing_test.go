@@ -1,0 +1,207 @@
+package devrttest
+
+import (
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+)
+
+const (
+	kernelNS = 2_000_000 // FAKECUDA_KERNEL_NS: every kernel and graph
+	copyNS   = 500_000   // FAKECUDA_COPY_NS: every copy and memset
+)
+
+// floatTol is how far a GPU time devrt computes may be from the fake GPU's:
+// each is an anchor's host time plus cuEventElapsedTime's float
+// milliseconds since the anchor, exact to 2^-24 of that span (two of them
+// for a difference), and devrt anchors when the process's first sample
+// runs (the ring's creation bounds it from below).
+func floatTol(createdNS, at uint64) float64 {
+	return float64(at-createdNS)/float64(1<<22) + 2
+}
+
+// The async fake driver runs each kernel for exactly kernelNS on its
+// stream; devrt's GPU execution records must say so, link to their calls,
+// and show the queue: back-to-back work on one stream starts when the work
+// before it ends.
+func TestGPUExecutionTiming(t *testing.T) {
+	h := newHarness(t)
+	const n = 6
+	fake := []string{"FAKECUDA_KERNEL_NS=" + strconv.Itoa(kernelNS), "FAKECUDA_COPY_NS=" + strconv.Itoa(copyNS)}
+	plain := h.run(opts{env: fake}, "timed", strconv.Itoa(n))
+	r := h.run(opts{devrt: true, env: append(fake, "GPUEXT_DEVRT_SAMPLE=1")}, "timed", strconv.Itoa(n))
+	require.Equal(t, comparable(t, plain.raw), comparable(t, r.raw))
+	rg := r.only(t)
+	checkCalls(t, rg)
+	require.Zero(t, rg.ctr.Drops)
+	require.Equal(t, uint32(3), rg.ctr.State)
+
+	// Every launch, copy and set is timed (sample 1), once.
+	require.Len(t, rg.execs, 3*n+4)
+	require.Equal(t, uint64(len(rg.execs)), rg.ctr.Timed)
+	calls := map[uint32]ev.Event{}
+	for _, e := range rg.calls {
+		calls[e.Corr] = e
+	}
+	fn := one(t, rg, ev.APICuModuleGetFunction).Handle
+	graph := one(t, rg, ev.APICuGraphLaunch)
+	streams := map[uint64][]ev.GPUExec{}
+	for _, x := range rg.execs {
+		call, ok := calls[x.Corr]
+		require.True(t, ok, "corr %d: the call's record", x.Corr)
+		require.Equal(t, call.API, x.API)
+		require.Equal(t, call.Start, x.CallStart)
+		require.Equal(t, call.TID, x.TID)
+		require.Equal(t, ev.SourceDevrt, x.Source)
+		require.Zero(t, x.Flags&ev.ExecFlagCallFailed)
+		switch {
+		case x.API == ev.APICuLaunchKernel:
+			require.Equal(t, fn, x.Handle)
+			require.Zero(t, x.Bytes)
+		case x.API == ev.APICuGraphLaunch:
+			require.Equal(t, graph.Handle, x.Handle)
+		default:
+			require.Equal(t, uint64(4096), x.Bytes)
+			require.Zero(t, x.Handle)
+		}
+		streams[x.Stream] = append(streams[x.Stream], x)
+	}
+
+	// The streams: s0 and s1 (created), the per-thread default stream of
+	// the _ptsz launches (CU_STREAM_PER_THREAD, 2) and the legacy one (0)
+	// of the synchronous copy.
+	launches := byAPI(rg, ev.APICuLaunchKernel)
+	s0, s1 := launches[0].Stream, launches[n].Stream
+	require.Len(t, streams, 4)
+	want := map[uint64][]ev.API{
+		s0: append(repeat(ev.APICuLaunchKernel, n), ev.APICuMemcpyHtoDAsync, ev.APICuGraphLaunch),
+		s1: append(repeat(ev.APICuLaunchKernel, n), ev.APICuMemsetD8Async),
+		2:  repeat(ev.APICuLaunchKernel, n),
+		0:  {ev.APICuMemcpyHtoD},
+	}
+	for s, xs := range streams {
+		sort.Slice(xs, func(i, j int) bool { return xs[i].GPUStart < xs[j].GPUStart })
+		var apis []ev.API
+		for _, x := range xs {
+			apis = append(apis, x.API)
+		}
+		require.Equal(t, want[s], apis, "stream %#x in GPU order", s)
+		for k, x := range xs {
+			dur := float64(kernelNS)
+			if x.API != ev.APICuLaunchKernel && x.API != ev.APICuGraphLaunch {
+				dur = copyNS
+			}
+			tol := floatTol(rg.hdr.CreatedNS, x.GPUEnd)
+			call := calls[x.Corr]
+			require.GreaterOrEqual(t, x.GPUStart, x.CallStart, "work starts after its call")
+			if k == 0 {
+				// On an idle stream the start event is stamped when it is
+				// recorded, before the work is queued: the time between the
+				// two is part of the measure, as on a GPU.
+				require.GreaterOrEqual(t, float64(x.Duration()), dur-tol, "first on stream %#x", s)
+				require.LessOrEqual(t, float64(x.Duration()), dur+float64(call.End-call.Start)+tol)
+				continue
+			}
+			// Queued behind the work before it: exact.
+			require.Zero(t, x.Flags&ev.ExecFlagClamped)
+			require.InDelta(t, dur, float64(x.Duration()), tol, "stream %#x work %d", s, k)
+			require.InDelta(t, float64(xs[k-1].GPUEnd), float64(x.GPUStart), tol, "starts when the work before it ends")
+			if x.API == ev.APICuLaunchKernel {
+				// Queue delay of back-to-back kernels: k-1 durations after
+				// the second kernel started.
+				require.InDelta(t, float64(k-1)*kernelNS, float64(x.GPUStart-xs[1].GPUStart), float64(k)*tol)
+			}
+		}
+	}
+
+	// devrt's own driver calls, accounted for exactly: at unload the driver
+	// counted the program's calls plus devrt's (GPUEXT_DEVRT_STATS).
+	final, base := r.final[r.res.PID], plain.final[plain.res.PID]
+	for name := range merge(final, base, rg.stats) {
+		require.Equal(t, base[name]+rg.stats[name], final[name], "%s: program + devrt", name)
+		// The workload printed its counters before exit, when devrt's
+		// poller had not necessarily finished.
+		require.LessOrEqual(t, r.res.DriverCalls[name]-plain.res.DriverCalls[name], rg.stats[name], name)
+	}
+	require.Equal(t, 2*(3*n+4), rg.stats["cuEventRecord"]+rg.stats["cuEventRecord_ptsz"]-
+		anchors(rg), "two records per timed call, besides the anchors")
+	require.Equal(t, 2*n, rg.stats["cuEventRecord_ptsz"], "the _ptsz launches record on their stream kind")
+}
+
+// anchors is how many anchor events devrt recorded: each is followed by
+// one cuEventSynchronize, which devrt calls for nothing else.
+func anchors(rg *ring) int { return rg.stats["cuEventSynchronize"] }
+
+func repeat(a ev.API, n int) []ev.API {
+	out := make([]ev.API, n)
+	for i := range out {
+		out[i] = a
+	}
+	return out
+}
+
+func merge(ms ...map[string]int) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range ms {
+		for k := range m {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// 1 of every N launches per thread, starting with the first.
+func TestSampling(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		env   []string
+		timed int
+	}{
+		{nil, 10},                                         // the default, 1 in 32: launches 1, 33, ... 289
+		{[]string{"GPUEXT_DEVRT_SAMPLE=7"}, 46},           // 1, 8, ... 316
+		{[]string{"GPUEXT_DEVRT_SAMPLE=1"}, 320},          // all
+		{[]string{"GPUEXT_DEVRT_CLASSES=launch,sync"}, 0}, // no exec class
+	} {
+		r := h.run(opts{devrt: true, env: append([]string{"GPUEXT_DEVRT_EVENT_PAIRS=1024"}, tc.env...)}, "launch-storm", "320")
+		rg := r.only(t)
+		require.Len(t, rg.execs, tc.timed, "%v", tc.env)
+		require.Zero(t, rg.ctr.Drops, "%v", tc.env)
+		launches := byAPI(rg, ev.APICuLaunchKernel)
+		require.Len(t, launches, 320)
+		every := 320 / max(tc.timed, 1)
+		if tc.timed == 46 {
+			every = 7
+		}
+		timed := map[uint32]bool{}
+		for _, x := range rg.execs {
+			timed[x.Corr] = true
+		}
+		for i, e := range launches {
+			require.Equal(t, tc.timed > 0 && i%every == 0, timed[e.Corr], "%v: launch %d", tc.env, i)
+		}
+	}
+}
+
+// cudaLaunchKernel times the launch it makes in the driver once: the GPU
+// execution record is the runtime call's, naming the kernel by the
+// CUfunction of the driver launch inside it.
+func TestRuntimeLaunchTiming(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(opts{devrt: true, env: []string{"GPUEXT_DEVRT_SAMPLE=1", "FAKECUDA_KERNEL_NS=100000"}}, "runtime", "20")
+	rg := r.only(t)
+	require.Len(t, rg.execs, 20)
+	fn := one(t, rg, ev.APICuModuleGetFunction).Handle
+	rt := map[uint32]bool{}
+	for _, e := range byAPI(rg, ev.APICudaLaunchKernel) {
+		rt[e.Corr] = true
+	}
+	for _, x := range rg.execs {
+		require.Equal(t, ev.APICudaLaunchKernel, x.API)
+		require.True(t, rt[x.Corr])
+		require.Equal(t, fn, x.Handle, "the CUfunction, not the host stub")
+	}
+}
