@@ -6,12 +6,15 @@
 #  1. probe overhead: cuLaunchKernel on the fake driver, unprobed vs probed
 #  2. receiver per-event cost: decode + translate on one core, spans on/off
 #  3. ring to pdata: paced 100,000 calls/s (zero loss required) and a flood
+#  4. devrt: cuLaunchKernel on the fake driver without and with the
+#     in-process runtime (DEVRT: its build, set by the Makefile)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/bench
 mkdir -p "$out"
 : "${FAKECUDA:=$PWD/build/fakecuda}"
-export FAKECUDA
+: "${DEVRT:=$PWD/build/devrt}"
+export FAKECUDA DEVRT
 
 echo "== probe overhead (ns per cuLaunchKernel on the fake driver)"
 go test -run XXX -bench ProbeOverhead -benchtime 500000x -count 3 \
@@ -28,6 +31,10 @@ go test -run XXX -bench ReceiverRing -benchtime 300000x -count 3 \
 echo "== NVML source, collector-side cost per scrape (mock NVML)"
 go test -run XXX -bench 'BenchmarkScrape$' -benchmem -count 3 \
 	./receiver/gpuebpfreceiver/internal/nvml/ | tee "$out/nvml.txt"
+
+echo "== devrt: ns per cuLaunchKernel on the fake driver, in-process"
+go test -run XXX -bench DevrtOverhead -benchtime 1000000x -count 3 \
+	./devrt/devrttest/ | tee "$out/devrt.txt"
 
 # Summary: medians of the three runs, and the ratios.
 python3 - "$out" <<'PY'
@@ -52,6 +59,8 @@ fl = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/flood", "calls/s")
 fd = metric(f"{out}/ring.txt", "BenchmarkReceiverRing/flood", "dropped")
 n1 = metric(f"{out}/nvml.txt", "BenchmarkScrape/gpus=1", "µs/gpu")
 n8 = metric(f"{out}/nvml.txt", "BenchmarkScrape/gpus=8", "µs/gpu")
+dv = {k: metric(f"{out}/devrt.txt", "BenchmarkDevrtOverhead/" + k, "ns/call")
+      for k in ("without-devrt", "devrt-classes-none", "devrt-timing-off", "devrt-sample-32", "devrt-ring-full")}
 print()
 print("| benchmark | result |")
 print("| --- | --- |")
@@ -63,4 +72,11 @@ print(f"| decode + translate, metrics only, 1 core | {mo/1e6:.1f} M events/s |")
 print(f"| ring to pdata, paced 100k calls/s | {pa:.0f} calls/s, {pd:.0f} dropped |")
 print(f"| ring to pdata, flood from one thread | {fl:.0f} calls/s, {fd:.0f} dropped |")
 print(f"| NVML scrape, collector's own work (mock), 1 GPU / 8 GPUs | {n1:.1f} / {n8:.1f} µs per GPU |")
+d0 = dv["without-devrt"]
+print(f"| cuLaunchKernel, fake driver, without devrt | {d0:.1f} ns/call |")
+for k, what in (("devrt-classes-none", "devrt, every class off (pass-through)"),
+                ("devrt-timing-off", "devrt, calls reported, timing off"),
+                ("devrt-sample-32", "devrt, default: calls reported, 1 in 32 timed"),
+                ("devrt-ring-full", "devrt, ring full (records dropped and counted)")):
+    print(f"| cuLaunchKernel, fake driver, {what} | {dv[k]:.0f} ns/call (+{dv[k]-d0:.0f} ns; uprobes entry+return: +{pr-un:.0f} ns) |")
 PY

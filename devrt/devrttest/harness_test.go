@@ -80,8 +80,11 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	dir := devrtDir(t)
-	return &harness{t: t, devrt: dir, fake: fakecudatest.Dir(t), syms: symbols(t, dir)}
+	return &harness{t: t, devrt: dir, fake: fakeDir(t), syms: symbols(t, dir)}
 }
+
+// fakeDir is a private copy of the fake driver and its programs.
+func fakeDir(t testing.TB) string { return fakecudatest.Dir(t) }
 
 func (h *harness) lib() string { return filepath.Join(h.devrt, "libgpuext-devrt.so") }
 

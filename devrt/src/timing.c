@@ -46,9 +46,12 @@ enum { PAIR_FREE, PAIR_ARMED, PAIR_PENDING };
 enum { POOL_EMPTY, POOL_CREATING, POOL_READY, POOL_FAILED };
 enum { OFF = -1, UNKNOWN = 0, STARTING = 1, ON = 2 };
 
+struct pool;
+
 struct devrt_pair {
 	__u32 state;       /* PAIR_*: FREE -> ARMED (app) -> PENDING -> FREE (poller) */
 	__u32 pt;          /* record on the per-thread default stream */
+	struct pool *pool;
 	CUstream stream;
 	CUevent start, end;
 	struct gpuext_gpu_exec rec;
@@ -58,6 +61,7 @@ struct pool {
 	CUcontext ctx;     /* set once: NULL -> ctx */
 	__u32 state;       /* POOL_* */
 	__u32 hint;        /* where the next claim starts looking */
+	__u32 nfree;       /* pairs FREE, so a full pool costs one load */
 	__u32 npairs;
 	struct devrt_pair *pairs;
 	CUstream anchor_stream;
@@ -204,6 +208,8 @@ static void pool_create(struct pool *p)
 		pairs = calloc(n, sizeof(*pairs));
 	ok = ok && pairs;
 	for (i = 0; ok && i < n; i++)
+		pairs[i].pool = p;
+	for (i = 0; ok && i < n; i++)
 		ok = DRV(cuEventCreate, &pairs[i].start, CU_EVENT_DEFAULT) ==
 			     CUDA_SUCCESS &&
 		     DRV(cuEventCreate, &pairs[i].end, CU_EVENT_DEFAULT) ==
@@ -224,6 +230,7 @@ static void pool_create(struct pool *p)
 	}
 	p->pairs = pairs;
 	p->npairs = n;
+	p->nfree = n;
 	__atomic_store_n(&p->state, POOL_READY, __ATOMIC_RELEASE);
 }
 
@@ -268,25 +275,37 @@ static struct pool *pool_for(CUcontext ctx)
 	return NULL;
 }
 
+/*
+ * A free pair, or NULL.  The count of free pairs is taken first, so the
+ * scan that follows always ends at a pair no other thread can take, and a
+ * pool with none free costs one atomic.
+ */
 static struct devrt_pair *pair_claim(struct pool *p)
 {
-	__u32 start = __atomic_fetch_add(&p->hint, 1, __ATOMIC_RELAXED), i;
+	__u32 n = __atomic_load_n(&p->nfree, __ATOMIC_RELAXED), start, i;
 
-	for (i = 0; i < p->npairs; i++) {
+	do {
+		if (!n)
+			return NULL;
+	} while (!__atomic_compare_exchange_n(&p->nfree, &n, n - 1, 1,
+					      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
+	start = __atomic_fetch_add(&p->hint, 1, __ATOMIC_RELAXED);
+	for (i = 0;; i++) {
 		struct devrt_pair *pr = &p->pairs[(start + i) % p->npairs];
 		__u32 st = PAIR_FREE;
 
-		if (__atomic_compare_exchange_n(&pr->state, &st, PAIR_ARMED, 0,
+		if (__atomic_load_n(&pr->state, __ATOMIC_RELAXED) == PAIR_FREE &&
+		    __atomic_compare_exchange_n(&pr->state, &st, PAIR_ARMED, 0,
 						__ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
 			return pr;
 	}
-	return NULL;
 }
 
 static void pair_free(struct devrt_pair *pr)
 {
 	__atomic_store_n(&pr->state, PAIR_FREE, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&pr->pool->nfree, 1, __ATOMIC_RELEASE);
 }
 
 static CUresult record(CUevent e, CUstream s, int pt)
