@@ -213,7 +213,6 @@ void devrt_resolve_init(void);
 	F(cuEventDestroy_v2, CUresult (*)(CUevent)) \
 	F(cuEventRecord, CUresult (*)(CUevent, CUstream)) \
 	F(cuEventRecord_ptsz, CUresult (*)(CUevent, CUstream)) \
-	F(cuEventQuery, CUresult (*)(CUevent)) \
 	F(cuEventSynchronize, CUresult (*)(CUevent)) \
 	F(cuEventElapsedTime, CUresult (*)(float *, CUevent, CUevent))
 
