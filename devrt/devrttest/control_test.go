@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -24,8 +23,8 @@ func monotonic() uint64 {
 
 // settle is how long after a control change a call may still follow the
 // old values: one that read the control page just before the change and
-// took its start time just after.
-const settle = 20 * time.Millisecond
+// took its start time just after (only a thread descheduled in between).
+const settle = 50 * time.Millisecond
 
 // consumer drains a live ring as the collector would.
 type consumer struct {
@@ -35,27 +34,35 @@ type consumer struct {
 	execs []ev.GPUExec
 }
 
-// pump drains for d.
-func (c *consumer) pump(d time.Duration) {
+// pumpUntil drains until cond holds, for at most 20 s.
+func (c *consumer) pumpUntil(what string, cond func() bool) {
 	c.t.Helper()
 	rg := &ring{}
-	for end := time.Now().Add(d); time.Now().Before(end); {
+	for end := time.Now().Add(20 * time.Second); !cond(); {
+		require.True(c.t, time.Now().Before(end), "waiting for %s", what)
 		n, err := c.ring.Drain(rg.add)
 		require.NoError(c.t, err)
+		c.calls = append(c.calls, rg.calls...)
+		c.execs = append(c.execs, rg.execs...)
+		rg.calls, rg.execs = rg.calls[:0], rg.execs[:0]
 		if n == 0 {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	c.calls = append(c.calls, rg.calls...)
-	c.execs = append(c.execs, rg.execs...)
 }
 
-// after counts launch records and GPU execution records of calls that
-// started after t.
-func (c *consumer) after(t uint64) (launches, execs int) {
+// count counts the records of the calls that started after t: launches,
+// memory calls, and GPU execution records.
+func (c *consumer) count(t uint64) (launches, memory, execs int) {
 	for _, e := range c.calls {
-		if e.API == ev.APICuLaunchKernel && e.Start > t {
+		if e.Start <= t {
+			continue
+		}
+		switch e.API.Class() {
+		case ev.ClassLaunch:
 			launches++
+		case ev.ClassMemory:
+			memory++
 		}
 	}
 	for _, x := range c.execs {
@@ -63,17 +70,18 @@ func (c *consumer) after(t uint64) (launches, execs int) {
 			execs++
 		}
 	}
-	return launches, execs
+	return launches, memory, execs
 }
 
 // The collector changes what devrt reports while the program runs: devrt
 // follows each consistent change of the control page, and keeps its last
-// consistent values while a write is in progress (generation odd).
+// consistent values while a write is in progress (generation odd). The
+// program (procaddr) launches, allocates and frees in turn, so the memory
+// records show it kept running while launches were not reported.
 func TestControlPage(t *testing.T) {
 	h := newHarness(t)
 	cmd, r := h.command(opts{devrt: true, env: []string{"GPUEXT_DEVRT_SAMPLE=0", "GPUEXT_DEVRT_EVENT_PAIRS=4096",
-		"FAKECUDA_DELAY_US=10", "FAKECUDA_DELAY_SPIN=1"}}, "launch-storm", "100000000")
-	cmd.Stdout = nil
+		"FAKECUDA_DELAY_US=5", "FAKECUDA_DELAY_SPIN=1"}}, "procaddr", "100000000")
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
@@ -91,48 +99,40 @@ func TestControlPage(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "devrt's ring")
 	defer rr.Close()
 	c := &consumer{t: t, ring: rr}
-	running := func() { require.NoError(t, syscall.Kill(cmd.Process.Pid, 0), "the workload still runs") }
-	ms := func(d time.Duration) uint64 { return uint64(d.Nanoseconds()) }
+	after := func(t0 uint64) uint64 { return t0 + uint64(settle.Nanoseconds()) }
 
-	// Reporting launches, no timing (sample 0).
-	require.Eventually(t, func() bool { c.pump(10 * time.Millisecond); n, _ := c.after(0); return n >= 1000 },
-		10*time.Second, time.Millisecond)
+	// Everything reported, no timing (sample 0).
+	c.pumpUntil("launches", func() bool { n, _, _ := c.count(0); return n >= 1000 })
 
-	// A write in progress: generation odd, classes 0 written. devrt keeps
-	// reporting with the values it had.
+	// A write in progress: generation odd, "memory only" written. devrt
+	// keeps reporting with the values it had.
 	ctl := mapControl(t, path)
 	g := atomic.LoadUint32(ctl.gen)
 	atomic.StoreUint32(ctl.gen, g|1)
-	atomic.StoreUint32(ctl.classes, 0)
-	t2 := monotonic()
-	c.pump(100 * time.Millisecond)
-	n, _ := c.after(t2 + ms(settle))
+	atomic.StoreUint32(ctl.classes, devring.ClassMemory)
+	t2 := after(monotonic())
+	c.pumpUntil("calls during a torn write", func() bool { _, m, _ := c.count(t2); return m >= 2000 })
+	n, _, _ := c.count(t2)
 	require.NotZero(t, n, "a torn control page is not followed")
 
-	// The write completes: nothing is reported any more.
+	// The write completes: memory calls only.
 	atomic.StoreUint32(ctl.gen, (g|1)+1)
-	t3 := monotonic()
-	c.pump(150 * time.Millisecond)
-	running()
-	n, _ = c.after(t3 + ms(settle))
-	require.Zero(t, n, "classes 0: no records")
+	t3 := after(monotonic())
+	c.pumpUntil("memory calls", func() bool { _, m, _ := c.count(t3); return m >= 2000 })
+	n, _, _ = c.count(t3)
+	require.Zero(t, n, "memory class only: no launch records")
 
 	// Everything, every launch timed.
 	require.NoError(t, rr.WriteControl(devring.Control{Classes: devring.ClassAll, SampleEvery: 1, ConsumerPID: uint32(os.Getpid())}))
-	t4 := monotonic()
-	c.pump(150 * time.Millisecond)
-	launches, execs := c.after(t4 + ms(settle))
-	require.NotZero(t, launches)
-	require.NotZero(t, execs, "sample_every 1 with the exec class: timed")
+	t4 := after(monotonic())
+	c.pumpUntil("timed launches", func() bool { n, _, x := c.count(t4); return n >= 100 && x >= 100 })
 
 	// No exec class: launches reported, none timed.
 	require.NoError(t, rr.WriteControl(devring.Control{Classes: devring.ClassAll &^ devring.ClassExec, SampleEvery: 1}))
-	t5 := monotonic()
-	c.pump(150 * time.Millisecond)
-	running()
-	launches, execs = c.after(t5 + ms(settle))
-	require.NotZero(t, launches)
-	require.Zero(t, execs, "no exec class: nothing timed")
+	t5 := after(monotonic())
+	c.pumpUntil("launches", func() bool { n, _, _ := c.count(t5); return n >= 2000 })
+	_, _, x := c.count(t5)
+	require.Zero(t, x, "no exec class: nothing timed")
 	ctr, err := rr.Counters()
 	require.NoError(t, err)
 	require.Equal(t, uint32(1), ctr.State, "still active")
