@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"time"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -19,11 +21,27 @@ import (
 // was handed over, so each devrt process keeps the ids of its recent
 // enqueuing calls in a small table indexed by corr: bounded, no map churn
 // per call, and a record whose call has been overwritten (more than
-// execLinks calls later) still makes a span, a root one.
+// execLinks calls later) still makes a span, a root one. devrt's poller
+// thread may also write a record before the calling thread has written
+// the call's (the caller preempted between the call's return and its
+// write): such a record waits for its call, up to execWait (maxWaitingExec
+// of them at most), checked at each hand-over of spans.
 
 // execLinks is the number of recent enqueuing calls remembered per devrt
 // process: a power of two.
 const execLinks = 1024
+
+// maxWaitingExec bounds the GPU execution records waiting for their call.
+const maxWaitingExec = 4096
+
+// execWait is how long a GPU execution record waits for its call (ns).
+const execWait = uint64(time.Second)
+
+// waitingExec is a GPU execution record that arrived before its call.
+type waitingExec struct {
+	x       ev.GPUExec
+	arrived uint64 // CLOCK_MONOTONIC ns
+}
 
 // execLink is what a GPU execution record needs of its call.
 type execLink struct {
@@ -48,6 +66,7 @@ type execState struct {
 	queueDelay [ev.APIMax]*histogram.Histogram
 	copyDur    map[copyKey]*histogram.Histogram
 	unlinked   uint64 // records whose call was no longer (or never) in links
+	waiting    map[uint32]waitingExec
 }
 
 // Span attributes of GPU execution spans.
@@ -98,12 +117,70 @@ func (t *Translator) HandleGPUExec(x *ev.GPUExec) {
 	if p.exec == nil {
 		p.exec = &execState{copyDur: map[copyKey]*histogram.Histogram{}}
 	}
-	var link *execLink
 	if l := &p.exec.links[x.Corr&(execLinks-1)]; l.valid && l.corr == x.Corr {
-		link = l
-	} else {
-		p.exec.unlinked++
+		t.execute(p, x, l)
+		return
 	}
+	if _, dup := p.exec.waiting[x.Corr]; !dup && t.nwaiting < maxWaitingExec {
+		if p.exec.waiting == nil {
+			p.exec.waiting = map[uint32]waitingExec{}
+		}
+		if len(p.exec.waiting) == 0 {
+			t.waiting = append(t.waiting, p)
+		}
+		p.exec.waiting[x.Corr] = waitingExec{x: *x, arrived: Monotonic()}
+		t.nwaiting++
+		return
+	}
+	p.exec.unlinked++
+	t.execute(p, x, nil)
+}
+
+// callArrived takes the GPU execution record that waited for the call of
+// link, now that the call's span exists.
+func (t *Translator) callArrived(p *process, link *execLink) {
+	w, ok := p.exec.waiting[link.corr]
+	if !ok {
+		return
+	}
+	delete(p.exec.waiting, link.corr)
+	t.nwaiting--
+	t.execute(p, &w.x, link)
+}
+
+// expireWaiting gives up on the records that waited execWait for their
+// call (all of them when all), as root spans.
+func (t *Translator) expireWaiting(all bool) {
+	now := Monotonic()
+	kept := t.waiting[:0]
+	for _, p := range t.waiting {
+		for corr, w := range p.exec.waiting {
+			if all || now-w.arrived >= execWait {
+				delete(p.exec.waiting, corr)
+				t.nwaiting--
+				p.exec.unlinked++
+				t.execute(p, &w.x, nil)
+			}
+		}
+		if len(p.exec.waiting) > 0 {
+			kept = append(kept, p)
+		}
+	}
+	clear(t.waiting[len(kept):])
+	t.waiting = kept
+}
+
+// WaitingGPUExec is the number of GPU execution records waiting for their
+// call; the next hand-overs of spans settle them even if no other span
+// comes.
+func (t *Translator) WaitingGPUExec() int { return t.nwaiting }
+
+// FlushGPUExec turns every GPU execution record still waiting for its call
+// into a span now (at shutdown, before the last hand-over).
+func (t *Translator) FlushGPUExec() { t.expireWaiting(true) }
+
+// execute accounts one GPU execution and makes its span.
+func (t *Translator) execute(p *process, x *ev.GPUExec, link *execLink) {
 	dur := float64(x.Duration()) / 1e9
 	dir := ev.DirNone
 	if x.API.Class() == ev.ClassLaunch {

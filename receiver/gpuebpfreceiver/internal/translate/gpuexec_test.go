@@ -162,6 +162,8 @@ func TestGPUExecFollowsNesting(t *testing.T) {
 	require.Equal(t, inner.SpanID(), gpu.ParentSpanID())
 }
 
+// TestGPUExecWithoutItsCall: a record whose call is not known waits for it
+// one hand-over, then becomes a root span.
 func TestGPUExecWithoutItsCall(t *testing.T) {
 	tr := newExecTranslator(t, execConfig())
 	tr.Handle(devrtCall(t, ev.APICuLaunchKernel, 1, 1000, 2000, 0xf00, 1, 1, 1, 32, 1, 1))
@@ -169,18 +171,72 @@ func TestGPUExecWithoutItsCall(t *testing.T) {
 	tr.Handle(devrtCall(t, ev.APICuLaunchKernel, 1+execLinks, 3000, 4000, 0xf00, 1, 1, 1, 32, 1, 1))
 	tr.HandleGPUExec(gpuExec(ev.APICuLaunchKernel, 1, 1000, 5000, 6000))
 	tr.HandleGPUExec(gpuExec(ev.APICuGraphLaunch, 77, 1000, 5000, 6000))
-	td, n := tr.TakeSpans()
-	require.Equal(t, 4, n)
-	for _, gpu := range allSpans(td)[2:] {
-		require.True(t, gpu.ParentSpanID().IsEmpty(), gpu.Name())
+	_, n := tr.TakeSpans()
+	require.Equal(t, 2, n, "the two calls; the executions wait")
+	for _, p := range tr.waiting {
+		for corr, w := range p.exec.waiting {
+			w.arrived -= execWait // a second ago
+			p.exec.waiting[corr] = w
+		}
 	}
-	require.Equal(t, "cuGraphLaunch gpu", allSpans(td)[3].Name())
+	td, n := tr.TakeSpans()
+	require.Equal(t, 2, n, "given up on after a second")
+	var names []string
+	for _, gpu := range allSpans(td) {
+		require.True(t, gpu.ParentSpanID().IsEmpty(), gpu.Name())
+		names = append(names, gpu.Name())
+	}
+	require.ElementsMatch(t, []string{"cuLaunchKernel gpu", "cuGraphLaunch gpu"}, names)
 	require.Equal(t, uint64(2), tr.procs[100].exec.unlinked)
+	require.Zero(t, tr.nwaiting)
+	require.Empty(t, tr.waiting)
 	md := tr.Metrics(SelfStats{})
 	count, _ := histogramPoint(t, md, "gpu.kernel.execution.duration", map[string]any{"gpu.cuda.api": "cuLaunchKernel"})
 	require.Equal(t, uint64(1), count)
 	count, _ = histogramPoint(t, md, "gpu.kernel.execution.duration", map[string]any{"gpu.cuda.api": "cuGraphLaunch"})
 	require.Equal(t, uint64(1), count)
+}
+
+// TestGPUExecBeforeItsCall: devrt's poller wrote the record before the
+// calling thread wrote the call's; the record waits and joins its call.
+func TestGPUExecBeforeItsCall(t *testing.T) {
+	tr := newExecTranslator(t, execConfig())
+	tr.HandleGPUExec(gpuExec(ev.APICuMemcpyAsync, 3, 1000, 2500, 3500))
+	_, n := tr.TakeSpans()
+	require.Zero(t, n)
+	host := withOut(rec(ev.APICuMemAllocHost, ev.KindCall, 0x1, 4096), 0x7000)
+	dev := withOut(rec(ev.APICuMemAlloc, ev.KindCall, 0x1, 4096), 0xd000)
+	tr.Handle(decoded(t, host))
+	tr.Handle(decoded(t, dev))
+	tr.Handle(devrtCall(t, ev.APICuMemcpyAsync, 3, 1000, 2000, 0xd000, 0x7000, 4096, 0x5))
+	td, n := tr.TakeSpans()
+	require.Equal(t, 4, n)
+	spans := allSpans(td)
+	call, gpu := spans[2], spans[3]
+	require.Equal(t, "cuMemcpyAsync gpu", gpu.Name())
+	require.Equal(t, call.SpanID(), gpu.ParentSpanID())
+	require.Equal(t, "htod", attr(gpu, "gpu.cuda.copy.direction"), "the call's direction, worked out from the allocations")
+	require.Zero(t, tr.procs[100].exec.unlinked)
+	require.Zero(t, tr.nwaiting)
+}
+
+func attr(s ptrace.Span, k string) string {
+	v, _ := s.Attributes().Get(k)
+	return v.AsString()
+}
+
+// TestWaitingIsBounded: records that never find their call are bounded.
+func TestWaitingIsBounded(t *testing.T) {
+	tr := newExecTranslator(t, execConfig())
+	for i := uint32(1); i <= maxWaitingExec+10; i++ {
+		tr.HandleGPUExec(gpuExec(ev.APICuLaunchKernel, i, 1000, 2000, 3000))
+	}
+	require.Equal(t, maxWaitingExec, tr.nwaiting)
+	require.Equal(t, uint64(10), tr.procs[100].exec.unlinked, "beyond the bound: spans at once")
+	tr.FlushGPUExec()
+	require.Zero(t, tr.nwaiting)
+	_, n := tr.TakeSpans()
+	require.Equal(t, maxWaitingExec+10, n)
 }
 
 // TestCopyExecutionByDirection: a unified-addressing copy takes the
@@ -204,6 +260,7 @@ func TestCopyExecutionByDirection(t *testing.T) {
 	}
 	// A copy whose call was never seen: its API's direction.
 	tr.HandleGPUExec(gpuExec(ev.APICuMemcpyHtoD, 99, 1000, 2000, 2500))
+	tr.FlushGPUExec()
 
 	td, _ := tr.TakeSpans()
 	dirs := map[string]string{}
@@ -235,6 +292,7 @@ func TestGPUExecFlags(t *testing.T) {
 	x := gpuExec(ev.APICuLaunchKernel, 1, 1000, 1000, 2000)
 	x.Flags = ev.ExecFlagClamped | ev.ExecFlagCallFailed
 	tr.HandleGPUExec(x)
+	tr.FlushGPUExec()
 	td, _ := tr.TakeSpans()
 	gpu := allSpans(td)[0]
 	clamped, _ := gpu.Attributes().Get("gpu.cuda.clock_clamped")

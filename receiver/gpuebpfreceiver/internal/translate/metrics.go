@@ -43,6 +43,10 @@ const (
 // exit record or a group that outlives its leader thread cannot leak state.
 func (t *Translator) Metrics(stats SelfStats) pmetric.Metrics {
 	t.clock.Calibrate()
+	for _, pid := range t.exitedCommPrev {
+		delete(t.execComm, pid)
+	}
+	t.exitedCommPrev, t.exitedComm = t.exitedComm, t.exitedCommPrev[:0]
 	now := pcommon.NewTimestampFromTime(t.clock.Now())
 	out := pmetric.NewMetrics()
 	for _, p := range t.retired {
@@ -56,7 +60,7 @@ func (t *Translator) Metrics(stats SelfStats) pmetric.Metrics {
 		if !p.skip {
 			t.emitProcess(p, now, out)
 		}
-		if t.res != nil && !t.res.Alive(int(pid), p.procStart) {
+		if t.res != nil && !t.res.Alive(int(pid), p.procStart) && (t.hooks.Holding == nil || !t.hooks.Holding(pid)) {
 			t.release(p)
 		}
 	}

@@ -132,6 +132,9 @@ func (t *Translator) addSpan(p *process, e *ev.Event, link *execLink) {
 
 // TakeSpans hands over the spans gathered since the last call.
 func (t *Translator) TakeSpans() (ptrace.Traces, int) {
+	if t.nwaiting > 0 {
+		t.expireWaiting(false)
+	}
 	out, n := t.traces, t.nspans
 	t.traces = ptrace.NewTraces()
 	t.nspans = 0

@@ -76,6 +76,10 @@ type Hooks struct {
 	// Cgroups, when set, attributes processes that exited before /proc
 	// could be read.
 	Cgroups Cgroups
+	// Holding, when set, tells whether a source still holds records of
+	// process pid not yet handed over (devrt's last drain of an exited
+	// process comes after its exit): its state is kept until it does not.
+	Holding func(pid uint32) bool
 }
 
 // SelfStats are the receiver's own counters that the translator does not
@@ -115,12 +119,17 @@ type Translator struct {
 	procs     map[uint32]*process
 	retired   []*process        // replaced by execve: emitted once more, then dropped
 	execComm  map[uint32]string // comm of recent execs, for short-lived processes
-	demangled map[string]string
-	start     pcommon.Timestamp
-	traces    ptrace.Traces
-	nspans    int
-	gen       uint64                  // span batch generation
-	threads   map[uint32]*threadSpans // recent spans per thread, this batch
+	// Exited processes whose comm is dropped at the next emission but one:
+	// devrt's last records of a process are drained after its exit.
+	exitedComm, exitedCommPrev []uint32
+	demangled                  map[string]string
+	start                      pcommon.Timestamp
+	traces                     ptrace.Traces
+	nspans                     int
+	gen                        uint64                  // span batch generation
+	threads                    map[uint32]*threadSpans // recent spans per thread, this batch
+	waiting                    []*process              // devrt processes with GPU execution records waiting for their call
+	nwaiting                   int
 	// Per source, indexed by sourceIndex.
 	received   [3]uint64
 	decodeErrs [3]uint64
@@ -226,6 +235,17 @@ func (t *Translator) DecodeErrorFrom(src ev.Source) {
 	t.received[i]++
 }
 
+// Track starts the state of process pid now, while it can be read from
+// /proc (and runs the selection rules), before its first record: devrt's
+// records of a short-lived process may all be drained after it exited.
+func (t *Translator) Track(pid uint32) {
+	if _, ok := t.procs[pid]; !ok {
+		if t.process(&ev.Event{PID: pid}) == nil {
+			t.procLimit[sourceIndex(ev.SourceDevrt)]++
+		}
+	}
+}
+
 // Skipping reports whether the selection rules exclude process pid (as
 // far as the translator has seen it).
 func (t *Translator) Skipping(pid uint32) bool {
@@ -313,8 +333,11 @@ func (t *Translator) Handle(e *ev.Event) {
 		return
 	case ev.KindExit:
 		// The group leader's thread ended, which need not be the process
-		// (workers may run on): liveness is checked at each emission.
-		delete(t.execComm, e.PID)
+		// (workers may run on): liveness is checked at each emission. Its
+		// comm is kept a while for records that arrive later (devrt's).
+		if _, ok := t.execComm[e.PID]; ok {
+			t.exitedComm = append(t.exitedComm, e.PID)
+		}
 		return
 	}
 	p := t.process(e)
@@ -331,6 +354,9 @@ func (t *Translator) Handle(e *ev.Event) {
 	// times for PyTorch): bookkeeping for names, not a call worth a span.
 	if t.cfg.Spans && t.spanClass[e.API.Class()] && e.API != ev.APICudaRegisterFunction {
 		t.addSpan(p, e, link)
+	}
+	if link != nil && t.nwaiting > 0 {
+		t.callArrived(p, link)
 	}
 }
 
