@@ -14,14 +14,20 @@ import (
 // the moment devrt's ring began (its created_ns) the process's calls are
 // devrt's, so the uprobe events of calls that started since are dropped,
 // and the kernel is told to skip the process (a map lookup per call
-// instead of two traps and a record). That holds while the ring is read
-// and devrt is not disabled; then the uprobes take over again.
+// instead of two traps and a record). That holds until devrt disables
+// itself or the process execs, and for the rest of the process's life
+// once it has ended under devrt: its uprobe events may be read after its
+// ring was drained and removed.
 
-// maxProbed bounds the processes remembered as probed for a ring.
+// maxProbed bounds the processes remembered as probed for a ring, and
+// those remembered as covered.
 const maxProbed = 1 << 16
 
+// coverage is when devrt reports a process's calls: [since, until).
+type coverage struct{ since, until uint64 }
+
 func (r *gpuReceiver) startDevrt(ctx context.Context) {
-	r.devrtSince = map[uint32]uint64{}
+	r.devrtCover = map[uint32]coverage{}
 	r.devrtProbed = map[uint32]struct{}{}
 	r.devrt = devrt.New(r.cfg.DevRT, devrt.Options{
 		ProcRoot: r.cfg.ProcRoot,
@@ -79,23 +85,33 @@ func (r *gpuReceiver) devrtCovers(e *ev.Event) bool {
 		r.devrtProbed[e.PID] = struct{}{}
 		r.devrt.Probe(e.PID)
 	}
-	since, ok := r.devrtSince[e.PID]
-	return ok && e.Start >= since && r.cfg.DevRT.Reports(e.API.Class())
+	c, ok := r.devrtCover[e.PID]
+	return ok && e.Start >= c.since && e.Start < c.until && r.cfg.DevRT.Reports(e.API.Class())
 }
 
-// devrtAttached: devrt reports pid's calls from created on.
+// devrtAttached: devrt reports pid's calls from created on. The
+// translator learns who the process is now, while it runs: a short-lived
+// one may have exited by the time its records are drained.
 func (r *gpuReceiver) devrtAttached(pid uint32, created uint64) {
-	r.devrtSince[pid] = created
+	r.tr.Track(pid)
+	if len(r.devrtCover) >= maxProbed {
+		clear(r.devrtCover)
+	}
+	r.devrtCover[pid] = coverage{since: created, until: devrt.Forever}
 	r.devrtProbed[pid] = struct{}{}
 	if r.cfg.DevRT.ReportsAllCalls() {
 		r.skipUprobes(pid)
 	}
 }
 
-// devrtDetached: pid's ring is gone (or devrt disabled itself): the
-// uprobes report it again, unless the rules exclude it.
-func (r *gpuReceiver) devrtDetached(pid uint32) {
-	delete(r.devrtSince, pid)
+// devrtDetached: devrt reports pid's calls only until until (it disabled
+// itself, the process exec'd, or, Forever, ended): the uprobes report it
+// again, unless the rules exclude it.
+func (r *gpuReceiver) devrtDetached(pid uint32, until uint64) {
+	if c, ok := r.devrtCover[pid]; ok {
+		c.until = until
+		r.devrtCover[pid] = c
+	}
 	if r.tracer != nil && !r.tr.Skipping(pid) {
 		r.tracer.ClearFilter(pid)
 	}
@@ -110,4 +126,10 @@ func (r *gpuReceiver) skipUprobes(pid uint32) {
 	if err := r.tracer.SetTraced(pid, false); err != nil {
 		r.log.Debug("pid filter update failed", zap.Uint32("pid", pid), zap.Error(err))
 	}
+}
+
+// devrtHolding tells the translator to keep an exited process's state
+// while its ring has not been drained for the last time.
+func (r *gpuReceiver) devrtHolding(pid uint32) bool {
+	return r.devrt != nil && r.devrt.Holding(pid)
 }

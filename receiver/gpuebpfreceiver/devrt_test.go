@@ -19,6 +19,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
 	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devrt"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/translate"
 )
@@ -163,10 +164,9 @@ func TestDevrtRingToSpansAndMetrics(t *testing.T) {
 		}
 	}
 
-	// The ring's process says it is closing: drained and removed.
+	// The ring's process says it is exiting: the ring is read on (and
+	// kept) until the process has gone, reported as closed.
 	p.SetState(devring.StateClosed, 0)
-	require.Eventually(t, func() bool { _, err := os.Stat(path); return os.IsNotExist(err) }, 5*time.Second, 10*time.Millisecond)
-
 	var proc, self pmetric.ResourceMetrics
 	require.Eventually(t, func() bool {
 		var ok1, ok2 bool
@@ -175,10 +175,14 @@ func TestDevrtRingToSpansAndMetrics(t *testing.T) {
 		if !ok1 || !ok2 {
 			return false
 		}
-		n, _ := metricSum(self, "gpu.ebpf.devrt.rings", map[string]string{"gpu.devrt.ring.state": "active"})
-		return n == 0
+		n, _ := metricSum(self, "gpu.ebpf.devrt.rings", map[string]string{"gpu.devrt.ring.state": "closed"})
+		return n == 1
 	}, 5*time.Second, 10*time.Millisecond)
-	n, _ := metricSum(proc, "gpu.cuda.launches", map[string]string{"gpu.cuda.api": "cuLaunchKernel"})
+	n, _ := metricSum(self, "gpu.ebpf.devrt.rings", map[string]string{"gpu.devrt.ring.state": "active"})
+	require.Zero(t, n)
+	_, err := os.Stat(path)
+	require.NoError(t, err, "this process still runs")
+	n, _ = metricSum(proc, "gpu.cuda.launches", map[string]string{"gpu.cuda.api": "cuLaunchKernel"})
 	require.Equal(t, int64(10), n)
 	n, _ = metricSum(proc, "gpu.cuda.memory.copied", map[string]string{"gpu.cuda.copy.direction": "htod"})
 	require.Equal(t, int64(4096), n)
@@ -257,29 +261,33 @@ func TestDevrtDedup(t *testing.T) {
 		r.handle(raw, &e)
 	}
 	uprobe(ev.KindCall, created-100) // before the ring: the uprobes' alone
-	require.Equal(t, map[uint32]uint64{pid: created}, r.devrtSince, "found at the first call")
+	require.Equal(t, map[uint32]coverage{pid: {created, devrt.Forever}}, r.devrtCover, "found at the first call")
 	uprobe(ev.KindCall, created) // devrt's
 	uprobe(ev.KindCall, created+5000)
-	require.Equal(t, uint64(2), r.devrtDups)
+	require.Equal(t, uint64(2), r.devrtDups.Load())
 	_, n := r.tr.TakeSpans()
 	require.Equal(t, 1, n)
 
 	p.SetState(devring.StateDisabled, 4)
 	r.devrt.Poll()
-	require.Empty(t, r.devrtSince, "devrt off: the uprobes report again")
-	uprobe(ev.KindCall, created+9000)
+	c := r.devrtCover[pid]
+	require.Equal(t, created, c.since)
+	require.Less(t, c.until, translate.Monotonic(), "covered until devrt was seen disabled")
+	uprobe(ev.KindCall, c.until-1) // a call devrt reported before it stopped
+	uprobe(ev.KindCall, c.until)   // the uprobes report again
 	_, n = r.tr.TakeSpans()
 	require.Equal(t, 1, n)
-	require.Equal(t, uint64(2), r.devrtDups)
+	require.Equal(t, uint64(3), r.devrtDups.Load())
 
 	p.SetState(devring.StateActive, 0)
 	r.devrt.Poll()
-	require.Equal(t, map[uint32]uint64{pid: created}, r.devrtSince)
-	uprobe(ev.KindExec, created+10000) // the process exec'd: its ring is the old program's
+	require.Equal(t, map[uint32]coverage{pid: {created, devrt.Forever}}, r.devrtCover)
+	exec := translate.Monotonic()
+	uprobe(ev.KindExec, exec) // the process exec'd: its ring is the old program's
 	_, err := os.Stat(path)
 	require.True(t, os.IsNotExist(err), "the old program's ring is removed")
-	require.Empty(t, r.devrtSince)
-	uprobe(ev.KindCall, created+20000)
+	require.Equal(t, map[uint32]coverage{pid: {created, exec}}, r.devrtCover)
+	uprobe(ev.KindCall, exec+1)
 	_, n = r.tr.TakeSpans()
 	require.Equal(t, 1, n, "the new program is the uprobes' until it makes a ring")
 }
@@ -299,7 +307,7 @@ func TestDevrtPartialClasses(t *testing.T) {
 		var e ev.Event
 		r.handle(raw, &e)
 	}
-	require.Equal(t, uint64(1), r.devrtDups, "only the launch is devrt's")
+	require.Equal(t, uint64(1), r.devrtDups.Load(), "only the launch is devrt's")
 	_, n := r.tr.TakeSpans()
 	require.Equal(t, 2, n)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
@@ -61,11 +62,11 @@ type gpuReceiver struct {
 	forgets  pidQueue    // ended processes whose kernel state to drop (never lossy)
 
 	// devrt de-duplication, event goroutine only: for each process devrt
-	// reports, when its ring began (uprobe calls from then on are devrt's
-	// too); and the processes already probed for a ring.
-	devrtSince  map[uint32]uint64
+	// reports, when (uprobe calls that started then are devrt's too); and
+	// the processes already probed for a ring.
+	devrtCover  map[uint32]coverage
 	devrtProbed map[uint32]struct{}
-	devrtDups   uint64 // uprobe calls dropped as devrt's (tests)
+	devrtDups   atomic.Uint64 // uprobe calls dropped as devrt's (tests)
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, release func()) *gpuReceiver {
@@ -114,6 +115,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		Skipped:  r.skip,
 		Released: r.released,
 		Seen:     func(pid uint32) { trySend(r.seenCh, pid) },
+		Holding:  r.devrtHolding,
 		Cgroups:  procattr.NewCgroupIndex(hostRoot(cfg.ProcRoot)+"/sys/fs/cgroup", time.Second),
 	})
 
@@ -246,6 +248,7 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 		// devrt's rings drained a last time first.
 		if r.devrt != nil {
 			r.devrt.Shutdown()
+			r.tr.FlushGPUExec()
 		}
 		r.flushSpans(context.Background())
 		r.emitMetrics(context.Background())
@@ -306,24 +309,19 @@ func (r *gpuReceiver) handle(raw []byte, e *ev.Event) {
 		}
 	case ev.KindCall, ev.KindCallNamed:
 		if r.devrt != nil && r.devrtCovers(e) {
-			r.devrtDups++
+			r.devrtDups.Add(1)
 			return
 		}
 	}
 	r.tr.Handle(e)
-	if e.Kind == ev.KindExec {
-		if _, ok := r.devrtSince[e.PID]; ok {
-			r.skipUprobes(e.PID) // the exec cleared the filter; a newer ring still covers the pid
-		}
-	}
 }
 
 func (r *gpuReceiver) flushSpans(ctx context.Context) {
-	if r.tr.PendingSpans() == 0 {
+	if r.tr.PendingSpans() == 0 && r.tr.WaitingGPUExec() == 0 {
 		return
 	}
-	td, _ := r.tr.TakeSpans()
-	if r.traces == nil {
+	td, n := r.tr.TakeSpans()
+	if r.traces == nil || n == 0 {
 		return
 	}
 	if err := r.traces.ConsumeTraces(ctx, td); err != nil {
@@ -459,6 +457,9 @@ func (r *gpuReceiver) released(pid uint32, exited bool) {
 	if r.devrt != nil {
 		r.devrt.Unsilence(pid)
 		delete(r.devrtProbed, pid)
+		if exited {
+			delete(r.devrtCover, pid)
+		}
 	}
 	if r.tracer == nil {
 		return
@@ -468,6 +469,13 @@ func (r *gpuReceiver) released(pid uint32, exited bool) {
 	}
 	if exited {
 		r.forgets.push(pid)
+		return
+	}
+	if c, ok := r.devrtCover[pid]; ok && c.until == devrt.Forever {
+		// The new program's ring (its events may have been read before
+		// this exec's) covers it: the kernel goes on skipping it. Clearing
+		// the filter now would also leave a call that entered skipped to
+		// return traced, without an entry.
 		return
 	}
 	r.tracer.ClearFilter(pid)

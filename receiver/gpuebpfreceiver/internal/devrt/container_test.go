@@ -34,11 +34,14 @@ func TestContainerRing(t *testing.T) {
 	require.NoError(t, os.WriteFile(lib, data, 0o755))
 	const dir = "/run/gpuext-test"
 	// The shell becomes pid 1 of a new pid namespace; its tmpfs is private
-	// to its mount namespace. It prints its host-side readiness and waits.
+	// to its mount namespace. It says when it is ready, then, told to,
+	// execs a program with the library preloaded: the same pid and start
+	// time, a new program.
 	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--kill-child", "sh", "-c",
-		"mkdir -p "+dir+" && mount -t tmpfs none "+dir+" && echo ready && exec sleep 30")
-	cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib)
+		"mkdir -p "+dir+" && mount -t tmpfs none "+dir+" && echo ready && read go && exec env LD_PRELOAD="+lib+" sleep 30")
 	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	if err := cmd.Start(); err != nil {
 		t.Skip("unshare:", err)
@@ -77,12 +80,29 @@ func TestContainerRing(t *testing.T) {
 		Alive:    res.Alive,
 		Handle:   func(pid uint32, rec []byte) { recs = append(recs, got{pid, binary.LittleEndian.Uint32(rec)}) },
 		Attached: func(pid uint32, _ uint64) { attached = append(attached, pid) },
-		Detached: func(pid uint32) { attached = append(attached, 0) },
+		Detached: func(pid uint32, until uint64) {
+			require.Equal(t, Forever, until, "the process ended")
+			attached = append(attached, 0)
+		},
 	})
 	defer src.Shutdown()
 	src.scanHostDirs()
 	src.Poll()
 	require.Zero(t, src.Rings(), "not in the host's directory")
+	src.scanContainers()
+	src.Poll()
+	require.Zero(t, src.Rings(), "the shell does not map devrt")
+
+	_, err = in.Write([]byte("go\n"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		exe, _ := os.Readlink("/proc/" + strconv.Itoa(child) + "/exe")
+		return strings.HasSuffix(exe, "/sleep")
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		data, _ := os.ReadFile("/proc/" + strconv.Itoa(child) + "/maps")
+		return strings.Contains(string(data), "libgpuext-devrt.so")
+	}, 5*time.Second, 10*time.Millisecond)
 	src.scanContainers()
 	src.Poll()
 	require.Equal(t, []got{{uint32(child), 9}}, recs, "read under the host pid")

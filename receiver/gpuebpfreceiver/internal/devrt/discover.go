@@ -3,6 +3,7 @@ package devrt
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -20,6 +21,7 @@ type candidate struct {
 	name    string // file name, checked by parseName
 	path    string // for logs
 	hostPID uint32 // the process whose root it was found in; 0: a host directory
+	seen    bool   // the uprobes just saw the pid: a ring of it is its ring
 }
 
 // discover is the discovery goroutine.
@@ -107,11 +109,9 @@ func (s *Source) scanContainers() {
 // shares the host's mount namespace, else in its root's (those candidates,
 // hostPID set, own their directory descriptor). Probe uses it.
 func (s *Source) candidatesOf(pid int) []candidate {
-	mnt, err := mountNS(s.opts.ProcRoot, pid)
-	if err != nil {
-		return nil
-	}
-	if mnt != s.hostMnt {
+	// A process gone already (its first uprobe events read late) is
+	// looked for in the host's directories.
+	if mnt, err := mountNS(s.opts.ProcRoot, pid); err == nil && mnt != s.hostMnt {
 		return s.containerCandidates(pid) // the caller closes their directories
 	}
 	var out []candidate
@@ -140,11 +140,14 @@ func (s *Source) containerCandidates(pid int) []candidate {
 	if err != nil {
 		return nil
 	}
+	// execve keeps the pid and the start time: the executable tells a
+	// program that has replaced the one whose maps were read.
+	exe, _ := os.Readlink(filepath.Join(s.opts.ProcRoot, strconv.Itoa(pid), "exe"))
 	s.mu.Lock()
 	cp, ok := s.procs[pid]
 	s.mu.Unlock()
-	if !ok || cp.start != info.StartTime {
-		cp = containerProc{start: info.StartTime}
+	if !ok || cp.start != info.StartTime || cp.exe != exe {
+		cp = containerProc{start: info.StartTime, exe: exe}
 		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, procmaps.LibraryMatcher(devrtLibrary))
 		if err == nil && len(libs) > 0 {
 			cp.devrt = true
@@ -196,10 +199,17 @@ func (s *Source) consider(c candidate) {
 		return
 	}
 	if o, ok := s.orphans[key]; ok {
-		// Found again inside a process's root: that process owns it.
-		if c.hostPID != 0 {
+		// Found again inside a process's root, or for a pid the uprobes
+		// just saw: that process owns it.
+		if c.hostPID != 0 || c.seen {
 			delete(s.orphans, key)
-			o.e.pid = c.hostPID
+			if c.hostPID != 0 {
+				o.e.pid = c.hostPID
+			}
+			o.e.sure = true
+			if !s.alive(o.e.pid, o.e.start) {
+				o.e.dead.Store(true)
+			}
 			s.known[key] = true
 			s.pending = append(s.pending, o.e)
 		}
@@ -248,15 +258,26 @@ func (s *Source) consider(c candidate) {
 		return
 	}
 	if c.hostPID == 0 && !s.alive(e.pid, e.start) {
+		if st, err := e.ring.Counters(); err == nil && st.State == devring.StateClosed {
+			// devrt closed it at exit: whoever it was, drain it now. It
+			// stands for its pid only when the uprobes just saw that pid
+			// (their events of it may still be unread).
+			e.dead.Store(true)
+			e.sure = c.seen
+			s.known[key] = true
+			s.pending = append(s.pending, e)
+			return
+		}
 		// No live host process of that pid and start: a ring of a process
 		// in another pid namespace sharing this directory (found again in
-		// its root by the container scan), or of one that is gone.
+		// its root by the container scan), or of one that was killed.
 		s.orphans[key] = &orphan{e: e, first: time.Now()}
 		return
 	}
 	if !s.alive(e.pid, e.start) {
 		e.dead.Store(true)
 	}
+	e.sure = true
 	s.known[key] = true
 	s.pending = append(s.pending, e)
 }
@@ -335,7 +356,7 @@ func (s *Source) expireOrphans(now time.Time) {
 			continue
 		}
 		delete(s.orphans, key)
-		o.e.final = true
+		o.e.final, o.e.orphan = true, true
 		s.stale++
 		s.known[key] = true
 		s.pending = append(s.pending, o.e)

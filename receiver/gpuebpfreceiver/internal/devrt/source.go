@@ -32,8 +32,11 @@ type Options struct {
 	// Attached: from createdNS on, devrt reports every call of pid (called
 	// again when a newer ring of pid replaces the last one).
 	Attached func(pid uint32, createdNS uint64)
-	// Detached: pid has no ring any more.
-	Detached func(pid uint32)
+	// Detached: devrt reports pid's calls only until until (CLOCK_MONOTONIC
+	// ns): the time it disabled itself (as noticed) or the process exec'd;
+	// Forever when the process has ended, since the last drain took all
+	// it reported.
+	Detached func(pid uint32, until uint64)
 	// Now is CLOCK_MONOTONIC in ns, written as the heartbeat.
 	Now func() uint64
 }
@@ -48,6 +51,9 @@ const (
 	maxBad           = 4096 // rejected files remembered
 )
 
+// Forever is the end of the coverage of a process that ended under devrt.
+const Forever = ^uint64(0)
+
 type fileKey struct{ dev, ino uint64 }
 
 // entry is one ring being read.
@@ -61,8 +67,10 @@ type entry struct {
 	start   uint64
 	created uint64
 	final   bool        // drain once more and remove: superseded, exec'd, orphaned
+	orphan  bool        // no live process claimed it: never stands for a pid
+	sure    bool        // known to be pid's: it ran (or a uprobe saw it) when found
+	until   uint64      // exec'd: when (its coverage ends there)
 	dead    atomic.Bool // its process has exited (set by discovery)
-	closed  int         // polls since devrt marked the ring closed
 	last    devring.Counters
 }
 
@@ -99,6 +107,7 @@ type Source struct {
 
 	// Event goroutine only.
 	rings     []*entry
+	ringsOf   map[uint32]int    // pid → rings read
 	attached  map[uint32]uint64 // pid → created_ns of the ring that counts
 	silenced  map[uint32]bool
 	removed   devring.Counters // drop counters of rings already removed
@@ -118,6 +127,7 @@ type orphan struct {
 // mount namespace.
 type containerProc struct {
 	start uint64
+	exe   string // what /proc/<pid>/exe named
 	devrt bool   // maps the library
 	nsPID uint32 // its pid in its own namespace
 }
@@ -140,6 +150,7 @@ func New(cfg Config, opts Options) *Source {
 		hostDirs: map[string]int{},
 		procs:    map[int]containerProc{},
 		attached: map[uint32]uint64{},
+		ringsOf:  map[uint32]int{},
 		silenced: map[uint32]bool{},
 	}
 	if filepath.Clean(opts.ProcRoot) != "/proc" {
@@ -196,14 +207,13 @@ func (s *Source) drain(e *entry, now uint64) bool {
 			s.log.Warn("devrt disabled itself in a process; its calls go unrecorded by devrt",
 				zap.Uint32("pid", e.pid), zap.Uint32("reason", e.last.DisabledReason), zap.String("version", e.ring.Header().Version))
 		}
-		s.updateAttached(e.pid)
+		s.updateAttached(e.pid, s.opts.Now())
 	}
-	if e.last.State == devring.StateClosed {
-		// Drained once after devrt closed it; retire (with a final drain
-		// for stragglers) at the next poll.
-		e.closed++
-	}
-	return e.final || e.dead.Load() || e.closed > 1
+	// A closed ring (the process is exiting) is read on until the process
+	// has gone: what it calls on its way out is neither devrt's nor, while
+	// the kernel skips it, the uprobes'; clearing the skip mid-call would
+	// leave returns without entries.
+	return e.final || e.dead.Load()
 }
 
 // drainOnce hands the ring's records on; false when the ring broke.
@@ -248,6 +258,9 @@ func (s *Source) retire(e *entry) {
 	for i, o := range s.rings {
 		if o == e {
 			s.rings = append(s.rings[:i], s.rings[i+1:]...)
+			if s.ringsOf[e.pid]--; s.ringsOf[e.pid] <= 0 {
+				delete(s.ringsOf, e.pid)
+			}
 			break
 		}
 	}
@@ -258,7 +271,14 @@ func (s *Source) retire(e *entry) {
 	}
 	s.publishLocked()
 	s.mu.Unlock()
-	s.updateAttached(e.pid)
+	until := s.opts.Now()
+	switch {
+	case e.dead.Load():
+		until = Forever
+	case e.until != 0:
+		until = e.until
+	}
+	s.updateAttached(e.pid, until)
 }
 
 // adoptPending takes the rings discovery opened into the read set.
@@ -276,27 +296,30 @@ func (s *Source) adoptPending() {
 		_ = e.ring.Heartbeat(now)
 		e.last, _ = e.ring.Counters()
 		s.rings = append(s.rings, e)
-		s.updateAttached(e.pid)
+		s.ringsOf[e.pid]++
+		s.updateAttached(e.pid, now)
 	}
 	s.mu.Lock()
 	s.publishLocked()
 	s.mu.Unlock()
 }
 
-// updateAttached marks all but the newest live ring of pid final (a newer
-// ring means the program was replaced) and tells the receiver whether, and
-// from when, devrt reports pid's calls: not while devrt has disabled
-// itself, as it then passes calls through unrecorded.
-func (s *Source) updateAttached(pid uint32) {
+// updateAttached marks all but the newest ring of pid final (a newer ring
+// means the program was replaced) and tells the receiver whether, and from
+// when, devrt reports pid's calls: not while devrt has disabled itself, as
+// it then passes calls through unrecorded. A ring whose process has ended
+// still counts: uprobe events of its last calls may not have been read
+// yet. until is when the coverage ends if it ends now.
+func (s *Source) updateAttached(pid uint32, until uint64) {
 	var newest *entry
 	for _, e := range s.rings {
-		if e.pid == pid && !e.final && !e.dead.Load() && (newest == nil || e.created > newest.created) {
+		if e.pid == pid && e.sure && !e.final && (newest == nil || e.created > newest.created) {
 			newest = e
 		}
 	}
 	for _, e := range s.rings {
-		if e.pid == pid && e != newest {
-			e.final = true
+		if newest != nil && e.pid == pid && e != newest && !e.orphan {
+			e.final = true // superseded
 		}
 	}
 	covering := newest != nil && newest.last.State != devring.StateDisabled
@@ -305,7 +328,7 @@ func (s *Source) updateAttached(pid uint32) {
 	case !covering && had:
 		delete(s.attached, pid)
 		if s.opts.Detached != nil {
-			s.opts.Detached(pid)
+			s.opts.Detached(pid, until)
 		}
 	case covering && (!had || was != newest.created):
 		s.attached[pid] = newest.created
@@ -326,26 +349,42 @@ func (s *Source) control(pid uint32) devring.Control {
 
 // Probe looks for pid's ring at once (its first call seen by the uprobes):
 // every call after the ring's creation is then reported by devrt alone.
+// The uprobes saw pid, so a ring of that pid found by discovery after the
+// process ended (which alone would not be taken to stand for it) is its.
 func (s *Source) Probe(pid uint32) {
 	s.adoptPending()
+	found := false
 	for _, e := range s.rings {
-		if e.pid == pid {
-			return
+		found = found || e.pid == pid
+	}
+	if !found {
+		for _, c := range s.candidatesOf(int(pid)) {
+			c.seen = true
+			s.consider(c)
+			if c.hostPID != 0 {
+				_ = unix.Close(c.dirfd)
+			}
+		}
+		s.adoptPending()
+	}
+	sure := false
+	for _, e := range s.rings {
+		if e.pid == pid && !e.orphan && !e.sure {
+			e.sure, sure = true, true
 		}
 	}
-	for _, c := range s.candidatesOf(int(pid)) {
-		s.consider(c)
-		if c.hostPID != 0 {
-			_ = unix.Close(c.dirfd)
-		}
+	if sure {
+		s.updateAttached(pid, s.opts.Now())
 	}
-	s.adoptPending()
 }
 
 // Exec retires the rings pid made before it called execve at ns (the new
 // program makes its own), so their last records are taken under the old
 // program's identity.
 func (s *Source) Exec(pid uint32, at uint64) {
+	s.mu.Lock()
+	delete(s.procs, int(pid)) // a new program: read its maps again
+	s.mu.Unlock()
 	s.adoptPending()
 	var old []*entry
 	for _, e := range s.rings {
@@ -354,7 +393,7 @@ func (s *Source) Exec(pid uint32, at uint64) {
 		}
 	}
 	for _, e := range old {
-		e.final = true
+		e.final, e.until = true, at
 		s.retire(e)
 	}
 }
@@ -379,6 +418,10 @@ func (s *Source) setSilenced(pid uint32, on bool) {
 		}
 	}
 }
+
+// Holding reports whether a ring of pid is still read: its last records
+// come after the process has exited.
+func (s *Source) Holding(pid uint32) bool { return s.ringsOf[pid] > 0 }
 
 // Rings is the number of rings being read.
 func (s *Source) Rings() int { return len(s.rings) }
@@ -430,6 +473,7 @@ func (s *Source) Shutdown() {
 		_ = unix.Close(e.dirfd)
 	}
 	s.rings = nil
+	clear(s.ringsOf)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range s.orphans {

@@ -53,8 +53,14 @@ func newWorld(t *testing.T, mutate func(*Config)) *world {
 			return ok && (start == 0 || s == start)
 		},
 		Attached: func(pid uint32, created uint64) { w.log = append(w.log, "attach "+u(pid)+" "+u64(created)) },
-		Detached: func(pid uint32) { w.log = append(w.log, "detach "+u(pid)) },
-		Now:      func() uint64 { return w.now },
+		Detached: func(pid uint32, until uint64) {
+			at := u64(until)
+			if until == Forever {
+				at = "forever"
+			}
+			w.log = append(w.log, "detach "+u(pid)+" "+at)
+		},
+		Now: func() uint64 { return w.now },
 	})
 	t.Cleanup(w.src.Shutdown)
 	return w
@@ -152,7 +158,7 @@ func TestSourceRetiresExitedProcess(t *testing.T) {
 	w.poll()
 	require.Equal(t, []got{{100, 1}, {100, 2}, {100, 3}}, w.take(), "the final drain loses nothing")
 	require.False(t, exists(path), "removed")
-	require.Equal(t, []string{"attach 100 5000", "detach 100"}, w.log)
+	require.Equal(t, []string{"attach 100 5000", "detach 100 forever"}, w.log)
 	require.Equal(t, Stats{Full: 3}, w.src.Stats(), "a removed ring's drops still count")
 	w.poll()
 	require.Zero(t, w.src.Rings())
@@ -170,19 +176,24 @@ func TestSourceRetiresAStartTimeMismatch(t *testing.T) {
 	require.False(t, exists(path))
 }
 
-func TestSourceRetiresClosedRing(t *testing.T) {
+// TestSourceClosedRingWaitsForExit: devrt closes its ring at exit; the
+// ring is read until the process has gone, then removed.
+func TestSourceClosedRingWaitsForExit(t *testing.T) {
 	w := newWorld(t, nil)
 	w.alive(100, 7)
 	p, path := w.ring(100, 5000)
 	write(t, p, 1)
 	p.SetState(devring.StateClosed, 0)
 	w.poll()
-	require.True(t, exists(path), "drained; kept one more poll for stragglers")
+	w.poll()
+	require.True(t, exists(path), "the process still runs its exit path")
 	require.Equal(t, Stats{Closed: 1}, w.src.Stats())
 	write(t, p, 2)
+	w.kill(100)
 	w.poll()
 	require.Equal(t, []got{{100, 1}, {100, 2}}, w.take())
 	require.False(t, exists(path))
+	require.Equal(t, []string{"attach 100 5000", "detach 100 forever"}, w.log)
 }
 
 // TestSourceNewerRingReplacesOlder: a process that exec'd made a new ring
@@ -214,7 +225,7 @@ func TestSourceExec(t *testing.T) {
 	w.src.Exec(100, 6000)
 	require.Equal(t, []got{{100, 1}}, w.take())
 	require.False(t, exists(path))
-	require.Equal(t, []string{"attach 100 5000", "detach 100"}, w.log)
+	require.Equal(t, []string{"attach 100 5000", "detach 100 6000"}, w.log, "covered until the exec")
 	w.src.Exec(300, 1) // not a devrt process
 }
 
@@ -300,7 +311,7 @@ func TestSourceAbandonsCorruptRing(t *testing.T) {
 	require.Equal(t, []got{{100, 1}}, w.take())
 	require.False(t, exists(path), "abandoned and removed")
 	require.Equal(t, Stats{Abandoned: 1, Corrupt: 2}, w.src.Stats())
-	require.Equal(t, []string{"attach 100 5000", "detach 100"}, w.log)
+	require.Equal(t, []string{"attach 100 5000", "detach 100 1000000"}, w.log, "covered until now")
 }
 
 func TestSourceMaxRings(t *testing.T) {
@@ -385,12 +396,12 @@ func TestSourceDisabledRingStopsCovering(t *testing.T) {
 	p.SetState(devring.StateDisabled, 3)
 	p.AddDrops(devring.DropDisabled, 12)
 	w.poll()
-	require.Equal(t, []string{"attach 100 5000", "detach 100"}, w.log)
+	require.Equal(t, []string{"attach 100 5000", "detach 100 1000000"}, w.log)
 	require.True(t, exists(path))
 	require.Equal(t, Stats{Disabled: 12, DisabledRings: 1}, w.src.Stats())
 	p.SetState(devring.StateActive, 0)
 	w.poll()
-	require.Equal(t, []string{"attach 100 5000", "detach 100", "attach 100 5000"}, w.log)
+	require.Equal(t, []string{"attach 100 5000", "detach 100 1000000", "attach 100 5000"}, w.log)
 
 	// Already disabled when found: never attached.
 	w.alive(200, 7)
@@ -399,4 +410,78 @@ func TestSourceDisabledRingStopsCovering(t *testing.T) {
 	w.poll()
 	require.Equal(t, 2, w.src.Rings())
 	require.Len(t, w.log, 3)
+}
+
+// TestSourceClosedRingOfExitedProcess: a process that lived shorter than a
+// poll closed its ring at exit before discovery saw it: it is drained at
+// once, not left for the orphan grace period.
+func TestSourceClosedRingOfExitedProcess(t *testing.T) {
+	w := newWorld(t, nil)
+	p, path := w.ring(100, 5000)
+	write(t, p, 1, 2)
+	p.SetState(devring.StateClosed, 0)
+	w.poll()
+	require.Equal(t, []got{{100, 1}, {100, 2}}, w.take())
+	require.False(t, exists(path))
+	require.Equal(t, Stats{}, w.src.Stats())
+	require.Empty(t, w.log)
+}
+
+// TestSourceProbeFindsExitedProcess: the uprobes' first events of a
+// process are read after it exited; Probe still finds its closed ring, and
+// it covers the process for good (the unread uprobe events are devrt's).
+func TestSourceProbeFindsExitedProcess(t *testing.T) {
+	w := newWorld(t, nil)
+	p, path := w.ring(100, 5000)
+	write(t, p, 1)
+	p.SetState(devring.StateClosed, 0)
+	w.src.Probe(100)
+	require.Equal(t, []string{"attach 100 5000"}, w.log)
+	w.src.Poll()
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.False(t, exists(path))
+	require.Equal(t, []string{"attach 100 5000", "detach 100 forever"}, w.log)
+}
+
+// TestSourceProbeAfterDiscovery: discovery found the closed ring of an
+// exited process first (not taken to stand for its pid); the uprobes'
+// first event of that pid, read late, makes it the pid's.
+func TestSourceProbeAfterDiscovery(t *testing.T) {
+	w := newWorld(t, nil)
+	p, _ := w.ring(100, 5000)
+	p.SetState(devring.StateClosed, 0)
+	w.src.scanHostDirs()
+	w.src.Probe(100)
+	require.Equal(t, []string{"attach 100 5000"}, w.log)
+	w.src.Poll()
+	require.Equal(t, []string{"attach 100 5000", "detach 100 forever"}, w.log)
+}
+
+// TestSourceProbeClaimsOrphan: a killed process left its ring active; the
+// uprobes' first event of its pid, read late, claims it from the orphans.
+func TestSourceProbeClaimsOrphan(t *testing.T) {
+	w := newWorld(t, nil)
+	p, path := w.ring(100, 5000)
+	write(t, p, 1)
+	w.src.scanHostDirs()
+	require.Len(t, w.src.orphans, 1)
+	w.src.Probe(100)
+	require.Empty(t, w.src.orphans)
+	w.src.Poll()
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.Equal(t, []string{"attach 100 5000", "detach 100 forever"}, w.log)
+	require.False(t, exists(path))
+	require.Equal(t, Stats{}, w.src.Stats(), "not stale")
+}
+
+func TestSourceHolding(t *testing.T) {
+	w := newWorld(t, nil)
+	w.alive(100, 7)
+	w.ring(100, 5000)
+	require.False(t, w.src.Holding(100))
+	w.poll()
+	require.True(t, w.src.Holding(100))
+	w.kill(100)
+	w.poll()
+	require.False(t, w.src.Holding(100), "drained for the last time")
 }
