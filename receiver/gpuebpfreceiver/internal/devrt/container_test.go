@@ -70,10 +70,21 @@ func TestContainerRing(t *testing.T) {
 	binary.LittleEndian.PutUint32(rec, 9)
 	require.True(t, p.Write(rec))
 
+	// A second ring in a directory the host and the process share (a
+	// hostPath in Kubernetes): the host's scan finds it first, under a pid
+	// (1) that is not the host's.
+	shared := t.TempDir()
+	q, err := devring.Create(filepath.Join(shared, "gpuext-devrt-1-43.ring"),
+		devring.Header{Capacity: 64, PID: 1, StartTime: info.StartTime, CreatedNS: 43})
+	require.NoError(t, err)
+	defer q.Close()
+	binary.LittleEndian.PutUint32(rec, 10)
+	require.True(t, q.Write(rec))
+
 	var recs []got
 	var attached []uint32
 	cfg := NewDefaultConfig()
-	cfg.Directories = []string{dir}
+	cfg.Directories = []string{dir, shared}
 	src := New(cfg, Options{
 		ProcRoot: "/proc",
 		Resolve:  res.Resolve,
@@ -88,7 +99,8 @@ func TestContainerRing(t *testing.T) {
 	defer src.Shutdown()
 	src.scanHostDirs()
 	src.Poll()
-	require.Zero(t, src.Rings(), "not in the host's directory")
+	require.Zero(t, src.Rings(), "the private one is not in the host's directories")
+	require.Len(t, src.orphans, 1, "the shared one names no host process")
 	src.scanContainers()
 	src.Poll()
 	require.Zero(t, src.Rings(), "the shell does not map devrt")
@@ -105,8 +117,10 @@ func TestContainerRing(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 	src.scanContainers()
 	src.Poll()
-	require.Equal(t, []got{{uint32(child), 9}}, recs, "read under the host pid")
-	require.Equal(t, []uint32{uint32(child)}, attached)
+	require.ElementsMatch(t, []got{{uint32(child), 9}, {uint32(child), 10}}, recs, "both read under the host pid")
+	require.Empty(t, src.orphans, "claimed by its process")
+	// Two rings of one process: the newer (created 43) replaces the other.
+	require.Equal(t, []uint32{uint32(child), uint32(child)}, attached)
 
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
@@ -115,7 +129,9 @@ func TestContainerRing(t *testing.T) {
 		src.Poll()
 		return src.Rings() == 0
 	}, 5*time.Second, 20*time.Millisecond)
-	require.Equal(t, []uint32{uint32(child), 0}, attached)
+	require.Equal(t, []uint32{uint32(child), uint32(child), 0}, attached)
+	_, err = os.Stat(filepath.Join(shared, "gpuext-devrt-1-43.ring"))
+	require.True(t, os.IsNotExist(err), "removed from the shared directory")
 }
 
 // childOf returns the only child of pid.

@@ -35,7 +35,14 @@ func (s *Source) discover(ctx context.Context) {
 			return
 		case now := <-t.C:
 			s.scanHostDirs()
-			if now.Sub(lastProc) >= procScanInterval {
+			// A ring no host process claims is most likely a container
+			// process's sharing the directory (a hostPath): look for its
+			// owner soon rather than in a second, while it fills up.
+			s.mu.Lock()
+			orphaned := s.newOrphan
+			s.newOrphan = false
+			s.mu.Unlock()
+			if now.Sub(lastProc) >= procScanInterval || (orphaned && now.Sub(lastProc) >= orphanScanInterval) {
 				s.scanContainers()
 				lastProc = now
 			}
@@ -272,6 +279,7 @@ func (s *Source) consider(c candidate) {
 		// in another pid namespace sharing this directory (found again in
 		// its root by the container scan), or of one that was killed.
 		s.orphans[key] = &orphan{e: e, first: time.Now()}
+		s.newOrphan = true
 		return
 	}
 	if !s.alive(e.pid, e.start) {

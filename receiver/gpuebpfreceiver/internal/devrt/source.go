@@ -43,12 +43,13 @@ type Options struct {
 
 // Timing of discovery; rings are drained every poll_interval.
 const (
-	procScanInterval = time.Second            // container processes mapping the library
-	livenessInterval = 250 * time.Millisecond // has a ring's process exited?
-	orphanGrace      = 10 * time.Second       // a host ring no live process claims
-	notReadyGrace    = 10 * time.Second       // a ring file whose header never appears
-	devrtLibrary     = "libgpuext-devrt.so*"
-	maxBad           = 4096 // rejected files remembered
+	procScanInterval   = time.Second            // container processes mapping the library
+	orphanScanInterval = 100 * time.Millisecond // ... sooner when a ring has no owner yet
+	livenessInterval   = 250 * time.Millisecond // has a ring's process exited?
+	orphanGrace        = 10 * time.Second       // a host ring no live process claims
+	notReadyGrace      = 10 * time.Second       // a ring file whose header never appears
+	devrtLibrary       = "libgpuext-devrt.so*"
+	maxBad             = 4096 // rejected files remembered
 )
 
 // Forever is the end of the coverage of a process that ended under devrt.
@@ -92,18 +93,19 @@ type Source struct {
 	hostMnt  string // pid 1's mount namespace
 
 	// Shared by the discovery goroutine and the event goroutine.
-	mu       sync.Mutex
-	known    map[fileKey]bool // pending or read
-	bad      map[fileKey]bool // failed validation, corrupt or not removable: never again
-	notReady map[fileKey]time.Time
-	orphans  map[fileKey]*orphan
-	pending  []*entry
-	live     []*entry // what liveness checks look at
-	invalid  uint64
-	stale    uint64
-	fullLog  bool
-	hostDirs map[string]int // host directory → O_PATH fd
-	procs    map[int]containerProc
+	mu        sync.Mutex
+	known     map[fileKey]bool // pending or read
+	bad       map[fileKey]bool // failed validation, corrupt or not removable: never again
+	notReady  map[fileKey]time.Time
+	orphans   map[fileKey]*orphan
+	pending   []*entry
+	live      []*entry // what liveness checks look at
+	invalid   uint64
+	stale     uint64
+	fullLog   bool
+	newOrphan bool
+	hostDirs  map[string]int // host directory → O_PATH fd
+	procs     map[int]containerProc
 
 	// Event goroutine only.
 	rings     []*entry

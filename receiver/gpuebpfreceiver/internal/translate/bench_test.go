@@ -82,3 +82,40 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkDevrtLaunchWithGPUExec is devrt's record pair for a timed
+// launch: the call (with its execution link) and, later, the GPU execution
+// record becoming a child span and two histogram observations.
+func BenchmarkDevrtLaunchWithGPUExec(b *testing.B) {
+	cfg := testConfig()
+	cfg.KernelExecution = HistogramConfig{Enabled: true, Buckets: []float64{1e-6, 1e-3}}
+	cfg.KernelQueueDelay = HistogramConfig{Enabled: true, Buckets: []float64{1e-6, 1e-3}}
+	tr := New(cfg, receivertest.NewNopSettings(metadata.Type), fakeResolver{}, nil, Hooks{})
+	call := ev.AppendRecord(nil, &ev.Event{Kind: ev.KindCall, API: ev.APICuLaunchKernel, Source: ev.SourceDevrt,
+		PID: 1, TID: 1, Start: 1000, End: 1800, Flags: ev.FlagStackValid, Args: [9]uint64{0xf00, 1024, 1, 1, 256, 1, 1, 0, 0x7}})
+	exec := ev.AppendGPUExec(nil, &ev.GPUExec{API: ev.APICuLaunchKernel, Source: ev.SourceDevrt, PID: 1, TID: 1,
+		CallStart: 1000, GPUStart: 3000, GPUEnd: 9000, Stream: 7, Handle: 0xf00})
+	var e ev.Event
+	var x ev.GPUExec
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := ev.Decode(call, &e); err != nil {
+			b.Fatal(err)
+		}
+		shift := uint64(i) * 100000
+		e.Corr = uint32(i + 1)
+		e.Start, e.End = e.Start+shift, e.End+shift
+		tr.Handle(&e)
+		if err := ev.DecodeGPUExec(exec, &x); err != nil {
+			b.Fatal(err)
+		}
+		x.Corr = uint32(i + 1)
+		tr.HandleGPUExec(&x)
+		if tr.PendingSpans() >= 8192 {
+			tr.TakeSpans()
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}
