@@ -19,6 +19,8 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvm"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/uvmfentry"
 )
 
 type statusHost struct {
@@ -96,4 +98,31 @@ func TestNVMLMissing(t *testing.T) {
 	require.Len(t, nvmlErrs, 1)
 	require.ErrorContains(t, nvmlErrs[0], "libnvidia-ml.so.1")
 	require.Zero(t, logs.LogRecordCount())
+}
+
+// TestForcedFentryBackendMissing: uvm::backend fentry on a machine without
+// nvidia_uvm (this one) is reported once at Start, with the loader's
+// reason; the receiver starts and its other sources run.
+func TestForcedFentryBackendMissing(t *testing.T) {
+	if _, err := os.Stat("/sys/module/nvidia_uvm"); err == nil {
+		t.Skip("this machine has nvidia_uvm")
+	}
+	cfg := createDefaultConfig().(*Config)
+	cfg.CollectionInterval = 20 * time.Millisecond
+	cfg.NVML.Enabled = false
+	cfg.CUDA.Enabled = false
+	cfg.DevRT.Enabled = false
+	cfg.UVM.Backend = uvm.BackendFentry
+	sink := new(consumertest.MetricsSink)
+	r, err := createMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	require.NoError(t, err)
+	host := &statusHost{}
+	require.NoError(t, r.Start(context.Background(), host))
+	require.Eventually(t, func() bool { return len(sink.AllMetrics()) >= 2 }, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, r.Shutdown(context.Background()))
+
+	require.Len(t, host.events, 1)
+	require.Equal(t, componentstatus.StatusRecoverableError, host.events[0].Status())
+	require.ErrorIs(t, host.events[0].Err(), uvmfentry.ErrModuleNotLoaded)
+	require.ErrorContains(t, host.events[0].Err(), "the nvidia_uvm kernel module is not loaded")
 }

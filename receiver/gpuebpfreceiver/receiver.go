@@ -140,7 +140,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		r.startNVML(ctx, host, hostName)
 	}
 	if cfg.UVM.Enabled {
-		r.startUVM(ctx, hostName)
+		r.startUVM(ctx, host, hostName)
 	}
 	if cfg.DevRT.Enabled {
 		r.startDevrt(ctx)
@@ -394,13 +394,19 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 	}()
 }
 
-// startUVM starts unified-memory telemetry: a tracker is attached to each
+// startUVM starts unified-memory telemetry: the backend is chosen now
+// (uvm::backend; a forced one that cannot run is reported, the source
+// stays idle and the others keep running), a tracker is attached to each
 // CUDA process at its first traced call (Track, from discover), scraped on
 // collection_interval on a goroutine of its own; fault samples, when
 // enabled, go to the logs pipeline.
-func (r *gpuReceiver) startUVM(ctx context.Context, hostName string) {
+func (r *gpuReceiver) startUVM(ctx context.Context, host component.Host, hostName string) {
 	src := uvm.New(r.cfg.UVM, r.set, procattr.ResolverAttributor(r.resolver),
 		uvm.WithProcRoot(r.cfg.ProcRoot), uvm.WithHostName(hostName))
+	if err := src.Start(ctx); err != nil {
+		r.log.Error("UVM source unavailable; other sources keep running", zap.Error(err))
+		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+	}
 	r.uvm = src
 	r.scrapeEvery(ctx, "UVM", src.Scrape)
 	r.forwardLogs(src.Logs())
