@@ -258,8 +258,10 @@ struct gpuext_gpu_exec {
 
 /*
  * devrt's shared-memory ring: one file per process, created by devrt as
- * <dir>/gpuext-devrt-<pid>-<start_time>.ring (dir: $GPUEXT_DEVRT_DIR,
- * default /dev/shm), mapped by devrt and by the collector.
+ * <dir>/gpuext-devrt-<pid>-<created_ns>.ring (dir: $GPUEXT_DEVRT_DIR,
+ * default /dev/shm), mapped by devrt and by the collector. created_ns, not
+ * the process start time: an exec keeps pid and start time, and its new
+ * image makes a ring of its own.
  *
  *   offset 0     struct gpuext_ring_hdr (one page)
  *   offset 4096  struct gpuext_ctl      (one page, written by the collector)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Wall-time cost of tracing a PyTorch loop, side by side in one run, three
+# interleaved rounds on pinned cores (the collector on others):
+#   none            no collector
+#   uprobes         the collector's uprobes (entry+return on every API)
+#   devrt/N         the collector without uprobes, draining the ring of the
+#                   program run with LD_PRELOAD=libgpuext-devrt.so, 1 in N
+#                   launches timed on the GPU; N=0: timing off
+#   both/N          devrt/N with the uprobes attached as well: the kernel
+#                   filter skips the process, but each call still takes the
+#                   uprobe's breakpoint trap (uprobes are per library inode)
+# for a training loop (train_loop.py) and a launch-bound loop
+# (launch_loop.py). Needs .device/otelcol-gpu.xz and .device/devrt/.
+source "$(dirname "$0")/lib.sh"
+lib=$PWD/.device/devrt/libgpuext-devrt.so
+CONFIGS=${CONFIGS:-"none uprobes devrt/32 devrt/256 devrt/0 both/32"}
+ROUNDS=${ROUNDS:-3}
+export CUBLAS_WORKSPACE_CONFIG=:4096:8
+: > $OUT/overhead.jsonl
+
+# run CONFIG LOOP: one run of LOOP (train|launch) under CONFIG.
+run() {
+	local config=$1 loop=$2 sample=0 pre="" col="" cuda=true
+	case $config in
+	devrt/*) sample=${config#devrt/}; pre=$lib; cuda=false ;;
+	both/*) sample=${config#both/}; pre=$lib ;;
+	esac
+	rm -f /dev/shm/gpuext-devrt-*.ring
+	if [ "$config" != none ]; then
+		CUDA_ENABLED=$cuda DEVRT_SAMPLE=$sample RUN_NAME=${config//\//-}-$loop taskset -c 8-15 $bin --config bench/device/devrt_overhead.yaml > $OUT/collector-${config//\//-}.log 2>&1 &
+		col=$!
+		for _ in $(seq 300); do grep -q "Everything is ready" $OUT/collector-${config//\//-}.log && break; sleep 0.1; done
+	fi
+	local cmd="python3 bench/device/devrt/train_loop.py 50"
+	[ "$loop" = launch ] && cmd="python3 bench/device/launch_loop.py 20000"
+	LD_PRELOAD=$pre taskset -c 2-7 $cmd |
+		python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"], d["loop"] = sys.argv[1:3]; print(json.dumps(d))' "$config" "$loop" |
+		tee -a $OUT/overhead.jsonl
+	if [ -n "$col" ]; then
+		sleep 1.5
+		kill -TERM $col; wait $col
+		grep -E "panic|level\":\"error" $OUT/collector-${config//\//-}.log | head -3
+	fi
+}
+
+for round in $(seq $ROUNDS); do
+	for loop in train launch; do
+		for c in $CONFIGS; do run $c $loop; done
+	done
+done
+
+python3 - $OUT/overhead.jsonl <<'PY'
+import json, statistics, sys, collections
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = collections.defaultdict(list)
+loss = collections.defaultdict(set)
+for r in rows:
+    key = (r["loop"], r["config"])
+    by[key].append(r.get("ms_per_step", r.get("us_per_launch")))
+    if "loss_hex" in r:
+        loss[r["config"]].add(r["loss_hex"])
+for loop, unit in (("train", "ms/step"), ("launch", "us/launch")):
+    base = statistics.median(by[(loop, "none")])
+    print(f"{loop} loop ({unit}, median of {len(by[(loop, 'none')])} rounds, each the median of 5 timed passes)")
+    for (l, c), v in by.items():
+        if l != loop:
+            continue
+        m = statistics.median(v)
+        print(f"  {c:12} {m:9.4f}  {100 * (m / base - 1):+6.2f}%  rounds {', '.join(f'{x:.4f}' for x in v)}")
+print("final training loss per config (bits):", {c: sorted(s) for c, s in loss.items()})
+print("identical across configs:", len(set().union(*loss.values())) == 1)
+PY
+for f in $OUT/otel-*.jsonl; do gzip -f "$f"; done
