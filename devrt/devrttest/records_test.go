@@ -172,6 +172,72 @@ func TestRuntimePath(t *testing.T) {
 	}
 	require.Len(t, byAPI(rg, ev.APICuLaunchKernel), 40, "the runtime's own driver launches")
 	require.Equal(t, "_Z11saxpyKernelfPKfPf", one(t, rg, ev.APICuModuleGetFunction).Name)
+
+	// The registration record is kept until the stub's first launch and
+	// written when it starts: after every record of the calls before it,
+	// before those of the launch (its driver calls end, and are written,
+	// before it does). It keeps the registration's call number and times.
+	launch := rt[0]
+	for i, e := range rg.calls {
+		if e.API == ev.APICudaRegisterFunction {
+			for _, b := range rg.calls[:i] {
+				require.Less(t, b.Corr, launch.Corr, "written after the records before the launch")
+			}
+			for _, a := range rg.calls[i+1:] {
+				require.GreaterOrEqual(t, a.Corr, launch.Corr, "written before the launch's records")
+			}
+		}
+	}
+	require.Less(t, reg.Corr, launch.Corr)
+	require.LessOrEqual(t, reg.End, launch.Start)
+}
+
+// lazyRun runs a runtime scenario whose registration records are written
+// only for launched stubs: like checkRun, with regs registration records
+// expected where the program made more calls, and call numbers that skip
+// the registrations never written.
+func lazyRun(t *testing.T, h *harness, regs int, args ...string) *ring {
+	t.Helper()
+	plain := h.run(opts{}, args...)
+	traced := h.run(opts{devrt: true, env: noTiming}, args...)
+	require.Equal(t, comparable(t, plain.raw), comparable(t, traced.raw), "the program's output under devrt")
+	rg := traced.only(t)
+	want := h.expected(traced, traced.res.PID, traced.res.Calls, nil)
+	require.Positive(t, want[ev.APICudaRegisterFunction])
+	want[ev.APICudaRegisterFunction] = regs
+	if regs == 0 {
+		delete(want, ev.APICudaRegisterFunction)
+	}
+	require.Equal(t, want, countByAPI(rg.calls))
+	seen := map[uint32]bool{}
+	for _, e := range rg.calls {
+		require.Equal(t, rg.hdr.PID, e.PID)
+		require.NotZero(t, e.Corr)
+		require.False(t, seen[e.Corr], "call number %d twice", e.Corr)
+		seen[e.Corr] = true
+	}
+	require.Equal(t, uint64(len(rg.calls)), rg.ctr.Records)
+	require.Equal(t, uint32(3), rg.ctr.State, "closed at exit")
+	require.Zero(t, rg.ctr.Drops, "no drops")
+	return rg
+}
+
+// A kernel registered but never launched writes no registration record.
+func TestRegistrationNotLaunched(t *testing.T) {
+	h := newHarness(t)
+	lazyRun(t, h, 0, "runtime-unlaunched")
+}
+
+// 20,001 kernels registered (80,004 slots of records, as at `import torch`)
+// into the default ring of 16,384 slots, one launched: one registration
+// record, the launched stub's, and nothing dropped.
+func TestRegistrationBurst(t *testing.T) {
+	h := newHarness(t)
+	rg := lazyRun(t, h, 1, "runtime-many", "20000")
+	require.Equal(t, uint32(16384), rg.hdr.Capacity)
+	reg := one(t, rg, ev.APICudaRegisterFunction)
+	require.Equal(t, "_Z11saxpyKernelfPKfPf", reg.Name)
+	require.Equal(t, reg.Handle, one(t, rg, ev.APICudaLaunchKernel).Handle, "the launched stub")
 }
 
 // Calls through pointers from cuGetProcAddress_v2, and the resolution table

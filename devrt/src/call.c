@@ -147,12 +147,12 @@ static void copy_name(struct gpuext_named_event *ne, const char *name)
 		ne->ev.flags |= GPUEXT_F_NAME_TRUNC;
 }
 
-void devrt_end(struct devrt_call *c, CUresult r)
+/* What devrt_end adds to the record, short of writing it. */
+static void finish(struct devrt_call *c, CUresult r)
 {
 	const struct devrt_sym_info *s = c->sym;
 	struct gpuext_event *e = &c->ev;
 	unsigned int out = (s->ck >> GPUEXT_CK_OUT_SHIFT) & 0xf;
-	unsigned int name = (s->ck >> GPUEXT_CK_NAME_SHIFT) & 0xf;
 
 	e->end_ns = devrt_now();
 	e->result = r;
@@ -165,6 +165,14 @@ void devrt_end(struct devrt_call *c, CUresult r)
 		       sizeof(e->out));
 		e->flags |= GPUEXT_F_OUT_VALID;
 	}
+}
+
+void devrt_end(struct devrt_call *c, CUresult r)
+{
+	struct gpuext_event *e = &c->ev;
+	unsigned int name = (c->sym->ck >> GPUEXT_CK_NAME_SHIFT) & 0xf;
+
+	finish(c, r);
 	if (name) {
 		struct gpuext_named_event ne;
 
@@ -178,4 +186,22 @@ void devrt_end(struct devrt_call *c, CUresult r)
 	 * record to a call it has already seen. */
 	if (c->pair)
 		devrt_timing_publish(c);
+}
+
+/*
+ * devrt_end of __cudaRegisterFunction (a named call, never timed): the
+ * finished record is kept until the first launch of stub (reg.c), or
+ * written now if it cannot be kept.
+ */
+void devrt_end_register(struct devrt_call *c, const void *stub)
+{
+	struct gpuext_event *e = &c->ev;
+	unsigned int name = (c->sym->ck >> GPUEXT_CK_NAME_SHIFT) & 0xf;
+	struct gpuext_named_event ne;
+
+	finish(c, CUDA_SUCCESS);
+	ne.ev = *e;
+	copy_name(&ne, (const char *)(uintptr_t)e->args[name - 1]);
+	if (devrt_reg_keep(stub, &ne))
+		devrt_ring_write(&ne, sizeof(ne));
 }

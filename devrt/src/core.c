@@ -295,6 +295,7 @@ static void devrt_fork_child(void)
 
 	devrt_ring_forget();
 	devrt_timing_fork_child();
+	devrt_reg_fork_child();
 	devrt.pid = getpid();
 	devrt.corr = 0;
 	for (i = 0; i < DEVRT_NDRV; i++)

@@ -5,6 +5,7 @@
  *   table.c     the table of interposed symbols (api_table.h)
  *   wrappers.c  the exported functions: one per interposed symbol
  *   call.c      what every wrapper does around the real call
+ *   reg.c       kernel registration records, kept until a launch needs them
  *   ring.c      the shared-memory ring and its control page
  *   timing.c    GPU execution timing with CUDA events, and its poller
  *   resolve.c   finding the real functions; dlsym and entry-point hooks
@@ -172,6 +173,13 @@ struct devrt_call {
 int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
 		unsigned int nargs);
 void devrt_end(struct devrt_call *c, CUresult r);
+void devrt_end_register(struct devrt_call *c, const void *stub);
+
+/* ---- registration records (reg.c) --------------------------------------- */
+
+int devrt_reg_keep(const void *stub, const struct gpuext_named_event *ne);
+void devrt_reg_launch(const void *stub);
+void devrt_reg_fork_child(void);
 
 /* ---- timing (timing.c) -------------------------------------------------- */
 

@@ -135,6 +135,8 @@ static cudaError_t launch_rt(enum devrt_sym id, const void *func, dim3 grid,
 		return cudaErrorSharedObjectSymbolNotFound;
 	if (!devrt_begin(&c, id, a, NELEM(a)))
 		return real(func, grid, block, args, shmem, s);
+	/* The stub's registration record, before the first launch's. */
+	devrt_reg_launch(func);
 	r = real(func, grid, block, args, shmem, s);
 	devrt_end(&c, r);
 	return r;
@@ -157,7 +159,10 @@ DEVRT_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
 			 blockDim, args, sharedMem, stream);
 }
 
-/* void: the record's result is 0; the name is deviceName (argument 4). */
+/*
+ * void: the record's result is 0; the name is deviceName (argument 4).  The
+ * record is kept until the first launch of hostFun (reg.c).
+ */
 DEVRT_EXPORT void __cudaRegisterFunction(void **fatCubinHandle,
 					 const char *hostFun, char *deviceFun,
 					 const char *deviceName,
@@ -183,7 +188,7 @@ DEVRT_EXPORT void __cudaRegisterFunction(void **fatCubinHandle,
 	}
 	real(fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid,
 	     bid, bDim, gDim, wSize);
-	devrt_end(&c, CUDA_SUCCESS);
+	devrt_end_register(&c, hostFun);
 }
 
 /* ---- driver entry points: the real answer, then devrt's wrapper ---------- */

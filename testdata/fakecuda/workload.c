@@ -115,6 +115,17 @@
  *   process, 18 cuGetProcAddress_v2, cuDriverGetVersion, cuInit,
  *   cuDevicePrimaryCtxRetain and cuCtxSetCurrent (1 each).
  *
+ * runtime-unlaunched
+ *   As "runtime" without the launches: __cudaRegisterFatBinary 1;
+ *   __cudaRegisterFunction 1 (the saxpy stub); __cudaRegisterFatBinaryEnd 1;
+ *   cudaDeviceSynchronize 1; __cudaUnregisterFatBinary 1.
+ *
+ * runtime-many [N=20000]
+ *   As "runtime" with N more kernels registered after the saxpy stub (host
+ *   stubs: N consecutive bytes of a buffer, names "_Z7kernel<i>v"; the fake
+ *   runtime keeps the first 4096 kernels only), then 1 launch of the saxpy
+ *   stub: __cudaRegisterFunction N+1, cudaLaunchKernel 1.
+ *
  * runtime-errors
  *   cudaLaunchKernel(unregistered stub)  -> cudaErrorInvalidDeviceFunction
  *                                           (98), no driver call
@@ -959,6 +970,50 @@ static void sc_runtime(struct run *r)
 	unregister_saxpy(r, handle);
 }
 
+static void sc_runtime_unlaunched(struct run *r)
+{
+	void **handle;
+
+	handle = register_saxpy(r);
+	if (!handle)
+		return;
+	CU(r, cudaSuccess, cudaDeviceSynchronize);
+	unregister_saxpy(r, handle);
+}
+
+static void sc_runtime_many(struct run *r)
+{
+	unsigned long i, n = r->args[0];
+	char *stubs, *names;
+	void **handle;
+
+	stubs = calloc(n ? n : 1, 1);
+	names = calloc(n ? n : 1, 32);
+	if (!EXPECT(r, stubs && names))
+		goto out;
+	handle = register_saxpy(r);
+	if (!handle)
+		goto out;
+	for (i = 0; i < n; i++) {
+		snprintf(names + i * 32, 32, "_Z7kernel%luv", i);
+		__cudaRegisterFunction(handle, stubs + i, names + i * 32,
+				       names + i * 32, -1, NULL, NULL, NULL,
+				       NULL, NULL);
+		COUNT(r, __cudaRegisterFunction);
+	}
+	stub_run = r;
+	stub_grid = (dim3){ 64, 1, 1 };
+	stub_block = (dim3){ 128, 1, 1 };
+	stub_ptsz = 0;
+	saxpy_stub(2.0f, NULL, NULL);
+	add(&r->launches, 1);
+	CU(r, cudaSuccess, cudaDeviceSynchronize);
+	unregister_saxpy(r, handle);
+out:
+	free(stubs);
+	free(names);
+}
+
 static void sc_runtime_errors(struct run *r)
 {
 	dim3 grid = { 1, 1, 1 }, block = { 32, 1, 1 };
@@ -1494,6 +1549,8 @@ static const struct scenario scenarios[] = {
 	{ "fork-child", sc_fork_child, 1, { 100 } },
 	{ "fork-noexec", sc_fork_noexec, 1, { 100 } },
 	{ "runtime", sc_runtime, 1, { 100 } },
+	{ "runtime-unlaunched", sc_runtime_unlaunched, 0, { 0 } },
+	{ "runtime-many", sc_runtime_many, 1, { 20000 } },
 	{ "runtime-errors", sc_runtime_errors, 0, { 0 } },
 	{ "procaddr", sc_procaddr, 1, { 100 } },
 	{ "procaddr-table", sc_procaddr_table, 0, { 0 } },

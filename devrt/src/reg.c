@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * reg.c - kernel registration records, written when a launch needs them.
+ *
+ * __cudaRegisterFunction runs once per kernel when a program or library
+ * loads (21,504 times at `import torch` on the H200): one named record
+ * each (4 slots) would overflow the ring at once and drop the records that
+ * follow.  Its wrapper keeps the finished record instead, by host stub, and
+ * the runtime launch of a stub (cudaLaunchKernel[_ptsz], the calls that
+ * carry one) writes it just before its own record, once.  The record is
+ * the one devrt_end would have written at registration (call number, tid,
+ * times, name); only pid is the writer's, which differs only in a forked
+ * child (see devrt_reg_fork_child).  A stub never launched writes nothing.
+ *
+ * The table: open addressing, one pointer per slot, filled under a mutex
+ * (registration is not a hot path) and never emptied, at most 3/4 full, so
+ * a lookup always ends at an empty slot.  Launches look up without a lock
+ * (acquire loads); the entry's emitted flag is claimed with a
+ * compare-and-swap, so one launch writes the record.  A full table, or no
+ * memory, writes the record at registration, as before.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "devrt.h"
+
+#define REG_SLOTS (1U << 16)            /* a power of two */
+#define REG_MAX (REG_SLOTS / 4 * 3)     /* entries kept at most */
+
+struct devrt_reg {
+	const void *stub;       /* the host stub: the key */
+	__u32 emitted;          /* 1: written to this process's ring */
+	struct gpuext_event ev; /* the record, as devrt_end finished it */
+	char name[];            /* its name, NUL-terminated */
+};
+
+static struct devrt_reg *reg_tab[REG_SLOTS];
+static __u32 reg_count;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline __u32 reg_hash(const void *stub)
+{
+	__u64 x = (__u64)(uintptr_t)stub;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (__u32)x & (REG_SLOTS - 1);
+}
+
+/*
+ * Keeps the registration record ne of stub.  Returns 0, or -1 if it cannot
+ * be kept (no stub, no memory, table full): the caller writes it now.  A
+ * stub registered again replaces its entry: the newer name is the one
+ * launches use.  The entry it replaces stays allocated (a launch may be
+ * reading it).
+ */
+int devrt_reg_keep(const void *stub, const struct gpuext_named_event *ne)
+{
+	size_t n = strnlen(ne->name, sizeof(ne->name) - 1);
+	struct devrt_reg *r, *old;
+	__u32 i;
+
+	if (!stub)
+		return -1;
+	r = malloc(sizeof(*r) + n + 1);
+	if (!r)
+		return -1;
+	r->stub = stub;
+	r->emitted = 0;
+	r->ev = ne->ev;
+	memcpy(r->name, ne->name, n);
+	r->name[n] = '\0';
+	pthread_mutex_lock(&reg_lock);
+	for (i = reg_hash(stub);; i = (i + 1) & (REG_SLOTS - 1)) {
+		old = reg_tab[i];
+		if (!old) {
+			if (reg_count >= REG_MAX) {
+				pthread_mutex_unlock(&reg_lock);
+				free(r);
+				return -1;
+			}
+			__atomic_store_n(&reg_count, reg_count + 1,
+					 __ATOMIC_RELEASE);
+			break;
+		}
+		if (old->stub == stub)
+			break;
+	}
+	__atomic_store_n(&reg_tab[i], r, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+/*
+ * A reported runtime launch of stub: writes the stub's registration record
+ * if no launch has yet.  No lock; after the first launch of a stub, a hash,
+ * a probe or two and one load.  A record the full ring dropped is tried
+ * again at the stub's next launch.
+ */
+void devrt_reg_launch(const void *stub)
+{
+	struct gpuext_named_event ne;
+	struct devrt_reg *r;
+	__u32 i, zero = 0;
+
+	if (!__atomic_load_n(&reg_count, __ATOMIC_RELAXED))
+		return;
+	for (i = reg_hash(stub);; i = (i + 1) & (REG_SLOTS - 1)) {
+		r = __atomic_load_n(&reg_tab[i], __ATOMIC_ACQUIRE);
+		if (!r)
+			return;
+		if (r->stub == stub)
+			break;
+	}
+	if (likely(__atomic_load_n(&r->emitted, __ATOMIC_RELAXED)) ||
+	    !__atomic_compare_exchange_n(&r->emitted, &zero, 1, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	ne.ev = r->ev;
+	ne.ev.pid = (__u32)devrt.pid;
+	memset(ne.name, 0, sizeof(ne.name));
+	memcpy(ne.name, r->name, strlen(r->name));
+	if (devrt_ring_write(&ne, sizeof(ne)))
+		__atomic_store_n(&r->emitted, 0, __ATOMIC_RELAXED);
+}
+
+/*
+ * After fork, in the child (one thread): the table is inherited, but the
+ * child writes a ring of its own, which has none of the records: each is
+ * written again at the stub's first launch in the child, with its pid.  A
+ * lock a parent's thread held at fork is not held in the child.
+ */
+void devrt_reg_fork_child(void)
+{
+	__u32 i;
+
+	pthread_mutex_init(&reg_lock, NULL);
+	if (!reg_count)
+		return;
+	for (i = 0; i < REG_SLOTS; i++)
+		if (reg_tab[i])
+			reg_tab[i]->emitted = 0;
+}
