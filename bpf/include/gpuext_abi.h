@@ -50,6 +50,7 @@ enum gpuext_api {
 	GPUEXT_API_cuGraphLaunch = 4,
 	GPUEXT_API_cudaLaunchKernel = 5,
 	GPUEXT_API_cudaGraphLaunch = 6,
+	GPUEXT_API_cudaLaunchKernelExC = 7, /* cudaLaunchConfig_t: GPUEXT_CK_LAUNCHCFG */
 	/* memory */
 	GPUEXT_API_cuMemAlloc = 10,
 	GPUEXT_API_cuMemAllocManaged = 11,
@@ -126,7 +127,7 @@ enum gpuext_api {
  */
 #define GPUEXT_CK_API_MASK 0xffffULL
 #define GPUEXT_CK_STACK (1ULL << 16)      /* capture stack arguments 7..9 */
-#define GPUEXT_CK_LAUNCHCFG (1ULL << 17)  /* arg1 is a CUlaunchConfig * */
+#define GPUEXT_CK_LAUNCHCFG (1ULL << 17)  /* arg1 is a CUlaunchConfig * (or cudaLaunchConfig_t *) */
 #define GPUEXT_CK_MEMCPY2D (1ULL << 18)   /* arg1 is a CUDA_MEMCPY2D * */
 #define GPUEXT_CK_MEMCPY3D (1ULL << 19)   /* arg1 is a CUDA_MEMCPY3D * */
 #define GPUEXT_CK_ENTRY_ONLY (1ULL << 20) /* no return probe: report at entry */
@@ -144,7 +145,9 @@ enum gpuext_api {
 #define GPUEXT_NARGS 9
 #define GPUEXT_NAME_MAX 512
 
-/* Launch geometry, laid out like the first 40 bytes of CUlaunchConfig. */
+/* Launch geometry, laid out like the first 40 bytes of CUlaunchConfig and of
+ * cudaLaunchConfig_t (whose size_t dynamicSmemBytes has shared_mem as its low
+ * half on little-endian). */
 struct gpuext_launch_aux {
 	__u32 grid[3];
 	__u32 block[3];

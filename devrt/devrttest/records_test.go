@@ -51,7 +51,7 @@ func one(t *testing.T, rg *ring, api ev.API) ev.Event {
 	return es[0]
 }
 
-// Every exported function once: a record for each of the 62 APIs, each
+// Every exported function once: a record for each of the 63 APIs, each
 // decoded by the collector's decoder.
 func TestEveryAPI(t *testing.T) {
 	h := newHarness(t)
@@ -64,8 +64,8 @@ func TestEveryAPI(t *testing.T) {
 	for api := range apis {
 		require.NotZero(t, got[api], "no record of %s", api)
 	}
-	require.Len(t, apis, 62)
-	require.Len(t, h.syms, 101)
+	require.Len(t, apis, 63)
+	require.Len(t, h.syms, 103)
 
 	// Out values and names, read after the call as the return probe does.
 	lk := one(t, rg, ev.APICuLibraryGetKernel)
@@ -91,6 +91,18 @@ func TestEveryAPI(t *testing.T) {
 		require.Equal(t, [3]uint32{128, 1, 1}, e.Grid)
 		require.Equal(t, [3]uint32{256, 1, 1}, e.Block)
 		require.Equal(t, uint32(1024), e.SharedMem)
+	}
+	// cudaLaunchKernelExC[_ptsz]: geometry from the cudaLaunchConfig_t, the
+	// registered host stub as handle.
+	exc := byAPI(rg, ev.APICudaLaunchKernelExC)
+	require.Len(t, exc, 2)
+	for _, e := range exc {
+		require.NotZero(t, e.Flags&ev.FlagAuxValid)
+		require.Equal(t, reg.Handle, e.Handle, "the host stub")
+		require.Equal(t, [3]uint32{64, 1, 1}, e.Grid)
+		require.Equal(t, [3]uint32{128, 1, 1}, e.Block)
+		require.Zero(t, e.SharedMem)
+		require.Zero(t, e.Stream)
 	}
 }
 
@@ -190,6 +202,34 @@ func TestRuntimePath(t *testing.T) {
 	}
 	require.Less(t, reg.Corr, launch.Corr)
 	require.LessOrEqual(t, reg.End, launch.Start)
+}
+
+// cudaLaunchKernelExC: the geometry, shared memory and stream from the
+// cudaLaunchConfig_t, the host stub as handle; the stub's registration record
+// is written at its first launch, as for cudaLaunchKernel.
+func TestRuntimeLaunchExC(t *testing.T) {
+	h := newHarness(t)
+	_, rg := checkRun(t, h, "runtime-ex", "40")
+	reg := one(t, rg, ev.APICudaRegisterFunction)
+	require.Equal(t, "_Z11saxpyKernelfPKfPf", reg.Name)
+	require.Empty(t, byAPI(rg, ev.APICudaLaunchKernel))
+	rt := byAPI(rg, ev.APICudaLaunchKernelExC)
+	require.Len(t, rt, 40)
+	for _, e := range rt {
+		require.Equal(t, reg.Handle, e.Handle, "the host stub")
+		require.NotZero(t, e.Flags&ev.FlagAuxValid)
+		require.Equal(t, [3]uint32{32, 2, 1}, e.Grid)
+		require.Equal(t, [3]uint32{64, 2, 1}, e.Block)
+		require.Equal(t, uint32(256), e.SharedMem)
+		require.Zero(t, e.Stream)
+	}
+	drv := byAPI(rg, ev.APICuLaunchKernel)
+	require.Len(t, drv, 40, "the runtime's own driver launches")
+	for _, e := range drv {
+		require.Equal(t, uint32(256), e.SharedMem)
+	}
+	require.Less(t, reg.Corr, rt[0].Corr)
+	require.LessOrEqual(t, reg.End, rt[0].Start)
 }
 
 // lazyRun runs a runtime scenario whose registration records are written

@@ -99,6 +99,8 @@
 	X(cuGraphLaunch_ptsz, cuGraphLaunch, 0, DF_KP, P_GRAPH, N_GRAPH) \
 	H(cudaLaunchKernel, cudaLaunchKernel, CK_STACK, DF_K) \
 	H(cudaLaunchKernel_ptsz, cudaLaunchKernel, CK_STACK, DF_KP) \
+	H(cudaLaunchKernelExC, cudaLaunchKernelExC, CK_LCFG, DF_K) \
+	H(cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC, CK_LCFG, DF_KP) \
 	X(cudaGraphLaunch, cudaGraphLaunch, 0, DF_K, (cudaGraphExec_t g, cudaStream_t s), N_GRAPH) \
 	X(cudaGraphLaunch_ptsz, cudaGraphLaunch, 0, DF_KP, (cudaGraphExec_t g, cudaStream_t s), N_GRAPH) \
 	H(__cudaRegisterFunction, cudaRegisterFunction, CK_NAME(4), 0) \

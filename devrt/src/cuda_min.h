@@ -115,6 +115,18 @@ typedef struct uint3 {
 
 typedef CUstream cudaStream_t;
 typedef CUgraphExec cudaGraphExec_t;
+typedef struct cudaLaunchAttribute_st cudaLaunchAttribute;
+
+/* cudaLaunchKernelExC's config: its first 40 bytes are gpuext_launch_aux
+ * (dynamicSmemBytes's low half is the shared memory, little-endian). */
+typedef struct cudaLaunchConfig_st {
+	dim3 gridDim;
+	dim3 blockDim;
+	size_t dynamicSmemBytes;
+	cudaStream_t stream;
+	cudaLaunchAttribute *attrs;
+	unsigned int numAttrs;
+} cudaLaunchConfig_t;
 
 #define DEVRT_CHECK_OFFSET(type, field, off) \
 	_Static_assert(offsetof(type, field) == (off), #type "." #field)
@@ -134,5 +146,10 @@ _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig size");
 DEVRT_CHECK_OFFSET(CUlaunchConfig, sharedMemBytes, 24);
 DEVRT_CHECK_OFFSET(CUlaunchConfig, hStream, 32);
 _Static_assert(sizeof(dim3) == 12, "dim3 size");
+_Static_assert(sizeof(cudaLaunchConfig_t) == 56, "cudaLaunchConfig_t size");
+DEVRT_CHECK_OFFSET(cudaLaunchConfig_t, gridDim, 0);
+DEVRT_CHECK_OFFSET(cudaLaunchConfig_t, blockDim, 12);
+DEVRT_CHECK_OFFSET(cudaLaunchConfig_t, dynamicSmemBytes, 24);
+DEVRT_CHECK_OFFSET(cudaLaunchConfig_t, stream, 32);
 
 #endif /* DEVRT_CUDA_MIN_H */

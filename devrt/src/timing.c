@@ -104,6 +104,7 @@ static struct work work_of(const struct gpuext_event *e)
 		w.stream = (CUstream)(uintptr_t)a[8];
 		break;
 	case GPUEXT_API_cuLaunchKernelEx:
+	case GPUEXT_API_cudaLaunchKernelExC:
 		w.handle = a[1];
 		if (e->flags & GPUEXT_F_AUX_VALID)
 			w.stream = (CUstream)(uintptr_t)e->aux.launch.stream;
@@ -558,14 +559,16 @@ void devrt_timing_begin(struct devrt_call *c, struct devrt_thread *t)
 }
 
 /*
- * A launch made inside a timed launch (cudaLaunchKernel calling
- * cuLaunchKernel): the outer call's events bracket it already; the record
- * names the kernel by its CUfunction rather than the host stub.
+ * A launch made inside a timed launch (cudaLaunchKernel or
+ * cudaLaunchKernelExC calling cuLaunchKernel[Ex]): the outer call's events
+ * bracket it already; the record names the kernel by its CUfunction rather
+ * than the host stub.
  */
 void devrt_timing_inner(struct devrt_call *outer, struct devrt_call *inner)
 {
 	if (outer->pair && (inner->sym->df & DF_KERNEL) &&
-	    outer->ev.api == GPUEXT_API_cudaLaunchKernel)
+	    (outer->ev.api == GPUEXT_API_cudaLaunchKernel ||
+	     outer->ev.api == GPUEXT_API_cudaLaunchKernelExC))
 		outer->pair->rec.handle = work_of(&inner->ev).handle;
 }
 

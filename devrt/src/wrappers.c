@@ -7,7 +7,8 @@
  * zero-extended, a CUmemLocation passed by value as the one register that
  * holds it.  It asks devrt_begin whether the call is reported; if not, it
  * calls the real function and returns its result, and nothing else happens.
- * The rows H are written out below: the runtime launch (dim3 by value), the
+ * The rows H are written out below: the runtime launches (dim3 by value;
+ * cudaLaunchKernelExC, whose stub's registration goes out first), the
  * void __cudaRegisterFunction, cuCtxSynchronize (no arguments) and the
  * entry-point APIs, which are not reported but hand out wrappers.
  *
@@ -157,6 +158,47 @@ DEVRT_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
 {
 	return launch_rt(DEVRT_SYM_cudaLaunchKernel_ptsz, func, gridDim,
 			 blockDim, args, sharedMem, stream);
+}
+
+typedef cudaError_t (*rt_launch_ex_fn)(const cudaLaunchConfig_t *,
+				       const void *, void **);
+
+/*
+ * cudaLaunchKernelExC(const cudaLaunchConfig_t *config, func, args): the
+ * geometry and stream are read from config (CK_LCFG), as cuLaunchKernelEx's;
+ * func is the host stub, as cudaLaunchKernel's.
+ */
+static cudaError_t launch_rt_ex(enum devrt_sym id,
+				const cudaLaunchConfig_t *config,
+				const void *func, void **args)
+{
+	rt_launch_ex_fn real = (rt_launch_ex_fn)devrt_real(id);
+	const __u64 a[] = { arg_ptr(config), arg_ptr(func), arg_ptr(args) };
+	struct devrt_call c;
+	cudaError_t r;
+
+	if (unlikely(!real))
+		return cudaErrorSharedObjectSymbolNotFound;
+	if (!devrt_begin(&c, id, a, NELEM(a)))
+		return real(config, func, args);
+	/* The stub's registration record, before the first launch's. */
+	devrt_reg_launch(func);
+	r = real(config, func, args);
+	devrt_end(&c, r);
+	return r;
+}
+
+DEVRT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
+					     const void *func, void **args)
+{
+	return launch_rt_ex(DEVRT_SYM_cudaLaunchKernelExC, config, func, args);
+}
+
+DEVRT_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(
+	const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+	return launch_rt_ex(DEVRT_SYM_cudaLaunchKernelExC_ptsz, config, func,
+			    args);
 }
 
 /*

@@ -13,6 +13,7 @@ const (
 	APICuGraphLaunch             API = 4
 	APICudaLaunchKernel          API = 5
 	APICudaGraphLaunch           API = 6
+	APICudaLaunchKernelExC       API = 7
 	APICuMemAlloc                API = 10
 	APICuMemAllocManaged         API = 11
 	APICuMemAllocAsync           API = 12
@@ -121,6 +122,7 @@ var apis = [APIMax]apiInfo{
 	APICuGraphLaunch:             {"cuGraphLaunch", "cuGraphLaunch", ClassLaunch, false},
 	APICudaLaunchKernel:          {"cudaLaunchKernel", "cudaLaunchKernel", ClassLaunch, true},
 	APICudaGraphLaunch:           {"cudaGraphLaunch", "cudaGraphLaunch", ClassLaunch, true},
+	APICudaLaunchKernelExC:       {"cudaLaunchKernelExC", "cudaLaunchKernelExC", ClassLaunch, true},
 	APICuMemAlloc:                {"cuMemAlloc", "cuMemAlloc", ClassMemory, false},
 	APICuMemAllocManaged:         {"cuMemAllocManaged", "cuMemAllocManaged", ClassMemory, false},
 	APICuMemAllocAsync:           {"cuMemAllocAsync", "cuMemAllocAsync", ClassMemory, false},

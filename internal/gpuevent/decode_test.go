@@ -52,6 +52,16 @@ func TestDecodeInterpretsArguments(t *testing.T) {
 			require.Equal(t, uint32(4096), e.SharedMem)
 			require.Equal(t, uint64(0x77), e.Stream)
 		}},
+		{"cudaLaunchKernelExC", withAux(call(APICudaLaunchKernelExC, 0, 0xc0f, 0x401000, 0x7ffc1000),
+			32|4<<32, 2|256<<32, 1|1<<32, 0xdead00000800, 0x88), func(t *testing.T, e Event) {
+			require.Equal(t, uint64(0x401000), e.Handle)
+			require.Equal(t, [3]uint32{32, 4, 2}, e.Grid)
+			require.Equal(t, [3]uint32{256, 1, 1}, e.Block)
+			require.Equal(t, uint32(0x800), e.SharedMem)
+			require.Equal(t, uint64(0x88), e.Stream)
+			require.True(t, e.API.Runtime())
+			require.Equal(t, "cudaLaunchKernelExC", e.API.String())
+		}},
 		{"cudaLaunchKernel", call(APICudaLaunchKernel, stack, 0x401000, 64|2<<32, 3, 128|1<<32, 1, 0xa, 512, 0x9), func(t *testing.T, e Event) {
 			require.Equal(t, uint64(0x401000), e.Handle)
 			require.Equal(t, [3]uint32{64, 2, 3}, e.Grid)
@@ -242,7 +252,7 @@ func TestClasses(t *testing.T) {
 	require.Equal(t, ClassModule, ClassByName("module"))
 	require.Equal(t, ClassNone, ClassByName("bogus"))
 	require.Equal(t, "unknown", API(99).String())
-	require.Len(t, APIs(), 62)
+	require.Len(t, APIs(), 63)
 }
 
 func FuzzDecode(f *testing.F) {

@@ -134,8 +134,11 @@ func interpret(e *Event) {
 		if e.Flags&FlagStackValid != 0 {
 			e.Block[2], e.SharedMem, e.Stream = lo32(a[6]), lo32(a[7]), a[8]
 		}
-	// cuLaunchKernelEx(const CUlaunchConfig *config, f, params, extra)
-	case APICuLaunchKernelEx:
+	// cuLaunchKernelEx(const CUlaunchConfig *config, f, params, extra),
+	// cudaLaunchKernelExC(const cudaLaunchConfig_t *config, func, args):
+	// the configs share their first 40 bytes (grid, block, shared memory,
+	// stream). ExC's func is the host stub, as cudaLaunchKernel's.
+	case APICuLaunchKernelEx, APICudaLaunchKernelExC:
 		e.Handle = a[1]
 		if e.Flags&FlagAuxValid != 0 {
 			x := e.Aux

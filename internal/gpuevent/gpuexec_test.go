@@ -76,7 +76,7 @@ func TestGPUExecAcceptsEveryEnqueuingAPI(t *testing.T) {
 			require.ErrorIs(t, err, ErrNotEnqueuing, api.String())
 		}
 	}
-	require.Equal(t, 6+15+12, n, "launches, copies and sets")
+	require.Equal(t, 7+15+12, n, "launches, copies and sets")
 }
 
 func TestGPUExecQueueDelayWithSkew(t *testing.T) {

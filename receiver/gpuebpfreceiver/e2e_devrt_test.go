@@ -254,46 +254,56 @@ func TestEndToEndDevrt(t *testing.T) {
 		requireNoDevrtLoss(t, self)
 	})
 
-	t.Run("runtime: driver launches nest in runtime launches", func(t *testing.T) {
-		h.t = t
-		res := h.run(devrtEnv(lib, ringDir), "runtime", "10")
-		ringsGone(t, ringDir, res.PID)
-		want, total := expectedDevrtSpans(t, res, devrtOwnCalls(t, ringDir, res.PID))
-		require.Equal(t, 10, want["cudaLaunchKernel"])
-		var spans []ptrace.Span
-		require.Eventually(t, func() bool {
-			spans = spansOfPID(h.traces, res.PID)
-			calls := 0
+	// The driver launches nest in the runtime launches, which are named from
+	// the registered stub (geometry from cudaLaunchKernelExC's config).
+	for _, c := range []struct{ scenario, api, grid, block string }{
+		{"runtime", "cudaLaunchKernel", "64x1x1", "128x1x1"},
+		{"runtime-ex", "cudaLaunchKernelExC", "32x2x1", "64x2x1"},
+	} {
+		t.Run(c.scenario+": driver launches nest in "+c.api, func(t *testing.T) {
+			h.t = t
+			res := h.run(devrtEnv(lib, ringDir), c.scenario, "10")
+			ringsGone(t, ringDir, res.PID)
+			want, total := expectedDevrtSpans(t, res, devrtOwnCalls(t, ringDir, res.PID))
+			require.Equal(t, 10, want[c.api])
+			var spans []ptrace.Span
+			require.Eventually(t, func() bool {
+				spans = spansOfPID(h.traces, res.PID)
+				calls := 0
+				for _, s := range spans {
+					if !isGPUSpan(s) {
+						calls++
+					}
+				}
+				return calls == total
+			}, 10*time.Second, 10*time.Millisecond)
+			calls := map[string]int{}
+			byID := map[pcommon.SpanID]ptrace.Span{}
 			for _, s := range spans {
 				if !isGPUSpan(s) {
-					calls++
+					calls[s.Name()]++
+				}
+				byID[s.SpanID()] = s
+			}
+			require.Equal(t, want, calls)
+			checkGPUSpans(t, spans, 0)
+			nested := 0
+			for _, s := range spans {
+				switch s.Name() {
+				case c.api:
+					require.Equal(t, "saxpyKernel(float, float const*, float*)", attr(s, "gpu.cuda.kernel.name"))
+					require.Equal(t, c.grid, attr(s, "gpu.cuda.grid"))
+					require.Equal(t, c.block, attr(s, "gpu.cuda.block"))
+				case "cuLaunchKernel":
+					parent, ok := byID[s.ParentSpanID()]
+					require.True(t, ok)
+					require.Equal(t, c.api, parent.Name())
+					nested++
 				}
 			}
-			return calls == total
-		}, 10*time.Second, 10*time.Millisecond)
-		calls := map[string]int{}
-		for _, s := range spans {
-			if !isGPUSpan(s) {
-				calls[s.Name()]++
-			}
-		}
-		require.Equal(t, want, calls)
-		checkGPUSpans(t, spans, 0)
-		byID := map[pcommon.SpanID]ptrace.Span{}
-		for _, s := range spans {
-			byID[s.SpanID()] = s
-		}
-		nested := 0
-		for _, s := range spans {
-			if s.Name() == "cuLaunchKernel" {
-				parent, ok := byID[s.ParentSpanID()]
-				require.True(t, ok)
-				require.Equal(t, "cudaLaunchKernel", parent.Name())
-				nested++
-			}
-		}
-		require.Equal(t, 10, nested)
-	})
+			require.Equal(t, 10, nested)
+		})
+	}
 
 	t.Run("threads: 1 in 32 launches of each thread timed or counted", func(t *testing.T) {
 		h.t = t

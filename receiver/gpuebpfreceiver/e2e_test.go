@@ -350,39 +350,50 @@ func TestEndToEndFakeDriver(t *testing.T) {
 		}
 	})
 
-	t.Run("runtime: cudaLaunchKernel named from the registered stub", func(t *testing.T) {
-		res := h.run(nil, "runtime", "10")
-		want, total := expectedSpans(t, res.DriverCalls)
-		want["cudaLaunchKernel"] = 10 // __cudaRegisterFunction makes no span
-		total += 10
-		spans := h.spansOf(res.PID, total)
-		require.Equal(t, want, countBy(spans, ptrace.Span.Name))
-		byID := map[pcommon.SpanID]ptrace.Span{}
-		for _, s := range spans {
-			byID[s.SpanID()] = s
-		}
-		children := map[string]int{}
-		for _, s := range spans {
-			if s.Name() == "cudaLaunchKernel" {
-				require.Equal(t, "saxpyKernel(float, float const*, float*)", attr(s, "gpu.cuda.kernel.name"))
-				require.Equal(t, "64x1x1", attr(s, "gpu.cuda.grid"))
-				require.Equal(t, "128x1x1", attr(s, "gpu.cuda.block"))
-				require.True(t, s.ParentSpanID().IsEmpty())
+	// A runtime launch is named from its registered stub, with the geometry
+	// of its arguments (cudaLaunchKernel) or of its config
+	// (cudaLaunchKernelExC); shmem "" is not checked.
+	for _, c := range []struct{ scenario, api, grid, block, shmem string }{
+		{"runtime", "cudaLaunchKernel", "64x1x1", "128x1x1", ""},
+		{"runtime-ex", "cudaLaunchKernelExC", "32x2x1", "64x2x1", "256"},
+	} {
+		t.Run(c.scenario+": "+c.api+" named from the registered stub", func(t *testing.T) {
+			res := h.run(nil, c.scenario, "10")
+			want, total := expectedSpans(t, res.DriverCalls)
+			want[c.api] = 10 // __cudaRegisterFunction makes no span
+			total += 10
+			spans := h.spansOf(res.PID, total)
+			require.Equal(t, want, countBy(spans, ptrace.Span.Name))
+			byID := map[pcommon.SpanID]ptrace.Span{}
+			for _, s := range spans {
+				byID[s.SpanID()] = s
 			}
-			// The driver calls the runtime makes are the runtime span's
-			// children: each launch, and the lookup of the function at the
-			// first launch of the stub.
-			if parent, ok := byID[s.ParentSpanID()]; ok {
-				require.Equal(t, "cudaLaunchKernel", parent.Name())
-				require.Equal(t, parent.TraceID(), s.TraceID())
-				if s.Name() == "cuLaunchKernel" {
-					require.Equal(t, attr(parent, "gpu.cuda.kernel.name"), attr(s, "gpu.cuda.kernel.name"))
+			children := map[string]int{}
+			for _, s := range spans {
+				if s.Name() == c.api {
+					require.Equal(t, "saxpyKernel(float, float const*, float*)", attr(s, "gpu.cuda.kernel.name"))
+					require.Equal(t, c.grid, attr(s, "gpu.cuda.grid"))
+					require.Equal(t, c.block, attr(s, "gpu.cuda.block"))
+					if c.shmem != "" {
+						require.Equal(t, c.shmem, attr(s, "gpu.cuda.shared_memory"))
+					}
+					require.True(t, s.ParentSpanID().IsEmpty())
 				}
-				children[s.Name()]++
+				// The driver calls the runtime makes are the runtime span's
+				// children: each launch, and the lookup of the function at
+				// the first launch of the stub.
+				if parent, ok := byID[s.ParentSpanID()]; ok {
+					require.Equal(t, c.api, parent.Name())
+					require.Equal(t, parent.TraceID(), s.TraceID())
+					if s.Name() == "cuLaunchKernel" {
+						require.Equal(t, attr(parent, "gpu.cuda.kernel.name"), attr(s, "gpu.cuda.kernel.name"))
+					}
+					children[s.Name()]++
+				}
 			}
-		}
-		require.Equal(t, map[string]int{"cuLaunchKernel": 10, "cuModuleGetFunction": 1}, children)
-	})
+			require.Equal(t, map[string]int{"cuLaunchKernel": 10, "cuModuleGetFunction": 1}, children)
+		})
+	}
 
 	t.Run("threads: thread ids on spans", func(t *testing.T) {
 		res := h.run(nil, "threads", "4", "500")
@@ -424,7 +435,7 @@ func TestEndToEndFakeDriver(t *testing.T) {
 	t.Run("every-api: each probed function reported as often as the driver saw it", func(t *testing.T) {
 		res := h.run(nil, "every-api")
 		want, total := expectedSpans(t, res.DriverCalls)
-		for _, rt := range []string{"cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaGraphLaunch", "cudaGraphLaunch_ptsz"} {
+		for _, rt := range []string{"cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz", "cudaGraphLaunch", "cudaGraphLaunch_ptsz"} {
 			if n := res.Calls[rt]; n > 0 {
 				api, _ := cudaprobe.APIOfSymbol(rt)
 				want[api.String()] += n

@@ -138,6 +138,8 @@
 #define FAKECUDA_RUNTIME_APIS(R)		\
 	R(cudaLaunchKernel)			\
 	R(cudaLaunchKernel_ptsz)		\
+	R(cudaLaunchKernelExC)			\
+	R(cudaLaunchKernelExC_ptsz)		\
 	R(cudaGraphLaunch)			\
 	R(cudaGraphLaunch_ptsz)			\
 	R(cudaMalloc)				\

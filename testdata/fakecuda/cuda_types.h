@@ -256,6 +256,19 @@ typedef struct uint3 {
 	unsigned int x, y, z;
 } uint3;
 
+/* Parameters of cudaLaunchKernelExC: 56 bytes.  The first 40 match
+ * CUlaunchConfig's (a size_t shared memory size where it has an unsigned
+ * int and padding). */
+typedef struct cudaLaunchAttribute_st cudaLaunchAttribute;
+typedef struct cudaLaunchConfig_st {
+	dim3 gridDim;
+	dim3 blockDim;
+	size_t dynamicSmemBytes;
+	cudaStream_t stream;
+	cudaLaunchAttribute *attrs;
+	unsigned int numAttrs;
+} cudaLaunchConfig_t;
+
 /*
  * What nvcc passes to __cudaRegisterFatBinary: a small wrapper around the
  * embedded fat binary.  The runtime hands `data` to cuModuleLoadData.
@@ -302,5 +315,12 @@ FC_CHECK_OFFSET(CUlaunchConfig, hStream, 32);
 FC_CHECK_OFFSET(CUlaunchConfig, attrs, 40);
 FC_CHECK_OFFSET(CUlaunchConfig, numAttrs, 48);
 _Static_assert(sizeof(dim3) == 12, "dim3 size");
+_Static_assert(sizeof(cudaLaunchConfig_t) == 56, "cudaLaunchConfig_t size");
+FC_CHECK_OFFSET(cudaLaunchConfig_t, gridDim, 0);
+FC_CHECK_OFFSET(cudaLaunchConfig_t, blockDim, 12);
+FC_CHECK_OFFSET(cudaLaunchConfig_t, dynamicSmemBytes, 24);
+FC_CHECK_OFFSET(cudaLaunchConfig_t, stream, 32);
+FC_CHECK_OFFSET(cudaLaunchConfig_t, attrs, 40);
+FC_CHECK_OFFSET(cudaLaunchConfig_t, numAttrs, 48);
 
 #endif /* FAKECUDA_CUDA_TYPES_H */

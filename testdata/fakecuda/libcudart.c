@@ -12,8 +12,9 @@
  *   - no cu* symbol is imported (check-symbols.sh verifies it);
  *   - __cudaRegisterFatBinary loads the embedded image with cuModuleLoadData;
  *   - __cudaRegisterFunction remembers host stub -> device function name;
- *   - cudaLaunchKernel maps the stub to a CUfunction (cuModuleGetFunction,
- *     once per stub) and calls cuLaunchKernel through the pointer.
+ *   - cudaLaunchKernel (and cudaLaunchKernelExC) maps the stub to a
+ *     CUfunction (cuModuleGetFunction, once per stub) and calls
+ *     cuLaunchKernel through the pointer.
  *
  * Driver calls made by the runtime itself, for tests that count them:
  *   first runtime call in the process:  18 x cuGetProcAddress_v2,
@@ -24,6 +25,8 @@
  *   first launch of each stub:          cuModuleGetFunction
  *   __cudaUnregisterFatBinary:          cuModuleUnload
  *   cudaLaunchKernel[_ptsz]:            cuLaunchKernel[_ptsz]
+ *   cudaLaunchKernelExC[_ptsz]:         cuLaunchKernel[_ptsz] (the
+ *                                       config's attributes are ignored)
  *   cudaGraphLaunch[_ptsz]:             cuGraphLaunch[_ptsz]
  *   cudaMalloc / cudaFree (non-NULL):   cuMemAlloc_v2 / cuMemFree_v2
  *   cudaMemcpy:                         cuMemcpyHtoD_v2, cuMemcpyDtoH_v2,
@@ -382,6 +385,28 @@ RT_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
 					 size_t sharedMem, cudaStream_t stream)
 {
 	return rt_launch(1, func, gridDim, blockDim, args, sharedMem, stream);
+}
+
+/* The config's attributes are not interpreted: no scenario sets any. */
+static cudaError_t rt_launch_ex(int ptsz, const cudaLaunchConfig_t *config,
+				const void *func, void **args)
+{
+	if (!config)
+		return cudaErrorInvalidValue;
+	return rt_launch(ptsz, func, config->gridDim, config->blockDim, args,
+			 config->dynamicSmemBytes, config->stream);
+}
+
+RT_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
+				       const void *func, void **args)
+{
+	return rt_launch_ex(0, config, func, args);
+}
+
+RT_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
+					    const void *func, void **args)
+{
+	return rt_launch_ex(1, config, func, args);
 }
 
 RT_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec,

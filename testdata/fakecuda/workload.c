@@ -115,6 +115,12 @@
  *   process, 18 cuGetProcAddress_v2, cuDriverGetVersion, cuInit,
  *   cuDevicePrimaryCtxRetain and cuCtxSetCurrent (1 each).
  *
+ * runtime-ex [N=100]
+ *   As "runtime", each call of the stub calling cudaLaunchKernelExC with a
+ *   cudaLaunchConfig_t of grid 32x2x1, block 64x2x1, dynamicSmemBytes 256,
+ *   NULL stream, no attributes.  The driver sees the same calls as in
+ *   "runtime" (cuLaunchKernel N, with shared memory 256).
+ *
  * runtime-unlaunched
  *   As "runtime" without the launches: __cudaRegisterFatBinary 1;
  *   __cudaRegisterFunction 1 (the saxpy stub); __cudaRegisterFatBinaryEnd 1;
@@ -156,9 +162,11 @@
  *   Calls every exported driver and runtime function, all succeeding.
  *   Direct calls: each once, except cuCtxDestroy_v2 3, cuModuleUnload 3,
  *   cuMemFree_v2 3, cuMemAlloc_v2 2, cuEventCreate 2, cuEventDestroy_v2 2,
- *   cuMemFreeHost 2.  The runtime part adds, at the driver, 1 each of
- *   cuModuleLoadData, cuModuleGetFunction, cuModuleUnload, cuLaunchKernel,
- *   cuLaunchKernel_ptsz, cuGraphLaunch, cuGraphLaunch_ptsz, cuMemAlloc_v2,
+ *   cuMemFreeHost 2.  The runtime part adds, at the driver, 2 each of
+ *   cuLaunchKernel and cuLaunchKernel_ptsz (cudaLaunchKernel[_ptsz] and
+ *   cudaLaunchKernelExC[_ptsz]), 1 each of cuModuleLoadData,
+ *   cuModuleGetFunction, cuModuleUnload, cuGraphLaunch, cuGraphLaunch_ptsz,
+ *   cuMemAlloc_v2,
  *   cuMemcpyHtoD_v2, cuMemFree_v2, cuCtxSynchronize, 2 cuGetProcAddress_v2
  *   (cudaGetDriverEntryPoint and cudaGetDriverEntryPointByVersion), plus
  *   the runtime's one-time initialization.  Fails if the driver's counters
@@ -897,20 +905,32 @@ static void sc_fork_noexec(struct run *r)
  * Its ELF symbol is the kernel's mangled name, so a tracer that symbolizes
  * cudaLaunchKernel's first argument finds "_Z11saxpyKernelfPKfPf".  Like a
  * real stub it takes the launch configuration from a side channel (nvcc uses
- * __cudaPopCallConfiguration) and calls cudaLaunchKernel itself.
+ * __cudaPopCallConfiguration) and calls cudaLaunchKernel itself, or, with
+ * stub_ex set, cudaLaunchKernelExC (as PyTorch built for CUDA 13 does).
  */
 void saxpy_stub(float a, const float *x, float *y)
 	__asm__("_Z11saxpyKernelfPKfPf");
 
 static struct run *stub_run;
 static dim3 stub_grid, stub_block;
-static int stub_ptsz;
+static int stub_ptsz, stub_ex;
+static size_t stub_shmem;	/* cudaLaunchKernelExC only */
 
 __attribute__((noinline)) void saxpy_stub(float a, const float *x, float *y)
 {
 	void *args[] = { &a, &x, &y };
+	const cudaLaunchConfig_t cfg = {
+		.gridDim = stub_grid, .blockDim = stub_block,
+		.dynamicSmemBytes = stub_shmem, .stream = NULL,
+	};
 
-	if (stub_ptsz)
+	if (stub_ex && stub_ptsz)
+		CU(stub_run, cudaSuccess, cudaLaunchKernelExC_ptsz, &cfg,
+		   (const void *)saxpy_stub, args);
+	else if (stub_ex)
+		CU(stub_run, cudaSuccess, cudaLaunchKernelExC, &cfg,
+		   (const void *)saxpy_stub, args);
+	else if (stub_ptsz)
 		CU(stub_run, cudaSuccess, cudaLaunchKernel_ptsz,
 		   (const void *)saxpy_stub, stub_grid, stub_block, args, 0,
 		   NULL);
@@ -951,7 +971,9 @@ static void unregister_saxpy(struct run *r, void **handle)
 	COUNT(r, __cudaUnregisterFatBinary);
 }
 
-static void sc_runtime(struct run *r)
+/* register, N launches of the saxpy stub as configured, sync, unregister */
+static void runtime_launches(struct run *r, dim3 grid, dim3 block,
+			     size_t shmem, int ex)
 {
 	unsigned long i;
 	void **handle;
@@ -960,14 +982,28 @@ static void sc_runtime(struct run *r)
 	if (!handle)
 		return;
 	stub_run = r;
-	stub_grid = (dim3){ 64, 1, 1 };
-	stub_block = (dim3){ 128, 1, 1 };
+	stub_grid = grid;
+	stub_block = block;
+	stub_shmem = shmem;
 	stub_ptsz = 0;
+	stub_ex = ex;
 	for (i = 0; i < r->args[0]; i++)
 		saxpy_stub(2.0f, NULL, NULL);
+	stub_ex = 0;
+	stub_shmem = 0;
 	add(&r->launches, r->args[0]);
 	CU(r, cudaSuccess, cudaDeviceSynchronize);
 	unregister_saxpy(r, handle);
+}
+
+static void sc_runtime(struct run *r)
+{
+	runtime_launches(r, (dim3){ 64, 1, 1 }, (dim3){ 128, 1, 1 }, 0, 0);
+}
+
+static void sc_runtime_ex(struct run *r)
+{
+	runtime_launches(r, (dim3){ 32, 2, 1 }, (dim3){ 64, 2, 1 }, 256, 1);
 }
 
 static void sc_runtime_unlaunched(struct run *r)
@@ -1422,9 +1458,14 @@ static void sc_every_api(struct run *r)
 	saxpy_stub(1.0f, NULL, NULL);
 	stub_ptsz = 1;
 	saxpy_stub(1.0f, NULL, NULL);
+	stub_ex = 1;
+	saxpy_stub(1.0f, NULL, NULL);
+	stub_ptsz = 0;
+	saxpy_stub(1.0f, NULL, NULL);
+	stub_ex = 0;
 	CU(r, cudaSuccess, cudaGraphLaunch, ge, NULL);
 	CU(r, cudaSuccess, cudaGraphLaunch_ptsz, ge, NULL);
-	add(&r->launches, 4);
+	add(&r->launches, 6);
 	CU(r, cudaSuccess, cudaDeviceSynchronize);
 	if (CU(r, cudaSuccess, cudaFree, p))
 		add(&r->mem[M_DEVICE_FREE], 4096);
@@ -1549,6 +1590,7 @@ static const struct scenario scenarios[] = {
 	{ "fork-child", sc_fork_child, 1, { 100 } },
 	{ "fork-noexec", sc_fork_noexec, 1, { 100 } },
 	{ "runtime", sc_runtime, 1, { 100 } },
+	{ "runtime-ex", sc_runtime_ex, 1, { 100 } },
 	{ "runtime-unlaunched", sc_runtime_unlaunched, 0, { 0 } },
 	{ "runtime-many", sc_runtime_many, 1, { 20000 } },
 	{ "runtime-errors", sc_runtime_errors, 0, { 0 } },

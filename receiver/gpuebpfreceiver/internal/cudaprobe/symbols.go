@@ -42,6 +42,8 @@ var symbols = map[string]probe{
 	"cuGraphLaunch_ptsz":             {ev.APICuGraphLaunch, 0},
 	"cudaLaunchKernel":               {ev.APICudaLaunchKernel, ckStack},
 	"cudaLaunchKernel_ptsz":          {ev.APICudaLaunchKernel, ckStack},
+	"cudaLaunchKernelExC":            {ev.APICudaLaunchKernelExC, ckLaunchCfg},
+	"cudaLaunchKernelExC_ptsz":       {ev.APICudaLaunchKernelExC, ckLaunchCfg},
 	"cudaGraphLaunch":                {ev.APICudaGraphLaunch, 0},
 	"cudaGraphLaunch_ptsz":           {ev.APICudaGraphLaunch, 0},
 	"__cudaRegisterFunction":         {ev.APICudaRegisterFunction, name(4)},

@@ -485,7 +485,7 @@ func (t *Translator) kernelName(p *process, e *ev.Event) string {
 			return n
 		}
 	}
-	if e.API == ev.APICudaLaunchKernel && t.sym != nil {
+	if (e.API == ev.APICudaLaunchKernel || e.API == ev.APICudaLaunchKernelExC) && t.sym != nil {
 		// A stub whose registration was not seen (the runtime was probed
 		// after the program loaded its kernels): its ELF symbol. A miss is
 		// remembered as "" so it is not asked again.

@@ -415,3 +415,22 @@ func TestRuntimeStubNamedFromELFSymbols(t *testing.T) {
 	require.Equal(t, []string{"", "saxpyKernel(float, float const*, float*)", "saxpyKernel(float, float const*, float*)", "", "", ""}, names)
 	require.Equal(t, map[uint64]int{0x401000: 2, 0x999000: 2}, sym.asked)
 }
+
+// TestRuntimeExStubNamedFromELFSymbols: cudaLaunchKernelExC's host stub
+// (its second argument) is named from the process's symbols like
+// cudaLaunchKernel's.
+func TestRuntimeExStubNamedFromELFSymbols(t *testing.T) {
+	sym := &fakeSymbolizer{names: map[uint64]string{0x401000: "_Z11saxpyKernelfPKfPf"}, asked: map[uint64]int{}}
+	tr := New(testConfig(), receivertest.NewNopSettings(metadata.Type), fakeResolver{}, sym, Hooks{})
+	for _, start := range []uint64{1000, 2000} { // first ask: not yet; then answered
+		e := rec(ev.APICudaLaunchKernelExC, ev.KindCall, 0x7ffc1000, 0x401000, 0)
+		e.Start, e.End = start, start+100
+		tr.Handle(decoded(t, e))
+	}
+	td, n := tr.TakeSpans()
+	require.Equal(t, 2, n)
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	v, _ := spans.At(1).Attributes().Get("gpu.cuda.kernel.name")
+	require.Equal(t, "saxpyKernel(float, float const*, float*)", v.Str())
+	require.Equal(t, map[uint64]int{0x401000: 2}, sym.asked)
+}
