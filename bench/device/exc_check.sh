@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Which runtime launch API PyTorch's kernels arrive through, and whether
+# they are named: a short PyTorch loop under the collector's uprobes
+# (bench/device/collector.yaml), spans by API and how many carry
+# gpu.cuda.kernel.name. Needs .device/otelcol-gpu.xz.
+source "$(dirname "$0")/lib.sh"
+rm -f $OUT/otel.jsonl
+$bin --config bench/device/collector.yaml > $OUT/collector.log 2>&1 &
+col=$!
+for _ in $(seq 300); do grep -q "Everything is ready" $OUT/collector.log && break; sleep 0.1; done
+python3 -c "
+import torch
+x = torch.zeros(1 << 20, device='cuda')
+for _ in range(200): x.add_(1); x.mul_(0.5)
+y = torch.randn(512, 512, device='cuda'); z = y @ y
+torch.cuda.synchronize()"
+sleep 2
+kill -TERM $col; wait $col
+python3 - $OUT/otel.jsonl <<'PY'
+import json, sys, collections
+n, named = collections.Counter(), collections.Counter()
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    for rs in d.get("resourceSpans", []):
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                n[s["name"]] += 1
+                if any(a["key"] == "gpu.cuda.kernel.name" for a in s.get("attributes", [])):
+                    named[s["name"]] += 1
+for k, v in n.most_common(12):
+    print(f"{k:28} {v:6} spans, {named[k]:6} with a kernel name")
+PY
+gzip -f $OUT/otel.jsonl
