@@ -65,7 +65,7 @@ func TestEveryAPI(t *testing.T) {
 		require.NotZero(t, got[api], "no record of %s", api)
 	}
 	require.Len(t, apis, 63)
-	require.Len(t, h.syms, 103)
+	require.Len(t, h.syms, 105)
 
 	// Out values and names, read after the call as the return probe does.
 	lk := one(t, rg, ev.APICuLibraryGetKernel)
@@ -91,6 +91,13 @@ func TestEveryAPI(t *testing.T) {
 		require.Equal(t, [3]uint32{128, 1, 1}, e.Grid)
 		require.Equal(t, [3]uint32{256, 1, 1}, e.Block)
 		require.Equal(t, uint32(1024), e.SharedMem)
+	}
+	// cudaLaunchKernel[_ptsz], and __cudaLaunchKernel[_ptsz] reported as
+	// cudaLaunchKernel: 4 records, each with the registered host stub.
+	rtl := byAPI(rg, ev.APICudaLaunchKernel)
+	require.Len(t, rtl, 4)
+	for _, e := range rtl {
+		require.Equal(t, reg.Handle, e.Handle, "the host stub")
 	}
 	// cudaLaunchKernelExC[_ptsz]: geometry from the cudaLaunchConfig_t, the
 	// registered host stub as handle.
@@ -204,32 +211,53 @@ func TestRuntimePath(t *testing.T) {
 	require.LessOrEqual(t, reg.End, launch.Start)
 }
 
-// cudaLaunchKernelExC: the geometry, shared memory and stream from the
-// cudaLaunchConfig_t, the host stub as handle; the stub's registration record
-// is written at its first launch, as for cudaLaunchKernel.
-func TestRuntimeLaunchExC(t *testing.T) {
-	h := newHarness(t)
-	_, rg := checkRun(t, h, "runtime-ex", "40")
-	reg := one(t, rg, ev.APICudaRegisterFunction)
-	require.Equal(t, "_Z11saxpyKernelfPKfPf", reg.Name)
-	require.Empty(t, byAPI(rg, ev.APICudaLaunchKernel))
-	rt := byAPI(rg, ev.APICudaLaunchKernelExC)
-	require.Len(t, rt, 40)
-	for _, e := range rt {
-		require.Equal(t, reg.Handle, e.Handle, "the host stub")
-		require.NotZero(t, e.Flags&ev.FlagAuxValid)
-		require.Equal(t, [3]uint32{32, 2, 1}, e.Grid)
-		require.Equal(t, [3]uint32{64, 2, 1}, e.Block)
-		require.Equal(t, uint32(256), e.SharedMem)
-		require.Zero(t, e.Stream)
+// The runtime launches other than cudaLaunchKernel's own path, record by
+// record: the stub's registration record is written at its first launch, as
+// for cudaLaunchKernel, and each launch's driver launch is its own record.
+//   - cudaLaunchKernelExC: the geometry, shared memory and stream from the
+//     cudaLaunchConfig_t, the host stub as handle.
+//   - __cudaLaunchKernel, what CUDA 13's nvcc stubs call (the runtime's
+//     trampoline into cudaLaunchKernel): reported exactly as
+//     cudaLaunchKernel, once per launch (the trampoline's own call of
+//     cudaLaunchKernel does not reach devrt).
+func TestRuntimeLaunchVariants(t *testing.T) {
+	for _, c := range []struct {
+		scenario    string
+		api, other  ev.API
+		flag        uint16
+		grid, block [3]uint32
+		shmem       uint32
+	}{
+		{"runtime-ex", ev.APICudaLaunchKernelExC, ev.APICudaLaunchKernel, ev.FlagAuxValid, [3]uint32{32, 2, 1}, [3]uint32{64, 2, 1}, 256},
+		{"runtime-stub", ev.APICudaLaunchKernel, ev.APICudaLaunchKernelExC, ev.FlagStackValid, [3]uint32{16, 4, 1}, [3]uint32{32, 4, 1}, 128},
+	} {
+		t.Run(c.scenario, func(t *testing.T) {
+			h := newHarness(t)
+			_, rg := checkRun(t, h, c.scenario, "40")
+			reg := one(t, rg, ev.APICudaRegisterFunction)
+			require.Equal(t, "_Z11saxpyKernelfPKfPf", reg.Name)
+			require.Empty(t, byAPI(rg, c.other))
+			rt := byAPI(rg, c.api)
+			require.Len(t, rt, 40)
+			for _, e := range rt {
+				require.Equal(t, reg.Handle, e.Handle, "the host stub")
+				require.NotZero(t, e.Flags&c.flag)
+				require.Equal(t, c.grid, e.Grid)
+				require.Equal(t, c.block, e.Block)
+				require.Equal(t, c.shmem, e.SharedMem)
+				require.Zero(t, e.Stream)
+			}
+			drv := byAPI(rg, ev.APICuLaunchKernel)
+			require.Len(t, drv, 40, "the runtime's own driver launches")
+			for i, e := range drv {
+				require.Equal(t, c.shmem, e.SharedMem)
+				require.Less(t, rt[i].Corr, e.Corr, "inside its runtime launch")
+				require.LessOrEqual(t, e.End, rt[i].End)
+			}
+			require.Less(t, reg.Corr, rt[0].Corr)
+			require.LessOrEqual(t, reg.End, rt[0].Start)
+		})
 	}
-	drv := byAPI(rg, ev.APICuLaunchKernel)
-	require.Len(t, drv, 40, "the runtime's own driver launches")
-	for _, e := range drv {
-		require.Equal(t, uint32(256), e.SharedMem)
-	}
-	require.Less(t, reg.Corr, rt[0].Corr)
-	require.LessOrEqual(t, reg.End, rt[0].Start)
 }
 
 // lazyRun runs a runtime scenario whose registration records are written

@@ -15,6 +15,12 @@
  * of the uprobe cookie (how arguments are read); df devrt's own DF_* flags;
  * params and names the C parameter list and the argument names that forward
  * it.  Keep one row per line: tools and tests read them.
+ *
+ * Two rows have no probe of their own: __cudaLaunchKernel[_ptsz], what
+ * CUDA 13's nvcc host stubs call, a trampoline in libcudart into
+ * cudaLaunchKernel[_ptsz] (which the uprobes see).  devrt is not called
+ * through it, so it interposes them and reports them as cudaLaunchKernel
+ * (the table test allows exactly these two aliases).
  */
 #ifndef DEVRT_API_TABLE_H
 #define DEVRT_API_TABLE_H
@@ -99,6 +105,8 @@
 	X(cuGraphLaunch_ptsz, cuGraphLaunch, 0, DF_KP, P_GRAPH, N_GRAPH) \
 	H(cudaLaunchKernel, cudaLaunchKernel, CK_STACK, DF_K) \
 	H(cudaLaunchKernel_ptsz, cudaLaunchKernel, CK_STACK, DF_KP) \
+	H(__cudaLaunchKernel, cudaLaunchKernel, CK_STACK, DF_K) \
+	H(__cudaLaunchKernel_ptsz, cudaLaunchKernel, CK_STACK, DF_KP) \
 	H(cudaLaunchKernelExC, cudaLaunchKernelExC, CK_LCFG, DF_K) \
 	H(cudaLaunchKernelExC_ptsz, cudaLaunchKernelExC, CK_LCFG, DF_KP) \
 	X(cudaGraphLaunch, cudaGraphLaunch, 0, DF_K, (cudaGraphExec_t g, cudaStream_t s), N_GRAPH) \

@@ -6,8 +6,9 @@
  * loads (21,504 times at `import torch` on the H200): one named record
  * each (4 slots) would overflow the ring at once and drop the records that
  * follow.  Its wrapper keeps the finished record instead, by host stub, and
- * the runtime launch of a stub (cudaLaunchKernel[_ptsz] and
- * cudaLaunchKernelExC[_ptsz], the calls that carry one) writes it just before its own record, once.  The record is
+ * the runtime launch of a stub (cudaLaunchKernel[_ptsz],
+ * __cudaLaunchKernel[_ptsz] and cudaLaunchKernelExC[_ptsz], the calls that
+ * carry one) writes it just before its own record, once.  The record is
  * the one devrt_end would have written at registration (call number, tid,
  * times, name); only pid is the writer's, which differs only in a forked
  * child (see devrt_reg_fork_child).  A stub never launched writes nothing.

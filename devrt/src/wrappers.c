@@ -134,6 +134,10 @@ static cudaError_t launch_rt(enum devrt_sym id, const void *func, dim3 grid,
 
 	if (unlikely(!real))
 		return cudaErrorSharedObjectSymbolNotFound;
+	/* __cudaLaunchKernel's trampoline, if it entered cudaLaunchKernel
+	 * through the PLT: the same launch, reported once already. */
+	if (devrt_t.outer && devrt_t.outer->ev.api == GPUEXT_API_cudaLaunchKernel)
+		return real(func, grid, block, args, shmem, s);
 	if (!devrt_begin(&c, id, a, NELEM(a)))
 		return real(func, grid, block, args, shmem, s);
 	/* The stub's registration record, before the first launch's. */
@@ -157,6 +161,30 @@ DEVRT_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
 					       cudaStream_t stream)
 {
 	return launch_rt(DEVRT_SYM_cudaLaunchKernel_ptsz, func, gridDim,
+			 blockDim, args, sharedMem, stream);
+}
+
+/*
+ * What CUDA 13's nvcc host stubs call: libcudart's trampolines into
+ * cudaLaunchKernel[_ptsz], whose internal call does not reach devrt.
+ * Reported as cudaLaunchKernel (api_table.h); a runtime without them never
+ * calls these.
+ */
+DEVRT_EXPORT cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim,
+					    dim3 blockDim, void **args,
+					    size_t sharedMem,
+					    cudaStream_t stream)
+{
+	return launch_rt(DEVRT_SYM___cudaLaunchKernel, func, gridDim, blockDim,
+			 args, sharedMem, stream);
+}
+
+DEVRT_EXPORT cudaError_t __cudaLaunchKernel_ptsz(const void *func,
+						 dim3 gridDim, dim3 blockDim,
+						 void **args, size_t sharedMem,
+						 cudaStream_t stream)
+{
+	return launch_rt(DEVRT_SYM___cudaLaunchKernel_ptsz, func, gridDim,
 			 blockDim, args, sharedMem, stream);
 }
 

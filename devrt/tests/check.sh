@@ -26,7 +26,7 @@ strip() {
 }
 
 for s in launch-storm alloc-leak copies errors threads fork-child fork-noexec \
-	runtime runtime-ex runtime-unlaunched runtime-many runtime-errors procaddr procaddr-table every-api timed all; do
+	runtime runtime-ex runtime-stub runtime-unlaunched runtime-many runtime-errors procaddr procaddr-table every-api timed all; do
 	plain=$(LD_LIBRARY_PATH=$fc "$fc/workload" $s | strip)
 	mkdir "$tmp/$s"
 	# Time every launch and copy, with events enough for all of them.

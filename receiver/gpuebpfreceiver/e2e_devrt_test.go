@@ -96,7 +96,7 @@ func expectedDevrtSpans(t *testing.T, res workloadResult, own map[string]int) (m
 		}
 	}
 	for sym, n := range res.Calls {
-		if api, ok := cudaprobe.APIOfSymbol(sym); ok && api.Runtime() {
+		if api, ok := runtimeAPIOf(sym); ok {
 			add(api, n)
 		}
 	}
@@ -255,10 +255,12 @@ func TestEndToEndDevrt(t *testing.T) {
 	})
 
 	// The driver launches nest in the runtime launches, which are named from
-	// the registered stub (geometry from cudaLaunchKernelExC's config).
+	// the registered stub (geometry from cudaLaunchKernelExC's config;
+	// __cudaLaunchKernel's launches reported as cudaLaunchKernel).
 	for _, c := range []struct{ scenario, api, grid, block string }{
 		{"runtime", "cudaLaunchKernel", "64x1x1", "128x1x1"},
 		{"runtime-ex", "cudaLaunchKernelExC", "32x2x1", "64x2x1"},
+		{"runtime-stub", "cudaLaunchKernel", "16x4x1", "32x4x1"},
 	} {
 		t.Run(c.scenario+": driver launches nest in "+c.api, func(t *testing.T) {
 			h.t = t

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/fakecudatest"
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/metadata"
 )
@@ -222,6 +223,25 @@ func attr(s ptrace.Span, k string) string {
 
 // expectedSpans maps the driver's own call counts to the API names our
 // probes report, keeping only probed functions.
+// trampolines are the fake runtime's exported trampolines, with the probed
+// function each enters: CUDA 13's __cudaLaunchKernel[_ptsz], which nvcc's
+// host stubs call. The uprobe on cudaLaunchKernel sees their launches, and
+// devrt reports them as cudaLaunchKernel.
+var trampolines = map[string]string{
+	"__cudaLaunchKernel":      "cudaLaunchKernel",
+	"__cudaLaunchKernel_ptsz": "cudaLaunchKernel_ptsz",
+}
+
+// runtimeAPIOf is the API a call of a runtime symbol is reported as, through
+// a trampoline or not.
+func runtimeAPIOf(sym string) (ev.API, bool) {
+	if to, ok := trampolines[sym]; ok {
+		sym = to
+	}
+	api, ok := cudaprobe.APIOfSymbol(sym)
+	return api, ok && api.Runtime()
+}
+
 func expectedSpans(t *testing.T, calls map[string]int) (map[string]int, int) {
 	out := map[string]int{}
 	total := 0
@@ -352,10 +372,12 @@ func TestEndToEndFakeDriver(t *testing.T) {
 
 	// A runtime launch is named from its registered stub, with the geometry
 	// of its arguments (cudaLaunchKernel) or of its config
-	// (cudaLaunchKernelExC); shmem "" is not checked.
+	// (cudaLaunchKernelExC); shmem "" is not checked. __cudaLaunchKernel's
+	// launches are the probed cudaLaunchKernel's, which its trampoline enters.
 	for _, c := range []struct{ scenario, api, grid, block, shmem string }{
 		{"runtime", "cudaLaunchKernel", "64x1x1", "128x1x1", ""},
 		{"runtime-ex", "cudaLaunchKernelExC", "32x2x1", "64x2x1", "256"},
+		{"runtime-stub", "cudaLaunchKernel", "16x4x1", "32x4x1", "128"},
 	} {
 		t.Run(c.scenario+": "+c.api+" named from the registered stub", func(t *testing.T) {
 			res := h.run(nil, c.scenario, "10")
@@ -435,13 +457,15 @@ func TestEndToEndFakeDriver(t *testing.T) {
 	t.Run("every-api: each probed function reported as often as the driver saw it", func(t *testing.T) {
 		res := h.run(nil, "every-api")
 		want, total := expectedSpans(t, res.DriverCalls)
-		for _, rt := range []string{"cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz", "cudaGraphLaunch", "cudaGraphLaunch_ptsz"} {
-			if n := res.Calls[rt]; n > 0 {
-				api, _ := cudaprobe.APIOfSymbol(rt)
+		// The runtime's probed functions, and the trampolines into them.
+		for sym, n := range res.Calls {
+			if api, ok := runtimeAPIOf(sym); ok && n > 0 && api != ev.APICudaRegisterFunction {
 				want[api.String()] += n
 				total += n
 			}
 		}
+		require.Equal(t, 8, want["cudaLaunchKernel"]+want["cudaLaunchKernelExC"]+want["cudaGraphLaunch"],
+			"every runtime launch, 2 of them through __cudaLaunchKernel[_ptsz]")
 		spans := h.spansOf(res.PID, total)
 		require.Equal(t, want, countBy(spans, ptrace.Span.Name))
 	})

@@ -140,6 +140,8 @@
 	R(cudaLaunchKernel_ptsz)		\
 	R(cudaLaunchKernelExC)			\
 	R(cudaLaunchKernelExC_ptsz)		\
+	R(__cudaLaunchKernel)			\
+	R(__cudaLaunchKernel_ptsz)		\
 	R(cudaGraphLaunch)			\
 	R(cudaGraphLaunch_ptsz)			\
 	R(cudaMalloc)				\

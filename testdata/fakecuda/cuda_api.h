@@ -277,6 +277,13 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
 				const void *func, void **args);
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
 				     const void *func, void **args);
+/* What nvcc's host stubs call in CUDA 13: trampolines to cudaLaunchKernel. */
+cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
+			       void **args, size_t sharedMem,
+			       cudaStream_t stream);
+cudaError_t __cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
+				    dim3 blockDim, void **args,
+				    size_t sharedMem, cudaStream_t stream);
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
 cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec,
 				 cudaStream_t stream);

@@ -27,6 +27,8 @@
  *   cudaLaunchKernel[_ptsz]:            cuLaunchKernel[_ptsz]
  *   cudaLaunchKernelExC[_ptsz]:         cuLaunchKernel[_ptsz] (the
  *                                       config's attributes are ignored)
+ *   __cudaLaunchKernel[_ptsz]:          as cudaLaunchKernel[_ptsz], which
+ *                                       it calls (not through the PLT)
  *   cudaGraphLaunch[_ptsz]:             cuGraphLaunch[_ptsz]
  *   cudaMalloc / cudaFree (non-NULL):   cuMemAlloc_v2 / cuMemFree_v2
  *   cudaMemcpy:                         cuMemcpyHtoD_v2, cuMemcpyDtoH_v2,
@@ -385,6 +387,37 @@ RT_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
 					 size_t sharedMem, cudaStream_t stream)
 {
 	return rt_launch(1, func, gridDim, blockDim, args, sharedMem, stream);
+}
+
+/*
+ * CUDA 13's nvcc host stubs call __cudaLaunchKernel[_ptsz], which the real
+ * runtime exports as a trampoline into cudaLaunchKernel[_ptsz].  Here too:
+ * each calls the exported function's body at its own address (so a uprobe
+ * on cudaLaunchKernel sees the call), through a hidden alias, not through
+ * the PLT (so an interposer of cudaLaunchKernel does not see it twice).
+ */
+extern cudaError_t rt_cudaLaunchKernel(const void *, dim3, dim3, void **,
+				       size_t, cudaStream_t)
+	__attribute__((alias("cudaLaunchKernel"), visibility("hidden")));
+extern cudaError_t rt_cudaLaunchKernel_ptsz(const void *, dim3, dim3, void **,
+					    size_t, cudaStream_t)
+	__attribute__((alias("cudaLaunchKernel_ptsz"), visibility("hidden")));
+
+RT_API cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim,
+				      dim3 blockDim, void **args,
+				      size_t sharedMem, cudaStream_t stream)
+{
+	return rt_cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem,
+				   stream);
+}
+
+RT_API cudaError_t __cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
+					   dim3 blockDim, void **args,
+					   size_t sharedMem,
+					   cudaStream_t stream)
+{
+	return rt_cudaLaunchKernel_ptsz(func, gridDim, blockDim, args,
+					sharedMem, stream);
 }
 
 /* The config's attributes are not interpreted: no scenario sets any. */

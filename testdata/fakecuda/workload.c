@@ -121,6 +121,13 @@
  *   NULL stream, no attributes.  The driver sees the same calls as in
  *   "runtime" (cuLaunchKernel N, with shared memory 256).
  *
+ * runtime-stub [N=100]
+ *   As "runtime", each call of the stub calling __cudaLaunchKernel (what
+ *   CUDA 13's nvcc stubs call; the runtime's trampoline into
+ *   cudaLaunchKernel) with grid 16x4x1, block 32x4x1, sharedMem 128, NULL
+ *   stream.  The driver sees the same calls as in "runtime"
+ *   (cuLaunchKernel N, with shared memory 128).
+ *
  * runtime-unlaunched
  *   As "runtime" without the launches: __cudaRegisterFatBinary 1;
  *   __cudaRegisterFunction 1 (the saxpy stub); __cudaRegisterFatBinaryEnd 1;
@@ -162,9 +169,10 @@
  *   Calls every exported driver and runtime function, all succeeding.
  *   Direct calls: each once, except cuCtxDestroy_v2 3, cuModuleUnload 3,
  *   cuMemFree_v2 3, cuMemAlloc_v2 2, cuEventCreate 2, cuEventDestroy_v2 2,
- *   cuMemFreeHost 2.  The runtime part adds, at the driver, 2 each of
- *   cuLaunchKernel and cuLaunchKernel_ptsz (cudaLaunchKernel[_ptsz] and
- *   cudaLaunchKernelExC[_ptsz]), 1 each of cuModuleLoadData,
+ *   cuMemFreeHost 2.  The runtime part adds, at the driver, 3 each of
+ *   cuLaunchKernel and cuLaunchKernel_ptsz (cudaLaunchKernel[_ptsz],
+ *   cudaLaunchKernelExC[_ptsz] and __cudaLaunchKernel[_ptsz]), 1 each of
+ *   cuModuleLoadData,
  *   cuModuleGetFunction, cuModuleUnload, cuGraphLaunch, cuGraphLaunch_ptsz,
  *   cuMemAlloc_v2,
  *   cuMemcpyHtoD_v2, cuMemFree_v2, cuCtxSynchronize, 2 cuGetProcAddress_v2
@@ -906,15 +914,16 @@ static void sc_fork_noexec(struct run *r)
  * cudaLaunchKernel's first argument finds "_Z11saxpyKernelfPKfPf".  Like a
  * real stub it takes the launch configuration from a side channel (nvcc uses
  * __cudaPopCallConfiguration) and calls cudaLaunchKernel itself, or, with
- * stub_ex set, cudaLaunchKernelExC (as PyTorch built for CUDA 13 does).
+ * stub_ex set, cudaLaunchKernelExC (as PyTorch built for CUDA 13 does), or,
+ * with stub_tramp set, __cudaLaunchKernel (as CUDA 13's nvcc stubs do).
  */
 void saxpy_stub(float a, const float *x, float *y)
 	__asm__("_Z11saxpyKernelfPKfPf");
 
 static struct run *stub_run;
 static dim3 stub_grid, stub_block;
-static int stub_ptsz, stub_ex;
-static size_t stub_shmem;	/* cudaLaunchKernelExC only */
+static int stub_ptsz, stub_ex, stub_tramp;
+static size_t stub_shmem;	/* cudaLaunchKernelExC, __cudaLaunchKernel */
 
 __attribute__((noinline)) void saxpy_stub(float a, const float *x, float *y)
 {
@@ -930,6 +939,14 @@ __attribute__((noinline)) void saxpy_stub(float a, const float *x, float *y)
 	else if (stub_ex)
 		CU(stub_run, cudaSuccess, cudaLaunchKernelExC, &cfg,
 		   (const void *)saxpy_stub, args);
+	else if (stub_tramp && stub_ptsz)
+		CU(stub_run, cudaSuccess, __cudaLaunchKernel_ptsz,
+		   (const void *)saxpy_stub, stub_grid, stub_block, args,
+		   stub_shmem, NULL);
+	else if (stub_tramp)
+		CU(stub_run, cudaSuccess, __cudaLaunchKernel,
+		   (const void *)saxpy_stub, stub_grid, stub_block, args,
+		   stub_shmem, NULL);
 	else if (stub_ptsz)
 		CU(stub_run, cudaSuccess, cudaLaunchKernel_ptsz,
 		   (const void *)saxpy_stub, stub_grid, stub_block, args, 0,
@@ -971,9 +988,10 @@ static void unregister_saxpy(struct run *r, void **handle)
 	COUNT(r, __cudaUnregisterFatBinary);
 }
 
-/* register, N launches of the saxpy stub as configured, sync, unregister */
+/* register, N launches of the saxpy stub as configured, sync, unregister;
+ * ex: through cudaLaunchKernelExC, tramp: through __cudaLaunchKernel */
 static void runtime_launches(struct run *r, dim3 grid, dim3 block,
-			     size_t shmem, int ex)
+			     size_t shmem, int ex, int tramp)
 {
 	unsigned long i;
 	void **handle;
@@ -987,9 +1005,11 @@ static void runtime_launches(struct run *r, dim3 grid, dim3 block,
 	stub_shmem = shmem;
 	stub_ptsz = 0;
 	stub_ex = ex;
+	stub_tramp = tramp;
 	for (i = 0; i < r->args[0]; i++)
 		saxpy_stub(2.0f, NULL, NULL);
 	stub_ex = 0;
+	stub_tramp = 0;
 	stub_shmem = 0;
 	add(&r->launches, r->args[0]);
 	CU(r, cudaSuccess, cudaDeviceSynchronize);
@@ -998,12 +1018,17 @@ static void runtime_launches(struct run *r, dim3 grid, dim3 block,
 
 static void sc_runtime(struct run *r)
 {
-	runtime_launches(r, (dim3){ 64, 1, 1 }, (dim3){ 128, 1, 1 }, 0, 0);
+	runtime_launches(r, (dim3){ 64, 1, 1 }, (dim3){ 128, 1, 1 }, 0, 0, 0);
 }
 
 static void sc_runtime_ex(struct run *r)
 {
-	runtime_launches(r, (dim3){ 32, 2, 1 }, (dim3){ 64, 2, 1 }, 256, 1);
+	runtime_launches(r, (dim3){ 32, 2, 1 }, (dim3){ 64, 2, 1 }, 256, 1, 0);
+}
+
+static void sc_runtime_stub(struct run *r)
+{
+	runtime_launches(r, (dim3){ 16, 4, 1 }, (dim3){ 32, 4, 1 }, 128, 0, 1);
 }
 
 static void sc_runtime_unlaunched(struct run *r)
@@ -1463,9 +1488,15 @@ static void sc_every_api(struct run *r)
 	stub_ptsz = 0;
 	saxpy_stub(1.0f, NULL, NULL);
 	stub_ex = 0;
+	stub_tramp = 1;
+	saxpy_stub(1.0f, NULL, NULL);
+	stub_ptsz = 1;
+	saxpy_stub(1.0f, NULL, NULL);
+	stub_ptsz = 0;
+	stub_tramp = 0;
 	CU(r, cudaSuccess, cudaGraphLaunch, ge, NULL);
 	CU(r, cudaSuccess, cudaGraphLaunch_ptsz, ge, NULL);
-	add(&r->launches, 6);
+	add(&r->launches, 8);
 	CU(r, cudaSuccess, cudaDeviceSynchronize);
 	if (CU(r, cudaSuccess, cudaFree, p))
 		add(&r->mem[M_DEVICE_FREE], 4096);
@@ -1591,6 +1622,7 @@ static const struct scenario scenarios[] = {
 	{ "fork-noexec", sc_fork_noexec, 1, { 100 } },
 	{ "runtime", sc_runtime, 1, { 100 } },
 	{ "runtime-ex", sc_runtime_ex, 1, { 100 } },
+	{ "runtime-stub", sc_runtime_stub, 1, { 100 } },
 	{ "runtime-unlaunched", sc_runtime_unlaunched, 0, { 0 } },
 	{ "runtime-many", sc_runtime_many, 1, { 20000 } },
 	{ "runtime-errors", sc_runtime_errors, 0, { 0 } },
