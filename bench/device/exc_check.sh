@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# Which runtime launch API PyTorch's kernels arrive through, and whether
-# they are named: a short PyTorch loop under the collector's uprobes
-# (bench/device/collector.yaml), spans by API and how many carry
-# gpu.cuda.kernel.name. Needs .device/otelcol-gpu.xz.
+# Which launch APIs PyTorch's kernels arrive through, and whether they are
+# named: a short PyTorch loop under the collector, spans by API and how many
+# carry gpu.cuda.kernel.name. MODE=uprobes (default): the collector's
+# uprobes; MODE=devrt: the program under LD_PRELOAD=libgpuext-devrt.so, the
+# collector reading its ring with its uprobes off. Needs
+# .device/otelcol-gpu.xz (and .device/devrt/ for devrt).
 source "$(dirname "$0")/lib.sh"
-rm -f $OUT/otel.jsonl
-$bin --config bench/device/collector.yaml > $OUT/collector.log 2>&1 &
+MODE=${MODE:-uprobes}
+rm -f $OUT/otel*.jsonl
+pre=""
+if [ "$MODE" = devrt ]; then
+	pre=$PWD/.device/devrt/libgpuext-devrt.so
+	CUDA_ENABLED=false DEVRT_SAMPLE=32 RUN_NAME=devrt $bin --config bench/device/devrt_overhead.yaml > $OUT/collector.log 2>&1 &
+else
+	$bin --config bench/device/collector.yaml > $OUT/collector.log 2>&1 &
+fi
 col=$!
 for _ in $(seq 300); do grep -q "Everything is ready" $OUT/collector.log && break; sleep 0.1; done
-python3 -c "
+LD_PRELOAD=$pre python3 -c "
 import torch
 x = torch.zeros(1 << 20, device='cuda')
 for _ in range(200): x.add_(1); x.mul_(0.5)
@@ -16,7 +25,7 @@ y = torch.randn(512, 512, device='cuda'); z = y @ y
 torch.cuda.synchronize()"
 sleep 2
 kill -TERM $col; wait $col
-python3 - $OUT/otel.jsonl <<'PY'
+python3 - $OUT/otel*.jsonl <<'PY'
 import json, sys, collections
 n, named = collections.Counter(), collections.Counter()
 for line in open(sys.argv[1]):
@@ -30,4 +39,4 @@ for line in open(sys.argv[1]):
 for k, v in n.most_common(12):
     print(f"{k:28} {v:6} spans, {named[k]:6} with a kernel name")
 PY
-gzip -f $OUT/otel.jsonl
+gzip -f $OUT/otel*.jsonl
