@@ -60,13 +60,13 @@ for r in rows:
     if "loss_hex" in r:
         loss[r["config"]].add(r["loss_hex"])
 for loop, unit in (("train", "ms/step"), ("launch", "us/launch")):
-    base = statistics.median(by[(loop, "none")])
+    base, base_lo = statistics.median(by[(loop, "none")]), min(by[(loop, "none")])
     print(f"{loop} loop ({unit}, median of {len(by[(loop, 'none')])} rounds, each the median of 5 timed passes)")
     for (l, c), v in by.items():
         if l != loop:
             continue
-        m = statistics.median(v)
-        print(f"  {c:12} {m:9.4f}  {100 * (m / base - 1):+6.2f}%  rounds {', '.join(f'{x:.4f}' for x in v)}")
+        m, lo = statistics.median(v), min(v)
+        print(f"  {c:12} median {m:9.4f} {100 * (m / base - 1):+6.2f}%  best {lo:9.4f} {100 * (lo / base_lo - 1):+6.2f}%  rounds {', '.join(f'{x:.4f}' for x in v)}")
 print("final training loss per config (bits):", {c: sorted(s) for c, s in loss.items()})
 print("identical across configs:", len(set().union(*loss.values())) == 1)
 PY
