@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing otelcol-gpu needs on Debian 12, and
 # nothing when it is already there: clang-19 and llvm-19 (BPF objects), bpftool,
-# libbpf headers, gcc/make (fake CUDA driver), and linux-perf for benchmarks.
+# libbpf headers, gcc/make/libc6-dev (fake CUDA driver, devrt), and linux-perf
+# for benchmarks.
 set -euo pipefail
 need=()
 command -v clang-19 >/dev/null || need+=(clang-19 llvm-19)
@@ -9,6 +10,8 @@ command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ] || need+=(bpftool)
 [ -f /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
 [ -f /usr/include/x86_64-linux-gnu/asm/types.h ] || need+=(linux-libc-dev)
 command -v gcc >/dev/null || need+=(gcc)
+# C headers and the static libc (devrt's ringdump is linked -static).
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 command -v make >/dev/null || need+=(make)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "installing: ${need[*]}"

@@ -21,7 +21,7 @@ start_collector() { # $1: log name, rest: extra args
 	rm -f "$OUT/otel.jsonl"
 	taskset -c 8-15 $bin --config bench/device/collector.yaml "$@" > "$log" 2>&1 &
 	col=$!
-	for _ in $(seq 200); do grep -q "Everything is ready" "$log" && break; sleep 0.1; done
+	wait_ready "$log"
 	grep -E "probed CUDA library|unavailable|cannot" "$log" | cut -c1-300
 }
 stop_collector() { kill -TERM $col; wait $col 2>/dev/null; }

@@ -29,7 +29,7 @@ run() {
 	if [ "$config" != none ]; then
 		CUDA_ENABLED=$cuda DEVRT_SAMPLE=$sample RUN_NAME=${config//\//-}-$loop taskset -c 8-15 $bin --config bench/device/devrt_overhead.yaml > $OUT/collector-${config//\//-}.log 2>&1 &
 		col=$!
-		for _ in $(seq 300); do grep -q "Everything is ready" $OUT/collector-${config//\//-}.log && break; sleep 0.1; done
+		wait_ready "$OUT/collector-${config//\//-}.log"
 	fi
 	local cmd="python3 bench/device/devrt/train_loop.py 50"
 	[ "$loop" = launch ] && cmd="python3 bench/device/launch_loop.py 20000"

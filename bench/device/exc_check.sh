@@ -16,7 +16,7 @@ else
 	$bin --config bench/device/collector.yaml > $OUT/collector.log 2>&1 &
 fi
 col=$!
-for _ in $(seq 300); do grep -q "Everything is ready" $OUT/collector.log && break; sleep 0.1; done
+wait_ready "$OUT/collector.log"
 LD_PRELOAD=$pre python3 -c "
 import torch
 x = torch.zeros(1 << 20, device='cuda')

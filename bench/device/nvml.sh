@@ -14,7 +14,7 @@ nvcc -o /tmp/xid_trigger bench/device/xid_trigger.cu 2>&1 | tail -3
 rm -f $OUT/otel.jsonl
 $bin --config bench/device/nvml.yaml > $OUT/collector.log 2>&1 &
 col=$!
-for _ in $(seq 200); do grep -q "Everything is ready" $OUT/collector.log && break; sleep 0.1; done
+wait_ready "$OUT/collector.log"
 grep -E "unavailable|NVML|Xid" $OUT/collector.log | cut -c1-300
 
 echo "== 1. load + nvidia-smi"

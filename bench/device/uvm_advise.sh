@@ -10,7 +10,7 @@ nvcc -O2 -arch=sm_90 -o /tmp/managed bench/device/uvm/managed.cu 2>&1 | tail -3
 rm -f $OUT/otel.jsonl /tmp/uvm-advise-start
 $bin --config bench/device/uvm_advise.yaml > $OUT/collector.log 2>&1 &
 col=$!
-for _ in $(seq 200); do grep -q "Everything is ready" $OUT/collector.log && break; sleep 0.1; done
+wait_ready "$OUT/collector.log"
 /tmp/managed --start-file /tmp/uvm-advise-start --max-mib ${MIB:-64} --random-pages ${RANDOM_PAGES:-2048} --pause-ms 3000 > $OUT/program.json 2>$OUT/program.err &
 prog=$!
 sleep 2

@@ -18,7 +18,7 @@ echo "== collector"
 rm -f $OUT/otel.jsonl /tmp/uvm-start2
 $bin --config bench/device/uvm.yaml > $OUT/collector.log 2>&1 &
 col=$!
-for _ in $(seq 200); do grep -q "Everything is ready" $OUT/collector.log && break; sleep 0.1; done
+wait_ready "$OUT/collector.log"
 /tmp/managed --start-file /tmp/uvm-start2 $args > $OUT/program.json 2>$OUT/program.err &
 prog=$!
 sleep 2 # the program's first CUDA calls start the tracker; then let it go

@@ -62,14 +62,14 @@ func adviceFor(r faultpattern.Result) (a Advice, ok bool) {
 
 // Names of what advise mode emits.
 const (
-	metricAdvice   = "gpu.policy.advice"
-	attrPattern    = "gpu.uvm.pattern"
-	attrPrefetch   = "gpu.policy.prefetch"
-	attrStride     = "gpu.policy.prefetch.stride"
-	attrEviction   = "gpu.policy.eviction"
-	attrSamples    = "gpu.policy.samples"
-	scopeName      = "github.com/otelcol-gpu/otelcol-gpu/processor/gpupolicyprocessor"
-	adviceUnitless = "1"
+	metricAdvice = "gpu.policy.advice"
+	attrPattern  = "gpu.uvm.pattern"
+	attrPrefetch = "gpu.policy.prefetch"
+	attrStride   = "gpu.policy.prefetch.stride"
+	attrEviction = "gpu.policy.eviction"
+	attrSamples  = "gpu.policy.samples"
+	scopeName    = "github.com/otelcol-gpu/otelcol-gpu/processor/gpupolicyprocessor"
+	adviceUnit   = "1"
 )
 
 // adviser derives advice from the fault stream of one receiver, at most
@@ -151,7 +151,7 @@ func appendAdviceMetric(md pmetric.Metrics, k faultstream.Key, r faultpattern.Re
 	sm.Scope().SetName(scopeName)
 	m := sm.Metrics().AppendEmpty()
 	m.SetName(metricAdvice)
-	m.SetUnit(adviceUnitless)
+	m.SetUnit(adviceUnit)
 	m.SetDescription("Policy the process's recent GPU faults call for; the value is the confidence of the fault pattern behind it. Reported, not applied (advise mode).")
 	dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)

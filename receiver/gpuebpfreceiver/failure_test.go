@@ -35,6 +35,22 @@ func (h *statusHost) Report(e *componentstatus.Event) {
 	h.events = append(h.events, e)
 }
 
+// runUntilTwoEmissions starts a metrics receiver of cfg (collection every
+// 20 ms) on a host that records status events, waits for two emissions and
+// shuts it down.
+func runUntilTwoEmissions(t *testing.T, cfg *Config) (*statusHost, *consumertest.MetricsSink) {
+	t.Helper()
+	cfg.CollectionInterval = 20 * time.Millisecond
+	sink := new(consumertest.MetricsSink)
+	r, err := createMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	require.NoError(t, err)
+	host := &statusHost{}
+	require.NoError(t, r.Start(context.Background(), host))
+	require.Eventually(t, func() bool { return len(sink.AllMetrics()) >= 2 }, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, r.Shutdown(context.Background()))
+	return host, sink
+}
+
 // TestSourceFailureKeepsReceiverRunning: when the BPF programs cannot be
 // loaded (no privileges, lockdown), Start succeeds, the reason is reported
 // once through component status, and the receiver keeps emitting its own
@@ -46,15 +62,8 @@ func TestSourceFailureKeepsReceiverRunning(t *testing.T) {
 	newTracer = func(cudaprobe.Options) (*cudaprobe.Tracer, error) { return nil, loadErr }
 
 	cfg := createDefaultConfig().(*Config)
-	cfg.CollectionInterval = 20 * time.Millisecond
 	cfg.NVML.Enabled = false
-	sink := new(consumertest.MetricsSink)
-	r, err := createMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
-	require.NoError(t, err)
-	host := &statusHost{}
-	require.NoError(t, r.Start(context.Background(), host))
-	require.Eventually(t, func() bool { return len(sink.AllMetrics()) >= 2 }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, r.Shutdown(context.Background()))
+	host, sink := runUntilTwoEmissions(t, cfg)
 
 	require.Len(t, host.events, 1)
 	require.Equal(t, componentstatus.StatusRecoverableError, host.events[0].Status())
@@ -115,18 +124,11 @@ func TestForcedFentryBackendMissing(t *testing.T) {
 		t.Skip("this machine has nvidia_uvm")
 	}
 	cfg := createDefaultConfig().(*Config)
-	cfg.CollectionInterval = 20 * time.Millisecond
 	cfg.NVML.Enabled = false
 	cfg.CUDA.Enabled = false
 	cfg.DevRT.Enabled = false
 	cfg.UVM.Backend = uvm.BackendFentry
-	sink := new(consumertest.MetricsSink)
-	r, err := createMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
-	require.NoError(t, err)
-	host := &statusHost{}
-	require.NoError(t, r.Start(context.Background(), host))
-	require.Eventually(t, func() bool { return len(sink.AllMetrics()) >= 2 }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, r.Shutdown(context.Background()))
+	host, _ := runUntilTwoEmissions(t, cfg)
 
 	require.Len(t, host.events, 1)
 	require.Equal(t, componentstatus.StatusRecoverableError, host.events[0].Status())
