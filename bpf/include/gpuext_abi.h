@@ -487,4 +487,134 @@ struct gpuext_uvm_event {
 	__u32 aux[3];
 };
 
+/* ------------------------------------------------------------------------
+ * gpu_ext kernel module (kernel-modules/gpu_ext): the contexts its struct_ops
+ * policies read. A driver fills one of these with what it observed and calls
+ * a gpu_ext entry point (kernel-modules/gpu_ext/gpu_ext.h); the module copies
+ * it into module memory, runs the attached policy on the copy, and validates
+ * what the policy asked for (through kfuncs) after the callback returns.
+ * Policies read contexts and cannot write them (the verifier refuses), so no
+ * policy ever touches driver memory. GPUEXT_KMOD_ABI_VERSION changes with any
+ * layout, callback or kfunc change; the module carries it in BTF
+ * (enum gpu_ext_abi) and the Go loader refuses a different one.
+ * ------------------------------------------------------------------------ */
+#define GPUEXT_KMOD_ABI_VERSION 1
+
+#define GPUEXT_CHUNK_SHIFT 21             /* root chunks and VA blocks: 2 MiB */
+#define GPUEXT_PAGE_SHIFT 12              /* prefetch regions count 4 KiB pages */
+#define GPUEXT_BLOCK_PAGES 512            /* pages in one VA block */
+#define GPUEXT_EVICT_MAX_SKIPS 8          /* evict_prepare: spared candidates per eviction */
+#define GPUEXT_TIMESLICE_MIN_US 100ULL    /* set_timeslice clamps into [MIN, MAX] */
+#define GPUEXT_TIMESLICE_MAX_US 10000000ULL
+
+/* What a prefetch callback returns. */
+enum gpuext_action {
+	GPUEXT_ACTION_DEFAULT = 0,    /* run the driver's own algorithm */
+	GPUEXT_ACTION_BYPASS = 1,     /* use the region the policy set (none set: no prefetch) */
+	GPUEXT_ACTION_ENTER_LOOP = 2, /* walk the driver's region tree, calling page_prefetch_iter per level */
+};
+
+/* The memory hooks; also the index of a hook in the module's counters. */
+enum gpuext_hook {
+	GPUEXT_HOOK_BLOCK_ACTIVATE = 0,
+	GPUEXT_HOOK_BLOCK_ACCESS = 1,
+	GPUEXT_HOOK_EVICT_PREPARE = 2,
+	GPUEXT_HOOK_PAGE_PREFETCH = 3,
+	GPUEXT_HOOK_PAGE_PREFETCH_ITER = 4,
+	GPUEXT_HOOK_TASK_INIT = 5,
+	GPUEXT_HOOK_TASK_BIND = 6,
+	GPUEXT_HOOK_TASK_DESTROY = 7,
+	GPUEXT_HOOK_MAX = 8,
+};
+
+/* Lists of the memory manager: chunks are evicted from the head. */
+enum gpuext_list {
+	GPUEXT_LIST_NONE = 0,
+	GPUEXT_LIST_USED = 1,   /* chunks backing VA blocks */
+	GPUEXT_LIST_UNUSED = 2, /* allocated chunks holding no live data: evicted before USED */
+};
+
+/* A block move request. HEAD: evict sooner; TAIL: keep longer (in
+ * evict_prepare, TAIL spares the candidate and the driver picks again). */
+enum gpuext_pos {
+	GPUEXT_POS_NONE = 0, /* no request: the driver's default */
+	GPUEXT_POS_HEAD = 1,
+	GPUEXT_POS_TAIL = 2,
+};
+
+enum gpuext_interleave {
+	GPUEXT_INTERLEAVE_DEFAULT = 0,
+	GPUEXT_INTERLEAVE_LOW = 1,
+	GPUEXT_INTERLEAVE_MEDIUM = 2,
+	GPUEXT_INTERLEAVE_HIGH = 3,
+};
+
+/*
+ * struct gpuext_mem_ctx - a 2 MiB root chunk at block_activate (it was given
+ * to a VA block and put on the used list), block_access (a resident chunk
+ * served a fault) and evict_prepare (the driver needs a victim; the chunk is
+ * the candidate it would take). 64 bytes.
+ * Request: bpf_gpu_ext_block_move(ctx, enum gpuext_pos).
+ */
+struct gpuext_mem_ctx {
+	__u64 chunk_id;        /* the driver's stable id of the root chunk */
+	__u64 va_start;        /* start of the VA block it backs; 0: none or unknown */
+	__u64 cgroup_id;       /* owner's cgroup v2 id; 0: unknown */
+	__u32 pid;             /* owner (thread group id); 0: unknown */
+	__u32 gpu;             /* the driver's GPU index */
+	__u32 hook;            /* enum gpuext_hook */
+	__u32 list;            /* enum gpuext_list: where the chunk is now */
+	__u32 used_chunks;     /* length of the used list */
+	__u32 unused_chunks;   /* length of the unused list */
+	__u32 capacity_chunks; /* root chunks the memory manager can hold */
+	__u32 skips;           /* evict_prepare: candidates already spared in this eviction */
+	__u64 access_count;    /* the driver's count of accesses to this chunk, if it keeps one */
+};
+
+/*
+ * struct gpuext_prefetch_ctx - a GPU fault in a VA block, at page_prefetch
+ * and (after ENTER_LOOP) at each level of the driver's region tree in
+ * page_prefetch_iter. Pages are 4 KiB indexes from va_start. 72 bytes.
+ * Request: bpf_gpu_ext_set_prefetch_region(ctx, first, outer); the module
+ * clamps it into [max_first, max_outer).
+ */
+struct gpuext_prefetch_ctx {
+	__u64 va_start;        /* VA block start */
+	__u64 cgroup_id;
+	__u32 pid;
+	__u32 gpu;
+	__u32 hook;            /* GPUEXT_HOOK_PAGE_PREFETCH or _ITER */
+	__u32 page_index;      /* the faulting page */
+	__u32 max_first;       /* the bound the driver allows: [max_first, max_outer) */
+	__u32 max_outer;
+	__u32 faulted_pages;   /* pages of the block faulted in this batch */
+	__u32 resident_pages;  /* pages of the block already resident on the GPU */
+	__u32 iter_first;      /* _ITER: the tree node's region [iter_first, iter_outer) */
+	__u32 iter_outer;
+	__u32 iter_count;      /* _ITER: faulted + resident pages in that node */
+	__u32 iter_level;      /* _ITER: 0 = the leaf level */
+	__u64 _reserved;
+};
+
+/*
+ * struct gpuext_sched_ctx - a channel group (TSG) at task_init (created),
+ * task_bind (scheduled on a runlist) and task_destroy. 72 bytes.
+ * Requests: bpf_gpu_ext_set_timeslice(ctx, us), bpf_gpu_ext_set_interleave(ctx,
+ * enum gpuext_interleave), bpf_gpu_ext_reject_bind(ctx) (task_bind only).
+ */
+struct gpuext_sched_ctx {
+	__u64 tsg_id;
+	__u64 cgroup_id;
+	__u64 timeslice_us;    /* the driver's current (at init: default) timeslice */
+	__u32 pid;
+	__u32 gpu;
+	__u32 hook;            /* GPUEXT_HOOK_TASK_* */
+	__u32 engine_type;
+	__u32 runlist_id;
+	__u32 channel_count;
+	__u32 interleave;      /* enum gpuext_interleave */
+	__u32 _pad;
+	char comm[16];
+};
+
 #endif /* GPUEXT_ABI_H */
