@@ -15,7 +15,7 @@ DEVRT := $(CURDIR)/build/devrt
 .DEFAULT_GOAL := build
 include mk/dist.mk
 
-.PHONY: deps generate check-generated fakecuda devrt vet unit test run demo bench clean
+.PHONY: deps generate check-generated fakecuda devrt kernel-modules vet unit test run demo bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -36,6 +36,11 @@ fakecuda: deps
 # The in-process device runtime (libgpuext-devrt.so), its tools and C tests.
 devrt: deps
 	$(MAKE) -C devrt OUT=$(DEVRT)
+
+# The gpu_ext and gpu_ext_sim kernel modules, built against the pinned Debian
+# kernel (scripts/kernel-env.sh), with their BTF and kfunc ids checked.
+kernel-modules: deps
+	$(MAKE) -C kernel-modules check
 
 vet:
 	$(GO) vet ./...

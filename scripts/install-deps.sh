@@ -19,3 +19,21 @@ if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+
+# --- kernel modules and their qemu tests (kernel-modules/, make kernel-test) ---
+# pahole (dwarves) writes a module's .BTF, without which its struct_ops and
+# kfuncs cannot register; dpkg-deb unpacks the pinned kernel
+# (scripts/kernel-env.sh downloads it from bookworm-backports); qemu,
+# busybox-static and cpio boot it with an initramfs.
+kneed=()
+command -v pahole >/dev/null || kneed+=(dwarves)
+command -v dpkg-deb >/dev/null || kneed+=(dpkg)
+command -v qemu-system-x86_64 >/dev/null || kneed+=(qemu-system-x86)
+[ -f /usr/share/doc/busybox-static/copyright ] || kneed+=(busybox-static)
+command -v cpio >/dev/null || kneed+=(cpio)
+if [ ${#kneed[@]} -gt 0 ]; then
+	echo "installing: ${kneed[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${kneed[@]}" >/dev/null
+fi
