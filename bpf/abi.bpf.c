@@ -21,3 +21,7 @@ const struct gpuext_slot *unused_slot __attribute__((unused));
 const struct gpuext_ctl *unused_ctl __attribute__((unused));
 const enum gpuext_ring_drop *unused_ring_drop __attribute__((unused));
 const enum gpuext_source *unused_source __attribute__((unused));
+/* gpu_ext policy contexts: checked by internal/gpuext. */
+const struct gpuext_mem_ctx *unused_mem_ctx __attribute__((unused));
+const struct gpuext_prefetch_ctx *unused_prefetch_ctx __attribute__((unused));
+const struct gpuext_sched_ctx *unused_sched_ctx __attribute__((unused));

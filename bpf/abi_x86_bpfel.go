@@ -66,12 +66,15 @@ type AbiMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type AbiVariableSpecs struct {
-	UnusedCtl      *ebpf.VariableSpec `ebpf:"unused_ctl"`
-	UnusedGpuExec  *ebpf.VariableSpec `ebpf:"unused_gpu_exec"`
-	UnusedRingDrop *ebpf.VariableSpec `ebpf:"unused_ring_drop"`
-	UnusedRingHdr  *ebpf.VariableSpec `ebpf:"unused_ring_hdr"`
-	UnusedSlot     *ebpf.VariableSpec `ebpf:"unused_slot"`
-	UnusedSource   *ebpf.VariableSpec `ebpf:"unused_source"`
+	UnusedCtl         *ebpf.VariableSpec `ebpf:"unused_ctl"`
+	UnusedGpuExec     *ebpf.VariableSpec `ebpf:"unused_gpu_exec"`
+	UnusedMemCtx      *ebpf.VariableSpec `ebpf:"unused_mem_ctx"`
+	UnusedPrefetchCtx *ebpf.VariableSpec `ebpf:"unused_prefetch_ctx"`
+	UnusedRingDrop    *ebpf.VariableSpec `ebpf:"unused_ring_drop"`
+	UnusedRingHdr     *ebpf.VariableSpec `ebpf:"unused_ring_hdr"`
+	UnusedSchedCtx    *ebpf.VariableSpec `ebpf:"unused_sched_ctx"`
+	UnusedSlot        *ebpf.VariableSpec `ebpf:"unused_slot"`
+	UnusedSource      *ebpf.VariableSpec `ebpf:"unused_source"`
 }
 
 // AbiObjects contains all objects after they have been loaded into the kernel.
@@ -104,12 +107,15 @@ func (m *AbiMaps) Close() error {
 //
 // It can be passed to LoadAbiObjects or ebpf.CollectionSpec.LoadAndAssign.
 type AbiVariables struct {
-	UnusedCtl      *ebpf.Variable `ebpf:"unused_ctl"`
-	UnusedGpuExec  *ebpf.Variable `ebpf:"unused_gpu_exec"`
-	UnusedRingDrop *ebpf.Variable `ebpf:"unused_ring_drop"`
-	UnusedRingHdr  *ebpf.Variable `ebpf:"unused_ring_hdr"`
-	UnusedSlot     *ebpf.Variable `ebpf:"unused_slot"`
-	UnusedSource   *ebpf.Variable `ebpf:"unused_source"`
+	UnusedCtl         *ebpf.Variable `ebpf:"unused_ctl"`
+	UnusedGpuExec     *ebpf.Variable `ebpf:"unused_gpu_exec"`
+	UnusedMemCtx      *ebpf.Variable `ebpf:"unused_mem_ctx"`
+	UnusedPrefetchCtx *ebpf.Variable `ebpf:"unused_prefetch_ctx"`
+	UnusedRingDrop    *ebpf.Variable `ebpf:"unused_ring_drop"`
+	UnusedRingHdr     *ebpf.Variable `ebpf:"unused_ring_hdr"`
+	UnusedSchedCtx    *ebpf.Variable `ebpf:"unused_sched_ctx"`
+	UnusedSlot        *ebpf.Variable `ebpf:"unused_slot"`
+	UnusedSource      *ebpf.Variable `ebpf:"unused_source"`
 }
 
 // AbiPrograms contains all programs after they have been loaded into the kernel.
