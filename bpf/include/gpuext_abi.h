@@ -346,7 +346,13 @@ struct gpuext_ring_hdr {
 #define GPUEXT_CLASS_SYNC (1U << 3)
 #define GPUEXT_CLASS_MODULE (1U << 4) /* contexts and modules */
 #define GPUEXT_CLASS_EXEC (1U << 5)   /* GPU execution timing of sampled work */
-#define GPUEXT_CLASS_ALL 0x3fU
+#define GPUEXT_CLASS_ALL 0x3fU       /* every call once: the default */
+/* Also the driver launches and copies the CUDA runtime makes inside a
+ * reported runtime launch or copy (cudaLaunchKernel -> cuLaunchKernel): off
+ * by default, the runtime call's record stands for both (the uprobes, which
+ * cannot tell, report both). */
+#define GPUEXT_CLASS_NESTED (1U << 6)
+#define GPUEXT_CLASS_MASK 0x7fU
 
 /* A policy action slot of the control page (filled by the gpupolicy
  * processor; devrt applies kinds it knows when generation changes). */

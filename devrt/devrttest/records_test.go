@@ -9,8 +9,11 @@ import (
 )
 
 // noTiming turns GPU execution timing off: devrt then makes no driver call
-// of its own, and the driver's counters must be exactly the program's.
-var noTiming = []string{"GPUEXT_DEVRT_SAMPLE=0"}
+// of its own, and the driver's counters must be exactly the program's. It
+// also asks for the nested class, so that every call the fake driver counts
+// has its record (by default a runtime launch's or copy's own driver call
+// is folded into the runtime call's record: TestNestedDriverCallsFolded).
+var noTiming = []string{"GPUEXT_DEVRT_SAMPLE=0", "GPUEXT_DEVRT_CLASSES=all,nested"}
 
 // checkRun runs a scenario with and without devrt (no timing) and checks
 // what must hold for every scenario: the same output, the same driver
@@ -256,6 +259,26 @@ func TestRuntimeLaunchVariants(t *testing.T) {
 			}
 			require.Less(t, reg.Corr, rt[0].Corr)
 			require.LessOrEqual(t, reg.End, rt[0].Start)
+		})
+	}
+}
+
+// By default the driver launch a runtime launch makes has no record of its
+// own: the runtime call's record stands for it, one record per launch (what
+// PyTorch pays for). Everything else is reported as with the nested class.
+func TestNestedDriverCallsFolded(t *testing.T) {
+	h := newHarness(t)
+	for _, sc := range []string{"runtime", "runtime-ex", "runtime-stub"} {
+		t.Run(sc, func(t *testing.T) {
+			nested := h.run(opts{devrt: true, env: noTiming}, sc, "40").only(t)
+			folded := h.run(opts{devrt: true, env: []string{"GPUEXT_DEVRT_SAMPLE=0"}}, sc, "40").only(t)
+			checkCalls(t, folded)
+			want := countByAPI(nested.calls)
+			require.Equal(t, 40, want[ev.APICuLaunchKernel])
+			delete(want, ev.APICuLaunchKernel)
+			require.Equal(t, want, countByAPI(folded.calls))
+			require.Equal(t, uint64(len(folded.calls)), folded.ctr.Records)
+			require.Zero(t, folded.ctr.Drops)
 		})
 	}
 }

@@ -97,6 +97,15 @@ int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
 		devrt_ctl_refresh(t);
 	if (!(t->classes & s->cls))
 		return 0;
+	/* The driver launch or copy that a reported runtime launch or copy
+	 * makes: the runtime call's record stands for it (it still brackets
+	 * the driver call when timed), unless the nested class asks for both.
+	 * One record per PyTorch launch instead of two. */
+	if (t->outer && (s->df & (DF_KERNEL | DF_COPY)) &&
+	    !(t->classes & GPUEXT_CLASS_NESTED)) {
+		devrt_timing_inner(t->outer, s, args, nargs);
+		return 0;
+	}
 
 	memset(e, 0, sizeof(*e));
 	e->kind = s->ck >> GPUEXT_CK_NAME_SHIFT ? GPUEXT_KIND_CALL_NAMED :
@@ -120,10 +129,11 @@ int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
 	c->outer = t->outer;
 	e->start_ns = devrt_now();
 	if (s->df & (DF_KERNEL | DF_COPY)) {
-		/* A runtime launch times the driver launch it makes: the
-		 * inner call is reported, but not timed on its own. */
+		/* A runtime launch times the driver launch it makes: with
+		 * the nested class the inner call is reported, but not timed
+		 * on its own. */
 		if (c->outer)
-			devrt_timing_inner(c->outer, c);
+			devrt_timing_inner(c->outer, s, e->args, GPUEXT_NARGS);
 		else
 			devrt_timing_begin(c, t);
 		t->outer = c;

@@ -98,6 +98,7 @@ static const struct {
 	{ "copy", GPUEXT_CLASS_COPY },     { "sync", GPUEXT_CLASS_SYNC },
 	{ "module", GPUEXT_CLASS_MODULE }, { "context", GPUEXT_CLASS_MODULE },
 	{ "exec", GPUEXT_CLASS_EXEC },     { "all", GPUEXT_CLASS_ALL },
+	{ "nested", GPUEXT_CLASS_NESTED },
 };
 
 /* "ALL", "none", a number, or names: "launch,copy,exec". */
@@ -112,7 +113,7 @@ static __u32 parse_classes(const char *s)
 		return GPUEXT_CLASS_ALL;
 	v = strtoul(s, &end, 0);
 	if (!*end)
-		return (__u32)v & GPUEXT_CLASS_ALL;
+		return (__u32)v & GPUEXT_CLASS_MASK;
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {

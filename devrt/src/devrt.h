@@ -186,7 +186,9 @@ void devrt_reg_fork_child(void);
 void devrt_timing_begin(struct devrt_call *c, struct devrt_thread *t);
 void devrt_timing_end(struct devrt_call *c, CUresult r);
 void devrt_timing_publish(struct devrt_call *c);
-void devrt_timing_inner(struct devrt_call *outer, struct devrt_call *inner);
+void devrt_timing_inner(struct devrt_call *outer,
+			const struct devrt_sym_info *inner, const __u64 *args,
+			unsigned int nargs);
 void devrt_timing_fork_child(void);
 void devrt_timing_flush(void);
 

@@ -237,7 +237,7 @@ void devrt_ctl_refresh(struct devrt_thread *t)
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		g2 = __atomic_load_n(&ctl->generation, __ATOMIC_RELAXED);
 		if (g1 == g2) {
-			snap = (__u64)(classes & GPUEXT_CLASS_ALL) << 32 | sample;
+			snap = (__u64)(classes & GPUEXT_CLASS_MASK) << 32 | sample;
 			__atomic_store_n(&devrt.ctl_snapshot, snap,
 					 __ATOMIC_RELAXED);
 			t->epoch = __atomic_load_n(&devrt.epoch, __ATOMIC_RELAXED);

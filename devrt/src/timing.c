@@ -564,12 +564,23 @@ void devrt_timing_begin(struct devrt_call *c, struct devrt_thread *t)
  * bracket it already; the record names the kernel by its CUfunction rather
  * than the host stub.
  */
-void devrt_timing_inner(struct devrt_call *outer, struct devrt_call *inner)
+/* A timed runtime launch names the driver function its driver launch ran
+ * (args: that call's arguments, nargs of them). */
+void devrt_timing_inner(struct devrt_call *outer,
+			const struct devrt_sym_info *inner, const __u64 *args,
+			unsigned int nargs)
 {
-	if (outer->pair && (inner->sym->df & DF_KERNEL) &&
-	    (outer->ev.api == GPUEXT_API_cudaLaunchKernel ||
-	     outer->ev.api == GPUEXT_API_cudaLaunchKernelExC))
-		outer->pair->rec.handle = work_of(&inner->ev).handle;
+	struct gpuext_event e;
+
+	if (!outer->pair || !(inner->df & DF_KERNEL) ||
+	    (outer->ev.api != GPUEXT_API_cudaLaunchKernel &&
+	     outer->ev.api != GPUEXT_API_cudaLaunchKernelExC))
+		return;
+	memset(&e, 0, sizeof(e));
+	e.api = inner->api;
+	memcpy(e.args, args,
+	       (nargs < GPUEXT_NARGS ? nargs : GPUEXT_NARGS) * sizeof(e.args[0]));
+	outer->pair->rec.handle = work_of(&e).handle;
 }
 
 void devrt_timing_end(struct devrt_call *c, CUresult r)

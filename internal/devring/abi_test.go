@@ -88,6 +88,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"GPUEXT_RING_CLOSED": StateClosed, "GPUEXT_CLASS_LAUNCH": ClassLaunch, "GPUEXT_CLASS_MEMORY": ClassMemory,
 		"GPUEXT_CLASS_COPY": ClassCopy, "GPUEXT_CLASS_SYNC": ClassSync, "GPUEXT_CLASS_MODULE": ClassModule,
 		"GPUEXT_CLASS_EXEC": ClassExec, "GPUEXT_CLASS_ALL": ClassAll, "GPUEXT_ABI_VERSION": ABIVersion,
+		"GPUEXT_CLASS_NESTED": ClassNested, "GPUEXT_CLASS_MASK": ClassMask,
 		"GPUEXT_CTL_ACTIONS": ctlActionCount,
 	} {
 		got, ok := defines[name]

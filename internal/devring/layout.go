@@ -88,7 +88,12 @@ const (
 	ClassSync   = 1 << 3
 	ClassModule = 1 << 4 // contexts and modules
 	ClassExec   = 1 << 5 // GPU execution timing of sampled work
-	ClassAll    = 0x3f
+	ClassAll    = 0x3f   // every call once: the default
+	// ClassNested also reports the driver launches and copies the CUDA
+	// runtime makes inside a reported runtime launch or copy (folded into
+	// the runtime call's record otherwise).
+	ClassNested = 1 << 6
+	ClassMask   = 0x7f
 )
 
 // StateName is a ring state's name: active, disabled, closed or unknown.

@@ -43,10 +43,12 @@ func devrtLibrary(t *testing.T) string {
 }
 
 // devrtEnv preloads devrt writing its ring (and its own driver calls,
-// GPUEXT_DEVRT_STATS) into ringDir.
+// GPUEXT_DEVRT_STATS) into ringDir. It reports nested driver calls too (as
+// withDevrt's control page does), so that every call the fake driver
+// counts has its span; TestEndToEndDevrtFoldsNested checks the default.
 func devrtEnv(lib, ringDir string, extra ...string) []string {
 	return append([]string{"LD_PRELOAD=" + lib, "GPUEXT_DEVRT_DIR=" + ringDir, "GPUEXT_DEVRT_STATS=1",
-		"GPUEXT_DEVRT_SAMPLE=" + strconv.Itoa(devrtSample)}, extra...)
+		"GPUEXT_DEVRT_SAMPLE=" + strconv.Itoa(devrtSample), "GPUEXT_DEVRT_CLASSES=all,nested"}, extra...)
 }
 
 func withDevrt(ringDir string) func(*Config) {
@@ -54,6 +56,7 @@ func withDevrt(ringDir string) func(*Config) {
 		c.DevRT.Directories = []string{ringDir}
 		c.DevRT.PollInterval = 10 * time.Millisecond
 		c.DevRT.SampleEvery = devrtSample
+		c.DevRT.NestedCalls = true
 	}
 }
 
@@ -186,6 +189,38 @@ func ringsGone(t *testing.T, ringDir string, pid int) {
 }
 
 // TestEndToEndDevrt: devrt alone (the uprobe source off).
+// By default (devrt::nested_calls off) a runtime launch is one span: the
+// driver launch the runtime makes inside it has no record, and the GPU
+// execution span of a timed launch hangs from the runtime launch, named.
+func TestEndToEndDevrtFoldsNested(t *testing.T) {
+	lib := devrtLibrary(t)
+	ringDir := t.TempDir()
+	cfg := devrtConfig(ringDir)
+	withDevrt(ringDir)(cfg)
+	cfg.DevRT.NestedCalls = false
+	traces, metrics := startDevrtOnly(t, cfg)
+	h := &harness{t: t, dir: fakeCUDA(t), traces: traces, metrics: metrics}
+
+	env := []string{"LD_PRELOAD=" + lib, "GPUEXT_DEVRT_DIR=" + ringDir, "GPUEXT_DEVRT_STATS=1",
+		"GPUEXT_DEVRT_SAMPLE=" + strconv.Itoa(devrtSample)}
+	res := h.run(env, "runtime-stub", "10")
+	ringsGone(t, ringDir, res.PID)
+	want, total := expectedDevrtSpans(t, res, devrtOwnCalls(t, ringDir, res.PID))
+	require.Equal(t, 10, want["cudaLaunchKernel"])
+	require.Equal(t, 10, want["cuLaunchKernel"], "the runtime's driver launches, which the driver counted")
+	delete(want, "cuLaunchKernel")
+	total -= 10
+	want["cudaLaunchKernel gpu"] = 1 // the first of the thread's 10 launches
+	spans := h.spansOf(res.PID, total+1)
+	require.Equal(t, want, countBy(spans, ptrace.Span.Name))
+	require.Equal(t, map[string]int{"cudaLaunchKernel gpu": 1}, checkGPUSpans(t, spans, 0))
+	for _, s := range spans {
+		if strings.HasPrefix(s.Name(), "cudaLaunchKernel") {
+			require.Equal(t, "saxpyKernel(float, float const*, float*)", attr(s, "gpu.cuda.kernel.name"), s.Name())
+		}
+	}
+}
+
 func TestEndToEndDevrt(t *testing.T) {
 	lib := devrtLibrary(t)
 	ringDir := t.TempDir()

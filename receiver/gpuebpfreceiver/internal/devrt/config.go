@@ -25,6 +25,11 @@ type Config struct {
 	// Classes are what devrt reports: launch, memory, copy, sync, module,
 	// exec (GPU execution timing). Empty: all.
 	Classes []string `mapstructure:"classes"`
+	// NestedCalls also reports the driver launch or copy that the CUDA
+	// runtime makes inside a reported runtime launch or copy
+	// (cudaLaunchKernel -> cuLaunchKernel). Off: the runtime call's record
+	// stands for both, one record per launch instead of two.
+	NestedCalls bool `mapstructure:"nested_calls"`
 	// SampleEvery times the GPU execution of 1 in N launches and copies
 	// per thread; 0 turns timing off.
 	SampleEvery int `mapstructure:"sample_every"`
@@ -109,6 +114,9 @@ func (c *Config) Control(consumerPID uint32) devring.Control {
 	}
 	if len(c.Classes) == 0 {
 		ctl.Classes = devring.ClassAll
+	}
+	if c.NestedCalls {
+		ctl.Classes |= devring.ClassNested
 	}
 	return ctl
 }

@@ -57,6 +57,8 @@ func TestConfigControl(t *testing.T) {
 	c.Classes = []string{"sync", "exec"}
 	c.SampleEvery = 0
 	require.Equal(t, devring.Control{Classes: devring.ClassSync | devring.ClassExec, ConsumerPID: 9}, c.Control(9))
+	c.NestedCalls = true
+	require.Equal(t, devring.Control{Classes: devring.ClassSync | devring.ClassExec | devring.ClassNested, ConsumerPID: 9}, c.Control(9))
 }
 
 func TestConfigReports(t *testing.T) {
