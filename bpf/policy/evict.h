@@ -54,8 +54,9 @@ static __always_inline __u32 lfu_activate(const struct gpuext_mem_ctx *ctx, cons
 					  struct mem_clock *clk)
 {
 	struct lfu_rec r = { .count = 1, .epoch = lfu_epoch(cfg, clk->accesses) };
+	__u64 chunk = ctx->chunk_id; /* map keys live on the stack, never in the context */
 
-	if (bpf_map_update_elem(&lfu_count, &ctx->chunk_id, &r, BPF_ANY))
+	if (bpf_map_update_elem(&lfu_count, &chunk, &r, BPF_ANY))
 		mem_stat(GPUEXT_MEM_STAT_TABLE_FULL);
 	return GPUEXT_POS_HEAD;
 }
@@ -64,12 +65,13 @@ static __always_inline __u32 lfu_access(const struct gpuext_mem_ctx *ctx, const 
 					struct mem_clock *clk)
 {
 	__u32 epoch = lfu_epoch(cfg, __sync_fetch_and_add(&clk->accesses, 1) + 1);
-	struct lfu_rec *r = bpf_map_lookup_elem(&lfu_count, &ctx->chunk_id);
+	__u64 chunk = ctx->chunk_id;
+	struct lfu_rec *r = bpf_map_lookup_elem(&lfu_count, &chunk);
 	struct lfu_rec fresh = { .count = 1, .epoch = epoch };
 
 	if (!r) {
 		/* Activated before the policy came, or pushed out of the table. */
-		if (bpf_map_update_elem(&lfu_count, &ctx->chunk_id, &fresh, BPF_ANY))
+		if (bpf_map_update_elem(&lfu_count, &chunk, &fresh, BPF_ANY))
 			mem_stat(GPUEXT_MEM_STAT_TABLE_FULL);
 		return GPUEXT_POS_TAIL;
 	}
@@ -83,12 +85,13 @@ static __always_inline __u32 lfu_access(const struct gpuext_mem_ctx *ctx, const 
 static __always_inline __u32 lfu_evict(const struct gpuext_mem_ctx *ctx, const struct gpuext_mem_cfg *cfg,
 				       struct mem_clock *clk)
 {
-	struct lfu_rec *r = bpf_map_lookup_elem(&lfu_count, &ctx->chunk_id);
+	__u64 chunk = ctx->chunk_id;
+	struct lfu_rec *r = bpf_map_lookup_elem(&lfu_count, &chunk);
 
 	if (r && can_spare(ctx) && lfu_decayed(r, lfu_epoch(cfg, clk->accesses)) >= cfg->lfu_hot)
 		return GPUEXT_POS_TAIL;
 	if (ctx->list == GPUEXT_LIST_USED)
-		bpf_map_delete_elem(&lfu_count, &ctx->chunk_id);
+		bpf_map_delete_elem(&lfu_count, &chunk);
 	return GPUEXT_POS_NONE;
 }
 
@@ -102,9 +105,10 @@ static __always_inline __u32 lfu_evict(const struct gpuext_mem_ctx *ctx, const s
 static __always_inline __u32 fifo_activate(const struct gpuext_mem_ctx *ctx, struct mem_clock *clk)
 {
 	struct fifo_ent e = { .chunk_id = ctx->chunk_id };
+	__u64 chunk = ctx->chunk_id;
 
 	e.seq = __sync_fetch_and_add(&clk->activations, 1) + 1;
-	if (bpf_map_update_elem(&fifo_seq, &ctx->chunk_id, &e.seq, BPF_ANY) ||
+	if (bpf_map_update_elem(&fifo_seq, &chunk, &e.seq, BPF_ANY) ||
 	    bpf_map_push_elem(&fifo_order, &e, 0))
 		mem_stat(GPUEXT_MEM_STAT_TABLE_FULL);
 	return GPUEXT_POS_TAIL;
@@ -115,6 +119,7 @@ static __always_inline __u32 fifo_access(const struct gpuext_mem_ctx *ctx) { ret
 static __always_inline __u32 fifo_evict(const struct gpuext_mem_ctx *ctx)
 {
 	struct fifo_ent head;
+	__u64 chunk = ctx->chunk_id;
 	__u64 *seq;
 	int i;
 
@@ -132,7 +137,7 @@ static __always_inline __u32 fifo_evict(const struct gpuext_mem_ctx *ctx)
 		bpf_map_pop_elem(&fifo_order, &head); /* evicted or re-activated since */
 	}
 	/* The candidate leaves: its queue entry turns stale. */
-	bpf_map_delete_elem(&fifo_seq, &ctx->chunk_id);
+	bpf_map_delete_elem(&fifo_seq, &chunk);
 	return GPUEXT_POS_NONE;
 }
 
@@ -140,12 +145,13 @@ static __always_inline __u32 fifo_evict(const struct gpuext_mem_ctx *ctx)
  * protect_priority are spared while lower ones can be evicted. */
 static __always_inline __u32 owner_priority(const struct gpuext_mem_ctx *ctx, const struct gpuext_mem_cfg *cfg)
 {
-	__u32 *p = NULL;
+	__u32 pid = ctx->pid, *p = NULL;
+	__u64 cgroup = ctx->cgroup_id;
 
 	if (ctx->pid)
-		p = bpf_map_lookup_elem(&prio_pid, &ctx->pid);
+		p = bpf_map_lookup_elem(&prio_pid, &pid);
 	if (!p && ctx->cgroup_id)
-		p = bpf_map_lookup_elem(&prio_cgroup, &ctx->cgroup_id);
+		p = bpf_map_lookup_elem(&prio_cgroup, &cgroup);
 	return p ? *p : cfg->default_priority;
 }
 

@@ -52,12 +52,13 @@ static __always_inline int prefetch_stride(struct gpuext_prefetch_ctx *ctx, cons
 {
 	__u64 page = (ctx->va_start >> GPUEXT_PAGE_SHIFT) + ctx->page_index;
 	struct stride_rec fresh = { .last_page = page };
-	struct stride_rec *r = bpf_map_lookup_elem(&stride_state, &ctx->pid);
+	__u32 pid = ctx->pid; /* map keys live on the stack, never in the context */
+	struct stride_rec *r = bpf_map_lookup_elem(&stride_state, &pid);
 	__s64 d, span;
 	__s64 first, outer;
 
 	if (!r) {
-		if (bpf_map_update_elem(&stride_state, &ctx->pid, &fresh, BPF_ANY))
+		if (bpf_map_update_elem(&stride_state, &pid, &fresh, BPF_ANY))
 			mem_stat(GPUEXT_MEM_STAT_TABLE_FULL);
 		return GPUEXT_ACTION_DEFAULT;
 	}

@@ -70,11 +70,12 @@ static __always_inline __u32 task_class(const struct gpuext_sched_ctx *ctx)
 {
 	struct gpuext_comm_key comm;
 	struct gpuext_sched_cfg *cfg;
-	__u32 zero = 0, *c;
+	__u32 zero = 0, pid = ctx->pid, *c;
+	__u64 cgroup = ctx->cgroup_id; /* map keys live on the stack, never in the context */
 
-	c = bpf_map_lookup_elem(&class_pid, &ctx->pid);
+	c = bpf_map_lookup_elem(&class_pid, &pid);
 	if (!c && ctx->cgroup_id)
-		c = bpf_map_lookup_elem(&class_cgroup, &ctx->cgroup_id);
+		c = bpf_map_lookup_elem(&class_cgroup, &cgroup);
 	if (!c) {
 		__builtin_memcpy(comm.comm, ctx->comm, sizeof(comm.comm));
 		c = bpf_map_lookup_elem(&class_comm, &comm);
