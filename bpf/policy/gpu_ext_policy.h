@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * gpu_ext_policy.h - what every gpu_ext struct_ops policy shares: the two
- * struct_ops types of kernel-modules/gpu_ext/gpu_ext.h, the kfuncs a policy
- * records its requests with, and the parameter records the Go loader
- * (internal/gpuext) writes into the policies' pinned maps under
- * /sys/fs/bpf/gpuext/. The contexts themselves come from gpuext_abi.h.
+ * struct_ops types (kernel-modules/gpu_ext/gpu_ext.h, included, which brings
+ * the contexts of gpuext_abi.h), the kfuncs a policy records its requests
+ * with, and the parameter records the Go loader (internal/gpuext) writes into
+ * the policies' pinned maps under /sys/fs/bpf/gpuext/.
  *
  * Parameters are records here, not in gpuext_abi.h, because only the policies
  * and the loader read them: bpf2go generates their Go types from this file
@@ -17,29 +17,18 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "../include/gpuext_abi.h"
+/* The struct_ops types gpu_mem_ops and gpu_sched_ops: the contract itself.
+ * gpu_ext.h is kernel C; the two kernel typedefs it uses are all it needs
+ * here (its entry point prototypes are never called from BPF). */
+typedef __u32 u32;
+typedef __u64 u64;
+typedef _Bool bool;
+#include "../../kernel-modules/gpu_ext/gpu_ext.h"
 
 /* The module ABI (GPUEXT_KMOD_ABI_VERSION) these policies are compiled
  * against, as an enum so that Go gets it from BTF. */
 enum gpuext_policy_abi {
 	GPUEXT_POLICY_ABI = GPUEXT_KMOD_ABI_VERSION,
-};
-
-/* The struct_ops types, member for member as gpu_ext.h registers them. */
-struct gpu_mem_ops {
-	int (*block_activate)(struct gpuext_mem_ctx *ctx);
-	int (*block_access)(struct gpuext_mem_ctx *ctx);
-	int (*evict_prepare)(struct gpuext_mem_ctx *ctx);
-	int (*page_prefetch)(struct gpuext_prefetch_ctx *ctx);
-	int (*page_prefetch_iter)(struct gpuext_prefetch_ctx *ctx);
-	char name[16];
-};
-
-struct gpu_sched_ops {
-	int (*task_init)(struct gpuext_sched_ctx *ctx);
-	int (*task_bind)(struct gpuext_sched_ctx *ctx);
-	int (*task_destroy)(struct gpuext_sched_ctx *ctx);
-	char name[16];
 };
 
 /* kfuncs of the gpu_ext module: each only records a request in the module's
