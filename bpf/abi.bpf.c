@@ -25,3 +25,14 @@ const enum gpuext_source *unused_source __attribute__((unused));
 const struct gpuext_mem_ctx *unused_mem_ctx __attribute__((unused));
 const struct gpuext_prefetch_ctx *unused_prefetch_ctx __attribute__((unused));
 const struct gpuext_sched_ctx *unused_sched_ctx __attribute__((unused));
+/* gpu_ext_sim records: checked by internal/gpuextsim. */
+const struct gpuext_sim_access *unused_sim_access __attribute__((unused));
+const struct gpuext_sim_mem_config *unused_sim_mem_config __attribute__((unused));
+const struct gpuext_sim_mem_result *unused_sim_mem_result __attribute__((unused));
+const struct gpuext_sim_sched_config *unused_sim_sched_config __attribute__((unused));
+const struct gpuext_sim_job *unused_sim_job __attribute__((unused));
+const struct gpuext_sim_sched_result *unused_sim_sched_result __attribute__((unused));
+const struct gpuext_sim_bench *unused_sim_bench __attribute__((unused));
+const enum gpuext_hook *unused_sim_hook __attribute__((unused));
+const enum gpuext_sim_access_flags *unused_sim_access_flags __attribute__((unused));
+const enum gpuext_sim_mem_flags *unused_sim_mem_flags __attribute__((unused));

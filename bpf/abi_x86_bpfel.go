@@ -66,15 +66,25 @@ type AbiMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type AbiVariableSpecs struct {
-	UnusedCtl         *ebpf.VariableSpec `ebpf:"unused_ctl"`
-	UnusedGpuExec     *ebpf.VariableSpec `ebpf:"unused_gpu_exec"`
-	UnusedMemCtx      *ebpf.VariableSpec `ebpf:"unused_mem_ctx"`
-	UnusedPrefetchCtx *ebpf.VariableSpec `ebpf:"unused_prefetch_ctx"`
-	UnusedRingDrop    *ebpf.VariableSpec `ebpf:"unused_ring_drop"`
-	UnusedRingHdr     *ebpf.VariableSpec `ebpf:"unused_ring_hdr"`
-	UnusedSchedCtx    *ebpf.VariableSpec `ebpf:"unused_sched_ctx"`
-	UnusedSlot        *ebpf.VariableSpec `ebpf:"unused_slot"`
-	UnusedSource      *ebpf.VariableSpec `ebpf:"unused_source"`
+	UnusedCtl            *ebpf.VariableSpec `ebpf:"unused_ctl"`
+	UnusedGpuExec        *ebpf.VariableSpec `ebpf:"unused_gpu_exec"`
+	UnusedMemCtx         *ebpf.VariableSpec `ebpf:"unused_mem_ctx"`
+	UnusedPrefetchCtx    *ebpf.VariableSpec `ebpf:"unused_prefetch_ctx"`
+	UnusedRingDrop       *ebpf.VariableSpec `ebpf:"unused_ring_drop"`
+	UnusedRingHdr        *ebpf.VariableSpec `ebpf:"unused_ring_hdr"`
+	UnusedSchedCtx       *ebpf.VariableSpec `ebpf:"unused_sched_ctx"`
+	UnusedSimAccess      *ebpf.VariableSpec `ebpf:"unused_sim_access"`
+	UnusedSimAccessFlags *ebpf.VariableSpec `ebpf:"unused_sim_access_flags"`
+	UnusedSimBench       *ebpf.VariableSpec `ebpf:"unused_sim_bench"`
+	UnusedSimHook        *ebpf.VariableSpec `ebpf:"unused_sim_hook"`
+	UnusedSimJob         *ebpf.VariableSpec `ebpf:"unused_sim_job"`
+	UnusedSimMemConfig   *ebpf.VariableSpec `ebpf:"unused_sim_mem_config"`
+	UnusedSimMemFlags    *ebpf.VariableSpec `ebpf:"unused_sim_mem_flags"`
+	UnusedSimMemResult   *ebpf.VariableSpec `ebpf:"unused_sim_mem_result"`
+	UnusedSimSchedConfig *ebpf.VariableSpec `ebpf:"unused_sim_sched_config"`
+	UnusedSimSchedResult *ebpf.VariableSpec `ebpf:"unused_sim_sched_result"`
+	UnusedSlot           *ebpf.VariableSpec `ebpf:"unused_slot"`
+	UnusedSource         *ebpf.VariableSpec `ebpf:"unused_source"`
 }
 
 // AbiObjects contains all objects after they have been loaded into the kernel.
@@ -107,15 +117,25 @@ func (m *AbiMaps) Close() error {
 //
 // It can be passed to LoadAbiObjects or ebpf.CollectionSpec.LoadAndAssign.
 type AbiVariables struct {
-	UnusedCtl         *ebpf.Variable `ebpf:"unused_ctl"`
-	UnusedGpuExec     *ebpf.Variable `ebpf:"unused_gpu_exec"`
-	UnusedMemCtx      *ebpf.Variable `ebpf:"unused_mem_ctx"`
-	UnusedPrefetchCtx *ebpf.Variable `ebpf:"unused_prefetch_ctx"`
-	UnusedRingDrop    *ebpf.Variable `ebpf:"unused_ring_drop"`
-	UnusedRingHdr     *ebpf.Variable `ebpf:"unused_ring_hdr"`
-	UnusedSchedCtx    *ebpf.Variable `ebpf:"unused_sched_ctx"`
-	UnusedSlot        *ebpf.Variable `ebpf:"unused_slot"`
-	UnusedSource      *ebpf.Variable `ebpf:"unused_source"`
+	UnusedCtl            *ebpf.Variable `ebpf:"unused_ctl"`
+	UnusedGpuExec        *ebpf.Variable `ebpf:"unused_gpu_exec"`
+	UnusedMemCtx         *ebpf.Variable `ebpf:"unused_mem_ctx"`
+	UnusedPrefetchCtx    *ebpf.Variable `ebpf:"unused_prefetch_ctx"`
+	UnusedRingDrop       *ebpf.Variable `ebpf:"unused_ring_drop"`
+	UnusedRingHdr        *ebpf.Variable `ebpf:"unused_ring_hdr"`
+	UnusedSchedCtx       *ebpf.Variable `ebpf:"unused_sched_ctx"`
+	UnusedSimAccess      *ebpf.Variable `ebpf:"unused_sim_access"`
+	UnusedSimAccessFlags *ebpf.Variable `ebpf:"unused_sim_access_flags"`
+	UnusedSimBench       *ebpf.Variable `ebpf:"unused_sim_bench"`
+	UnusedSimHook        *ebpf.Variable `ebpf:"unused_sim_hook"`
+	UnusedSimJob         *ebpf.Variable `ebpf:"unused_sim_job"`
+	UnusedSimMemConfig   *ebpf.Variable `ebpf:"unused_sim_mem_config"`
+	UnusedSimMemFlags    *ebpf.Variable `ebpf:"unused_sim_mem_flags"`
+	UnusedSimMemResult   *ebpf.Variable `ebpf:"unused_sim_mem_result"`
+	UnusedSimSchedConfig *ebpf.Variable `ebpf:"unused_sim_sched_config"`
+	UnusedSimSchedResult *ebpf.Variable `ebpf:"unused_sim_sched_result"`
+	UnusedSlot           *ebpf.Variable `ebpf:"unused_slot"`
+	UnusedSource         *ebpf.Variable `ebpf:"unused_source"`
 }
 
 // AbiPrograms contains all programs after they have been loaded into the kernel.

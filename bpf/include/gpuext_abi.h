@@ -623,4 +623,159 @@ struct gpuext_sched_ctx {
 	char comm[16];
 };
 
+/* ------------------------------------------------------------------------
+ * gpu_ext_sim (kernel-modules/sim): a simulated UVM memory manager and GPU
+ * scheduler in a module, driving the gpu_ext entry points like a patched
+ * driver would. Userspace talks to /dev/gpu_ext_sim with these records
+ * (internal/gpuextsim is the Go client); every field is validated and a bad
+ * record gets a clear errno. Owner: kernel-modules/sim.
+ *
+ * Protocol (one session per open file):
+ *   ioctl MEM_RESET(config)    start a memory session (empty GPU memory)
+ *   write(accesses[])          replay them in order (a whole write is
+ *                              checked first; a record with unknown flags
+ *                              or pid 0 fails it with EINVAL, nothing done)
+ *   ioctl MEM_RESULT(result)   counters so far
+ *   ioctl SCHED_RESET(config)  start a scheduling session with its tasks
+ *   write(jobs[])              queue jobs (checked as a whole, EINVAL)
+ *   ioctl SCHED_RUN(result)    run all queued jobs to completion, then drop them
+ *   ioctl BENCH(bench)         call one entry point bench.calls times
+ * A write or result in the wrong session kind fails with EBADFD.
+ * ------------------------------------------------------------------------ */
+#include <linux/ioctl.h>
+
+#define GPUEXT_SIM_MAX_CHUNKS 65536U       /* capacity_chunks bound */
+#define GPUEXT_SIM_MAX_BLOCKS 262144U      /* distinct VA blocks in one memory session (ENOSPC) */
+#define GPUEXT_SIM_MAX_TENANTS 16U         /* distinct pids in one memory session (ENOSPC) */
+#define GPUEXT_SIM_MAX_WRITE 65536U        /* records in one write() (EINVAL beyond) */
+#define GPUEXT_SIM_MAX_TASKS 16U
+#define GPUEXT_SIM_MAX_JOBS 65536U         /* queued jobs (ENOSPC beyond) */
+#define GPUEXT_SIM_MAX_JOB_NS 10000000000ULL      /* 10 s: one job's duration */
+#define GPUEXT_SIM_MAX_TOTAL_NS 100000000000ULL   /* 100 s: queued work in all (ENOSPC) */
+#define GPUEXT_SIM_MAX_SUBMIT_NS (1ULL << 50)     /* latest submit time */
+#define GPUEXT_SIM_MAX_SWITCH_NS 1000000000ULL    /* context switch cost bound */
+#define GPUEXT_SIM_MAX_BENCH_CALLS (1ULL << 24)
+#define GPUEXT_SIM_PREFETCH_THRESHOLD 51U  /* default prefetch: % of a tree node */
+
+/* struct gpuext_sim_access.flags */
+enum gpuext_sim_access_flags {
+	GPUEXT_SIM_ACCESS_WRITE = 1U << 0,   /* a write (counted like a read) */
+	GPUEXT_SIM_ACCESS_RELEASE = 1U << 1, /* the VA block's data is dropped: its
+	                                      * chunk moves to the unused list */
+};
+
+/* struct gpuext_sim_access - one GPU access in a memory trace. 16 bytes. */
+struct gpuext_sim_access {
+	__u64 va;    /* the byte address; 2 MiB block va >> 21, 4 KiB page va >> 12 */
+	__u32 pid;   /* the accessing process (tenant); never 0 */
+	__u32 flags; /* enum gpuext_sim_access_flags */
+};
+
+/* struct gpuext_sim_mem_config.flags */
+enum gpuext_sim_mem_flags {
+	GPUEXT_SIM_MEM_NO_PREFETCH = 1U << 0, /* never prefetch, never call page_prefetch */
+};
+
+/* struct gpuext_sim_mem_config - MEM_RESET's argument. 32 bytes. */
+struct gpuext_sim_mem_config {
+	__u32 capacity_chunks; /* 2 MiB root chunks of GPU memory: 1..GPUEXT_SIM_MAX_CHUNKS */
+	__u32 flags;           /* enum gpuext_sim_mem_flags */
+	__u64 _reserved[3];    /* must be 0 */
+};
+
+/* struct gpuext_sim_tenant - one pid's share of a memory session. 56 bytes.
+ * Faulted and prefetched bytes count for the faulting pid, evictions and
+ * evicted bytes for the evicted block's owner (its first accessing pid). */
+struct gpuext_sim_tenant {
+	__u32 pid;
+	__u32 _pad;
+	__u64 accesses;
+	__u64 faults;
+	__u64 hits;
+	__u64 evictions;
+	__u64 prefetched_bytes;
+	__u64 migrated_bytes;
+};
+
+/* struct gpuext_sim_mem_result - MEM_RESULT's argument (filled). 968 bytes. */
+struct gpuext_sim_mem_result {
+	__u64 accesses;         /* access records replayed (RELEASE ones not counted) */
+	__u64 faults;           /* accesses to a non-resident page */
+	__u64 hits;             /* accesses to a resident page */
+	__u64 evictions;        /* chunks taken from a block to serve another */
+	__u64 prefetched_bytes; /* pages made resident by prefetch, x 4 KiB */
+	__u64 migrated_bytes;   /* faulted + prefetched pages in, evicted pages out, x 4 KiB */
+	__u64 evict_skips;      /* candidates spared by evict_prepare (TAIL) */
+	__u32 used_chunks;      /* lengths of the lists now */
+	__u32 unused_chunks;
+	__u32 blocks;           /* distinct VA blocks seen */
+	__u32 ntenants;         /* valid entries of tenants, in order of first access */
+	struct gpuext_sim_tenant tenants[GPUEXT_SIM_MAX_TENANTS];
+};
+
+/* struct gpuext_sim_task - a channel group of a scheduling session. 24 bytes. */
+struct gpuext_sim_task {
+	__u32 pid; /* never 0 */
+	__u32 _pad;
+	char comm[16];
+};
+
+/* struct gpuext_sim_sched_config - SCHED_RESET's argument. 408 bytes. */
+struct gpuext_sim_sched_config {
+	__u64 switch_ns;            /* cost of a context switch between channel groups */
+	__u64 default_timeslice_us; /* the driver's timeslice, in [GPUEXT_TIMESLICE_MIN_US, _MAX_US] */
+	__u32 ntasks;               /* 1..GPUEXT_SIM_MAX_TASKS */
+	__u32 _pad;
+	struct gpuext_sim_task tasks[GPUEXT_SIM_MAX_TASKS];
+};
+
+/* struct gpuext_sim_job - one piece of GPU work of a task. 24 bytes. */
+struct gpuext_sim_job {
+	__u32 task;        /* index into the config's tasks */
+	__u32 _pad;
+	__u64 submit_ns;   /* simulated time it is queued: <= GPUEXT_SIM_MAX_SUBMIT_NS */
+	__u64 duration_ns; /* GPU time it needs: 1..GPUEXT_SIM_MAX_JOB_NS */
+};
+
+/* struct gpuext_sim_task_result - one task after SCHED_RUN. 80 bytes.
+ * Latency: submit to finish; wait: submit to first run. p99: nearest rank. */
+struct gpuext_sim_task_result {
+	__u32 pid;
+	__u32 interleave;      /* the level used (enum gpuext_interleave) */
+	__u64 timeslice_us;    /* the timeslice used */
+	__u64 jobs;            /* jobs completed */
+	__u64 dropped;         /* jobs never run: the bind was rejected */
+	__u64 mean_latency_ns;
+	__u64 p99_latency_ns;
+	__u64 mean_wait_ns;
+	__u64 p99_wait_ns;
+	__u64 busy_ns;         /* GPU time it ran */
+	__u32 rejected;        /* 1: the policy rejected its bind */
+	__u32 _pad;
+};
+
+/* struct gpuext_sim_sched_result - SCHED_RUN's argument (filled). 1304 bytes. */
+struct gpuext_sim_sched_result {
+	__u64 makespan_ns; /* simulated time when the last job finished */
+	__u64 switches;    /* context switches */
+	__u32 ntasks;
+	__u32 _pad;
+	struct gpuext_sim_task_result tasks[GPUEXT_SIM_MAX_TASKS];
+};
+
+/* struct gpuext_sim_bench - BENCH's argument. 24 bytes. */
+struct gpuext_sim_bench {
+	__u32 hook;       /* enum gpuext_hook: which entry point */
+	__u32 _pad;
+	__u64 calls;      /* 1..GPUEXT_SIM_MAX_BENCH_CALLS */
+	__u64 elapsed_ns; /* out: ktime for all calls */
+};
+
+#define GPUEXT_SIM_IOC_MAGIC 'G'
+#define GPUEXT_SIM_IOC_MEM_RESET _IOW(GPUEXT_SIM_IOC_MAGIC, 1, struct gpuext_sim_mem_config)
+#define GPUEXT_SIM_IOC_MEM_RESULT _IOR(GPUEXT_SIM_IOC_MAGIC, 2, struct gpuext_sim_mem_result)
+#define GPUEXT_SIM_IOC_SCHED_RESET _IOW(GPUEXT_SIM_IOC_MAGIC, 3, struct gpuext_sim_sched_config)
+#define GPUEXT_SIM_IOC_SCHED_RUN _IOR(GPUEXT_SIM_IOC_MAGIC, 4, struct gpuext_sim_sched_result)
+#define GPUEXT_SIM_IOC_BENCH _IOWR(GPUEXT_SIM_IOC_MAGIC, 5, struct gpuext_sim_bench)
+
 #endif /* GPUEXT_ABI_H */
