@@ -165,6 +165,8 @@ static void finish(struct devrt_call *c, CUresult r)
 	unsigned int out = (s->ck >> GPUEXT_CK_OUT_SHIFT) & 0xf;
 
 	e->end_ns = devrt_now();
+	if (unlikely(e->end_ns < e->start_ns))
+		e->end_ns = e->start_ns;	/* a new TSC conversion (clock.c) */
 	e->result = r;
 	if (c->pair)
 		devrt_timing_end(c, r);

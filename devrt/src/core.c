@@ -30,15 +30,6 @@ DEVRT_TLS struct devrt_thread devrt_t;
 /* The process image registered its exit handler (atexit survives fork). */
 static int exit_registered;
 
-__u64 devrt_now(void)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC through the vDSO: no system call. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
-
 __u32 devrt_tid(void)
 {
 	struct devrt_thread *t = &devrt_t;
@@ -209,6 +200,7 @@ int devrt_start(void)
 					__ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
 		t->busy++;
 		devrt.pid = getpid();
+		devrt_clock_init();
 		st = DEVRT_OFF;
 		if (devrt.cfg.off)
 			devrt_debug("GPUEXT_DEVRT_DISABLE set: passing calls through");

@@ -145,7 +145,8 @@ struct devrt_thread {
 
 extern DEVRT_TLS struct devrt_thread devrt_t;
 
-__u64 devrt_now(void);
+__u64 devrt_now(void);          /* clock.c */
+void devrt_clock_init(void);
 __u32 devrt_tid(void);
 int devrt_start(void);
 void devrt_disable(enum devrt_reason reason);

@@ -8,9 +8,11 @@
  *   callbench paced N RATE    N cuLaunchKernel calls at RATE calls/s, paced
  *                             in batches of 64 against CLOCK_MONOTONIC
  *
- * Prints one JSON line: {"mode":...,"calls":N,"ns_per_call":X,"rate":R}
- * where rate is the achieved calls per second. Run with FAKECUDA_COUNT=0 so
- * the fake driver's own bookkeeping stays out of the measurement.
+ * Prints one JSON line: {"mode":...,"calls":N,"ns_per_call":X,"rate":R,
+ * "loop_ns":T} where rate is the achieved calls per second and T the
+ * CLOCK_MONOTONIC time from before the first call to after the last.
+ * Run with FAKECUDA_COUNT=0 so the fake driver's own bookkeeping stays
+ * out of the measurement.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -78,7 +80,7 @@ int main(int argc, char **argv)
 	}
 	t1 = now_ns();
 	check(cuCtxSynchronize(), "cuCtxSynchronize");
-	printf("{\"mode\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.1f,\"rate\":%.0f}\n",
-	       argv[1], n, (t1 - t0) / (double)n, (double)n * 1e9 / (t1 - t0));
+	printf("{\"mode\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.1f,\"rate\":%.0f,\"loop_ns\":%.0f}\n",
+	       argv[1], n, (t1 - t0) / (double)n, (double)n * 1e9 / (t1 - t0), t1 - t0);
 	return 0;
 }

@@ -1,0 +1,118 @@
+"""In-process A/B of devrt's cost on a PyTorch loop.
+
+The program runs under LD_PRELOAD=libgpuext-devrt.so with no collector and
+a ring large enough for every record. It writes its own devrt control page
+(the seqlock the collector would write: bpf/include/gpuext_abi.h, struct
+gpuext_ctl) to switch between configurations between passes of the same
+loop, in a different order each round, so that all of them run in one
+process, on the same allocations, kernels and GPU clocks: the differences
+between configurations are devrt's cost, free of the run-to-run noise that
+separate processes show on a shared machine. "pass" (classes 0) is devrt
+passing calls straight through, its interposition alone (a few ns a call on
+the fake driver, `make bench`); the cross-process comparison with no devrt
+at all is devrt_overhead.sh's.
+
+Usage: ab_overhead.py train|launch ROUNDS CONFIG... where CONFIG is
+pass | on/N (every class, 1 in N launches timed; 0: timing off) |
+nested/N (also the runtime's nested driver calls).
+Prints one JSON line per configuration and a summary.
+"""
+import glob, json, mmap, os, random, statistics, struct, sys, time
+
+import torch
+
+CTL = 4096                       # the control page follows the header page
+GEN, CLASSES, SAMPLE = 8, 12, 16  # offsets in struct gpuext_ctl
+ALL, NESTED = 0x3F, 0x40
+
+
+def control_page():
+    rings = glob.glob(f"{os.environ.get('GPUEXT_DEVRT_DIR', '/dev/shm')}/gpuext-devrt-{os.getpid()}-*.ring")
+    if len(rings) != 1:
+        sys.exit(f"expected one devrt ring of pid {os.getpid()}, found {rings}: run under LD_PRELOAD")
+    f = open(rings[0], "r+b")
+    return mmap.mmap(f.fileno(), 2 * 4096)
+
+
+def set_config(m, classes, sample):
+    gen = struct.unpack_from("<I", m, CTL + GEN)[0]
+    struct.pack_into("<I", m, CTL + GEN, gen + 1)  # odd: writing
+    struct.pack_into("<I", m, CTL + CLASSES, classes)
+    struct.pack_into("<I", m, CTL + SAMPLE, sample)
+    struct.pack_into("<I", m, CTL + GEN, gen + 2)  # even: done
+
+
+def parse(cfg):
+    if cfg == "pass":
+        return 0, 0
+    kind, n = cfg.split("/")
+    return (ALL | NESTED if kind == "nested" else ALL), int(n)
+
+
+def train_loop():
+    torch.manual_seed(0)
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True)
+    layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
+    model = torch.nn.Sequential(torch.nn.Embedding(512, 256), torch.nn.TransformerEncoder(layer, 2),
+                                torch.nn.Linear(256, 512)).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = torch.randint(0, 512, (16, 128), device="cuda")
+    target = torch.randint(0, 512, (16, 128), device="cuda")
+
+    def run(n):
+        for _ in range(n):
+            opt.zero_grad(set_to_none=True)
+            out = model(tokens)
+            loss = torch.nn.functional.cross_entropy(out.reshape(-1, 512), target.reshape(-1))
+            loss.backward()
+            opt.step()
+    return run, 30, "ms/step", 1e3
+
+
+def launch_loop():
+    x = torch.zeros(1, device="cuda")
+
+    def run(n):
+        for _ in range(n):
+            x.add_(1)
+    return run, 20000, "us/launch", 1e6
+
+
+def main():
+    loop, rounds, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    run, n, unit, scale = (train_loop if loop == "train" else launch_loop)()
+    m = control_page()
+    run(n // 2)  # warm-up: allocator, kernels, cuBLAS
+    torch.cuda.synchronize()
+    times = {c: [] for c in configs}
+    rng = random.Random(1)
+    for _ in range(rounds):
+        order = configs[:]
+        rng.shuffle(order)
+        for c in order:
+            set_config(m, *parse(c))
+            run(10)  # every thread sees the new generation
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            run(n)
+            torch.cuda.synchronize()
+            times[c].append((time.perf_counter() - t0) / n * scale)
+    base = configs[0]
+    drops = struct.unpack_from("<8Q", m, 192)  # struct gpuext_ring_hdr: drops[], records, timed
+    records, timed = struct.unpack_from("<2Q", m, 256)
+    out = {"loop": loop, "unit": unit, "rounds": rounds, "n": n, "records": records, "timed": timed,
+           "drops": list(drops), "configs": {}}
+    for c in configs:
+        # Paired: each round's ratio to the base configuration of the same round.
+        ratios = [a / b - 1 for a, b in zip(times[c], times[base])]
+        out["configs"][c] = {"median": statistics.median(times[c]), "best": min(times[c]),
+                             "paired_median_pct": 100 * statistics.median(ratios),
+                             "times": [round(t, 4) for t in times[c]]}
+    print(json.dumps(out))
+    for c, r in out["configs"].items():
+        print(f"  {loop} {c:10} median {r['median']:.4f} {unit}  best {r['best']:.4f}  "
+              f"vs {base} (paired median) {r['paired_median_pct']:+.2f}%", file=sys.stderr)
+
+
+main()
