@@ -778,4 +778,154 @@ struct gpuext_sim_bench {
 #define GPUEXT_SIM_IOC_SCHED_RUN _IOR(GPUEXT_SIM_IOC_MAGIC, 4, struct gpuext_sim_sched_result)
 #define GPUEXT_SIM_IOC_BENCH _IOWR(GPUEXT_SIM_IOC_MAGIC, 5, struct gpuext_sim_bench)
 
+/* ------------------------------------------------------------------------
+ * devrt injection protocol (issue 7, device probes): devrt asks the
+ * collector for a patched PTX of each module a process loads, loads it
+ * beside the original and redirects launches of the patched kernels.
+ * Owner: internal/devrtinject (collector side) and devrt/src/inject*.c.
+ *
+ * Transport: a unix stream socket, <ring dir>/gpuext-inject.sock (the
+ * collector creates it; $GPUEXT_DEVRT_INJECT_SOCK overrides the path). One
+ * request and one response per connection, little-endian, every length
+ * checked against the limits below by both sides:
+ *
+ *   request:  struct gpuext_inj_req, ptx_len bytes of PTX (no NUL), then
+ *             names_len bytes: nkernels NUL-terminated .entry names
+ *   response: struct gpuext_inj_resp, reason_len bytes of text (no NUL),
+ *             ptx_len bytes of patched PTX (PATCHED only), names_len bytes:
+ *             nkernels NUL-terminated names of the patched kernels
+ *
+ * devrt bounds the whole exchange (GPUEXT_INJ_TIMEOUT_MS by default) and
+ * loads the original module on any failure: injection never changes what a
+ * program computes or whether its load succeeds.
+ * ---------------------------------------------------------------------- */
+#define GPUEXT_INJ_REQ_MAGIC 0x51524a47U  /* "GJRQ" */
+#define GPUEXT_INJ_RESP_MAGIC 0x53524a47U /* "GJRS" */
+#define GPUEXT_INJ_VERSION 1
+#define GPUEXT_INJ_MAX_PTX (64U << 20)      /* PTX bytes, either way */
+#define GPUEXT_INJ_MAX_NAMES (4U << 20)     /* bytes of kernel names */
+#define GPUEXT_INJ_MAX_KERNELS 65536        /* names in one message */
+#define GPUEXT_INJ_MAX_REASON 1024          /* bytes of reason text */
+#define GPUEXT_INJ_MAX_SHARED (1ULL << 30)  /* shared region bytes */
+#define GPUEXT_INJ_TIMEOUT_MS 2000          /* devrt's default bound */
+#define GPUEXT_INJ_SOCK_NAME "gpuext-inject.sock"
+#define GPUEXT_INJ_SHARED_GLOBAL "__gpuext_shared"
+
+/* What the collector did with a module (struct gpuext_inj_resp.status). */
+enum gpuext_inj_status {
+	GPUEXT_INJ_PATCHED = 1,   /* here is the patched PTX: load it */
+	GPUEXT_INJ_UNCHANGED = 2, /* no probe applies: keep the original */
+	GPUEXT_INJ_REJECTED = 3,  /* a probe applies but cannot be applied safely */
+	GPUEXT_INJ_ERROR = 4,     /* the request was bad or the collector failed */
+};
+
+/* Where the PTX came from (struct gpuext_inj_req.image). */
+enum gpuext_inj_image {
+	GPUEXT_INJ_IMAGE_PTX = 1,    /* the image was PTX text */
+	GPUEXT_INJ_IMAGE_FATBIN = 2, /* the PTX entry of a fat binary */
+};
+
+/* struct gpuext_inj_resp.flags */
+#define GPUEXT_INJ_RF_CACHED (1U << 0) /* answered from the collector's cache */
+
+/* The request header. 80 bytes. */
+struct gpuext_inj_req {
+	__u32 magic;       /* GPUEXT_INJ_REQ_MAGIC */
+	__u16 version;     /* GPUEXT_INJ_VERSION */
+	__u16 hdr_size;    /* sizeof(struct gpuext_inj_req) */
+	__u32 pid;         /* the loading process, in its own pid namespace */
+	__u32 sm_arch;     /* compute capability major * 10 + minor; 0: unknown */
+	__u64 ptx_len;
+	__u32 names_len;
+	__u32 nkernels;
+	__u16 api;         /* enum gpuext_api of the load call */
+	__u16 image;       /* enum gpuext_inj_image */
+	__u32 flags;       /* none defined: 0 */
+	__u8 sha256[32];   /* SHA-256 of the ptx_len bytes of PTX */
+	__u64 _reserved;
+};
+
+/* The response header. 88 bytes. */
+struct gpuext_inj_resp {
+	__u32 magic;       /* GPUEXT_INJ_RESP_MAGIC */
+	__u16 version;     /* GPUEXT_INJ_VERSION */
+	__u16 hdr_size;    /* sizeof(struct gpuext_inj_resp) */
+	__u32 status;      /* enum gpuext_inj_status */
+	__u32 reason_len;
+	__u64 ptx_len;     /* PATCHED: > 0; otherwise 0 */
+	__u32 names_len;
+	__u32 nkernels;    /* PATCHED: >= 1 */
+	__u64 shared_size; /* bytes of the shared region the probes use; 0: none */
+	__u64 probe_version; /* the probe set that patched it */
+	__u32 flags;       /* GPUEXT_INJ_RF_* */
+	__u32 _pad;
+	__u8 sha256[32];   /* the request's, echoed */
+};
+
+/*
+ * struct gpuext_inject_event - what devrt did with one module load: one
+ * record per load of an image with PTX (or none) while an injection socket
+ * exists; written to the ring after the load call's own record. One slot:
+ * 176 bytes. Kind number 8 continues enum gpuext_kind (kept out of that
+ * enum so the BPF objects' BTF does not change).
+ */
+#define GPUEXT_KIND_INJECT 8
+
+enum gpuext_inj_outcome {
+	GPUEXT_INJ_OUT_PATCHED = 1,        /* launches of `kernels` kernels go to the patched module */
+	GPUEXT_INJ_OUT_UNCHANGED = 2,      /* the collector had nothing to add */
+	GPUEXT_INJ_OUT_REJECTED = 3,       /* the collector refused (text says why) */
+	GPUEXT_INJ_OUT_NOT_INSTRUMENTABLE = 4, /* no PTX to patch (reason) */
+	GPUEXT_INJ_OUT_FAILED = 5,         /* original kept after a failure (reason) */
+};
+
+enum gpuext_inj_reason {
+	GPUEXT_INJ_R_NONE = 0,
+	GPUEXT_INJ_R_SASS_ONLY = 1,    /* an ELF cubin, or a fat binary of cubins only */
+	GPUEXT_INJ_R_COMPRESSED = 2,   /* the fat binary's PTX is compressed */
+	GPUEXT_INJ_R_BAD_IMAGE = 3,    /* not PTX, cubin or fat binary as devrt reads them */
+	GPUEXT_INJ_R_TOO_LARGE = 4,    /* PTX or response over the limits */
+	GPUEXT_INJ_R_CONNECT = 5,      /* the socket exists but no collector answers */
+	GPUEXT_INJ_R_TIMEOUT = 6,      /* no complete answer within the timeout */
+	GPUEXT_INJ_R_IO = 7,           /* the connection failed mid-way */
+	GPUEXT_INJ_R_BAD_RESPONSE = 8, /* the answer broke the protocol */
+	GPUEXT_INJ_R_SERVER = 9,       /* the collector answered ERROR */
+	GPUEXT_INJ_R_LOAD = 10,        /* the driver refused the patched PTX (cuda_result) */
+	GPUEXT_INJ_R_SHARED = 11,      /* the shared region could not be made or bound */
+	GPUEXT_INJ_R_FUNCTION = 12,    /* a patched kernel is missing in either module */
+	GPUEXT_INJ_R_NO_MEMORY = 13,
+	GPUEXT_INJ_R_DRIVER = 14,      /* a driver function injection needs is missing */
+	GPUEXT_INJ_R_TABLE_FULL = 15,  /* devrt's redirect table is full */
+};
+
+/* struct gpuext_inject_event.flags */
+#define GPUEXT_IF_COLLECTOR_CACHE (1U << 0) /* the collector answered from its cache */
+#define GPUEXT_IF_LIBRARY (1U << 1)         /* module and patched are CUlibrary handles */
+
+struct gpuext_inject_event {
+	__u16 kind;        /* GPUEXT_KIND_INJECT */
+	__u16 api;         /* the load call (enum gpuext_api) */
+	__u16 source;      /* GPUEXT_SOURCE_DEVRT */
+	__u16 flags;       /* GPUEXT_IF_* */
+	__u32 pid;
+	__u32 tid;
+	__u64 ts_ns;       /* CLOCK_MONOTONIC when the outcome was known */
+	__u64 module;      /* the original CUmodule / CUlibrary (what the program got) */
+	__u64 patched;     /* the patched one; 0 if none */
+	__u64 shared_dptr; /* device pointer written to __gpuext_shared; 0 if none */
+	__u64 shared_size;
+	__u64 ask_ns;      /* asking the collector (connect to last byte) */
+	__u64 load_ns;     /* loading the patched PTX (the driver's JIT) */
+	__u64 total_ns;    /* everything injection added to the load call */
+	__u64 ptx_len;     /* bytes of the original PTX; 0 if none */
+	__u32 outcome;     /* enum gpuext_inj_outcome */
+	__u32 reason;      /* enum gpuext_inj_reason */
+	__u32 sm_arch;
+	__u32 kernels;     /* PATCHED: kernels redirected */
+	__s32 cuda_result; /* R_LOAD, R_SHARED, R_FUNCTION: the driver's result */
+	__u32 _pad;
+	__u8 sha256[16];   /* the first 16 bytes of the PTX's SHA-256 */
+	char text[48];     /* the collector's reason (REJECTED, R_SERVER), NUL-padded */
+};
+
 #endif /* GPUEXT_ABI_H */
