@@ -43,19 +43,30 @@ static __always_inline int prefetch_sequential(struct gpuext_prefetch_ctx *ctx, 
 }
 
 /* --- STRIDE: per process, the distance between consecutive faulting pages
- * (absolute page numbers, so a stride crosses VA blocks). Each repeat raises
- * the confidence, a change restarts it; at stride_min_conf the next
- * stride_ahead strides are prefetched as one region (the pages between are
- * the price of a contiguous region), inside this block. Until then the
- * driver's own algorithm runs. */
+ * (absolute page numbers, so a stride crosses VA blocks). A fault k strides
+ * on (k = 1..stride_ahead+1: the strides between were prefetched and hit)
+ * repeats the stride and raises the confidence, anything else restarts it;
+ * at stride_min_conf the next stride_ahead strides are prefetched as one
+ * region (the pages between are the price of a contiguous region), inside
+ * this block. Until then the driver's own algorithm runs. */
+static __always_inline int stride_repeats(__s64 d, __s64 stride, __u32 ahead)
+{
+	__u64 ud, us;
+
+	if (stride == 0 || (d > 0) != (stride > 0))
+		return 0;
+	ud = d > 0 ? d : -d;
+	us = stride > 0 ? stride : -stride;
+	return ud % us == 0 && ud / us <= (__u64)ahead + 1;
+}
+
 static __always_inline int prefetch_stride(struct gpuext_prefetch_ctx *ctx, const struct gpuext_mem_cfg *cfg)
 {
 	__u64 page = (ctx->va_start >> GPUEXT_PAGE_SHIFT) + ctx->page_index;
 	struct stride_rec fresh = { .last_page = page };
 	__u32 pid = ctx->pid; /* map keys live on the stack, never in the context */
 	struct stride_rec *r = bpf_map_lookup_elem(&stride_state, &pid);
-	__s64 d, span;
-	__s64 first, outer;
+	__s64 d, span, first, outer;
 
 	if (!r) {
 		if (bpf_map_update_elem(&stride_state, &pid, &fresh, BPF_ANY))
@@ -66,7 +77,7 @@ static __always_inline int prefetch_stride(struct gpuext_prefetch_ctx *ctx, cons
 	r->last_page = page;
 	if (d == 0)
 		return GPUEXT_ACTION_DEFAULT;
-	if (d == r->stride) {
+	if (stride_repeats(d, r->stride, cfg->stride_ahead)) {
 		mem_stat(GPUEXT_MEM_STAT_STRIDE_HIT);
 		if (r->conf < GPUEXT_POLICY_STRIDE_MAX_CONF)
 			r->conf++;
@@ -77,7 +88,7 @@ static __always_inline int prefetch_stride(struct gpuext_prefetch_ctx *ctx, cons
 	if (r->conf < cfg->stride_min_conf)
 		return GPUEXT_ACTION_DEFAULT;
 
-	span = d * (__s64)cfg->stride_ahead;
+	span = r->stride * (__s64)cfg->stride_ahead;
 	if (span > 0) {
 		first = ctx->page_index;
 		outer = (__s64)ctx->page_index + span + 1;
@@ -87,8 +98,10 @@ static __always_inline int prefetch_stride(struct gpuext_prefetch_ctx *ctx, cons
 	}
 	if (first < ctx->max_first)
 		first = ctx->max_first;
-	if (outer > GPUEXT_BLOCK_PAGES)
-		outer = GPUEXT_BLOCK_PAGES; /* further is another block; the module clamps to max_outer */
+	if (outer > ctx->max_outer)
+		outer = ctx->max_outer; /* further is another block */
+	if (first >= outer)
+		return GPUEXT_ACTION_DEFAULT;
 	prefetch_region(ctx, (__u32)first, (__u32)outer);
 	return GPUEXT_ACTION_BYPASS;
 }
