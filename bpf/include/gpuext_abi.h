@@ -928,4 +928,177 @@ struct gpuext_inject_event {
 	char text[48];     /* the collector's reason (REJECTED, R_SERVER), NUL-padded */
 };
 
+/* ------------------------------------------------------------------------
+ * Device probes (devrt/jit, issue 7): eBPF programs compiled to PTX and
+ * called from inside GPU kernels. Owner: devrt/jit.
+ * ---------------------------------------------------------------------- */
+
+/* Where a probe was called from (struct gpuext_dev_ctx.kind). */
+enum gpuext_dev_site {
+	GPUEXT_DEV_SITE_ENTRY = 1, /* kernel entry, before its first instruction */
+	GPUEXT_DEV_SITE_EXIT = 2,  /* before every ret/exit */
+	GPUEXT_DEV_SITE_LOAD = 3,  /* before a global (or generic) load */
+	GPUEXT_DEV_SITE_STORE = 4, /* before a global (or generic) store */
+};
+
+/*
+ * struct gpuext_dev_ctx - what a device probe gets in r1: the call site
+ * builds it in .local memory and passes its generic address. Read-only for
+ * the program. 24 bytes.
+ */
+struct gpuext_dev_ctx {
+	__u32 kind;      /* enum gpuext_dev_site */
+	__u32 site;      /* the rewriter's index of the call site in the kernel */
+	__u64 addr;      /* LOAD/STORE: the generic address; else 0 */
+	__u64 kernel_id; /* FNV-1a 64 of the kernel's (mangled) name */
+};
+
+/*
+ * GPU map types, as BPF map types in SEC(".maps") (bpftime's numbers where
+ * they exist). The standard BPF_MAP_TYPE_ARRAY, _HASH and _RINGBUF map onto
+ * GPUEXT_GPUMAP_ARRAY, _HASH and _RINGBUF.
+ */
+enum gpuext_gpumap_type {
+	GPUEXT_GPUMAP_HASH = 1501,             /* open addressing, atom.cas on bucket state */
+	GPUEXT_GPUMAP_PER_THREAD_ARRAY = 1502, /* one copy per global thread id (map_extra copies) */
+	GPUEXT_GPUMAP_ARRAY = 1503,            /* one copy shared by all threads */
+	GPUEXT_GPUMAP_RINGBUF = 1527,          /* records to the host, fixed-size slots */
+	GPUEXT_GPUMAP_PER_WARP_ARRAY = 1540,   /* one copy per global warp id (map_extra copies) */
+	GPUEXT_GPUMAP_PER_SM_ARRAY = 1541,     /* one copy per %smid (map_extra copies, default 256) */
+};
+
+/* Helper ids a device probe may call (bpftime's 501-511 where they exist). */
+enum gpuext_dev_helper {
+	GPUEXT_HELPER_MAP_LOOKUP = 1,     /* void *(map, key) */
+	GPUEXT_HELPER_MAP_UPDATE = 2,     /* long (map, key, value, flags) */
+	GPUEXT_HELPER_MAP_DELETE = 3,     /* long (map, key): hash only */
+	GPUEXT_HELPER_KTIME = 5,          /* u64 (): = GLOBALTIMER */
+	GPUEXT_HELPER_RINGBUF_OUTPUT = 130, /* long (ring, data, size, flags) */
+	GPUEXT_HELPER_GLOBALTIMER = 502,  /* u64 (): %globaltimer, ns */
+	GPUEXT_HELPER_BLOCK_IDX = 503,    /* long (u64 *x, u64 *y, u64 *z): %ctaid */
+	GPUEXT_HELPER_BLOCK_DIM = 504,    /* long (u64 *x, u64 *y, u64 *z): %ntid */
+	GPUEXT_HELPER_THREAD_IDX = 505,   /* long (u64 *x, u64 *y, u64 *z): %tid */
+	GPUEXT_HELPER_GRID_DIM = 508,     /* long (u64 *x, u64 *y, u64 *z): %nctaid */
+	GPUEXT_HELPER_SMID = 509,         /* u64 (): %smid */
+	GPUEXT_HELPER_WARPID = 510,       /* u64 (): %warpid (slot on the SM) */
+	GPUEXT_HELPER_LANEID = 511,       /* u64 (): %laneid */
+	GPUEXT_HELPER_NSMID = 540,        /* u64 (): %nsmid */
+	GPUEXT_HELPER_MAP_ADD = 541,      /* long (map, key, u64 delta): atomic add to the
+	                                   * value's first 8 bytes; a hash inserts the key */
+	GPUEXT_HELPER_GLOBAL_WARP = 542,  /* u64 (): linear block id * warps per block + warp in block */
+	GPUEXT_HELPER_BLOCK_LINEAR = 543, /* u64 (): linear block id (x fastest) */
+	GPUEXT_HELPER_ACTIVE_LANES = 544, /* u64 (): lanes this run of the body stands for:
+	                                   * popc(activemask) at warp level, 1 per thread */
+};
+
+#define GPUEXT_GPUMAP_MAGIC 0x50414d47U /* "GMAP" */
+
+/*
+ * struct gpuext_gpumap_hdr - the header of one GPU map inside the shared
+ * region (host-mapped memory, device pointer in __gpuext_shared); the map's
+ * data follows it. Maps sit at 128-byte aligned offsets the compiler chose.
+ * The static fields are written by the host (Layout.Init); the probes use
+ * compiled-in constants and only touch head, drops and count. 128 bytes.
+ *
+ * Data: ARRAY kinds: slots x max_entries elements of stride bytes (copy of
+ * slot s, key k at (s*max_entries + k)*stride). HASH: slots buckets of
+ * struct gpuext_gpuhash_bucket + key + value (each rounded to 8). RINGBUF:
+ * slots records of struct gpuext_gpuring_rec + payload (value_size rounded
+ * to 8); record i (0-based count of reservations) sits at i % slots.
+ */
+struct gpuext_gpumap_hdr {
+	__u32 magic;       /* GPUEXT_GPUMAP_MAGIC once initialised */
+	__u32 type;        /* enum gpuext_gpumap_type */
+	__u32 key_size;
+	__u32 value_size;  /* ring: the largest record payload */
+	__u32 max_entries; /* arrays, hash: entries; ring: slots */
+	__u32 slots;       /* arrays: copies (1 for ARRAY); hash: buckets; ring: slots */
+	__u32 stride;      /* bytes per element, bucket or ring slot */
+	__u32 flags;
+	__u64 data_size;   /* bytes of data after the header */
+	__u64 head;        /* ring: records reserved (device, atom.cas) */
+	__u64 drops;       /* ring full, copy index beyond slots, hash full or probe limit */
+	__u64 count;       /* hash: keys inserted */
+	__u64 tail;        /* ring: records consumed (host writes; own cache line) */
+	__u64 _reserved[7];
+};
+
+/* Hash bucket state (struct gpuext_gpuhash_bucket.state). */
+enum gpuext_gpuhash_state {
+	GPUEXT_GPUHASH_EMPTY = 0,
+	GPUEXT_GPUHASH_BUSY = 1,    /* a lane is writing the key */
+	GPUEXT_GPUHASH_FULL = 2,    /* key valid */
+	GPUEXT_GPUHASH_DELETED = 3, /* tombstone: lookups go on, inserts never reuse it */
+};
+
+/* struct gpuext_gpuhash_bucket - precedes the key and the value of a bucket. */
+struct gpuext_gpuhash_bucket {
+	__u32 state; /* enum gpuext_gpuhash_state */
+	__u32 _pad;
+};
+
+/*
+ * struct gpuext_gpuring_rec - precedes the payload of a ring slot. seq is
+ * written last (after membar.sys) to (record index + 1) truncated to 32 bits:
+ * the host takes slot i % slots only when seq matches, then advances tail.
+ */
+struct gpuext_gpuring_rec {
+	__u32 len; /* payload bytes */
+	__u32 seq;
+};
+
+/* Records and map values of the shipped probes (bpf/device/). */
+
+/* block_sched: a block in flight (hash gx_blocks). */
+struct gpuext_dev_block_key {
+	__u64 kernel_id;
+	__u64 block;      /* linear block id (x fastest) */
+};
+
+struct gpuext_dev_block_state {
+	__u64 start_ns;   /* %globaltimer at the first warp's entry probe */
+	__u64 lanes_done; /* threads of the block that reached an exit */
+	__u32 smid;
+	__u32 _pad;
+};
+
+/* block_sched: one finished thread block (ring gx_block_ring). 40 bytes. */
+struct gpuext_dev_block {
+	__u64 kernel_id;
+	__u64 block;
+	__u64 start_ns;   /* first warp's entry */
+	__u64 end_ns;     /* last thread's exit */
+	__u32 smid;
+	__u32 threads;    /* threads of the block */
+};
+
+/* launch_latency: the first warp (global warp 0) of a launch started
+ * (ring gx_launch_ring). 24 bytes. */
+struct gpuext_dev_launch {
+	__u64 kernel_id;
+	__u64 start_ns;
+	__u32 smid;
+	__u32 _pad;
+};
+
+/* sm_load: per-SM totals (per-SM array gx_sm, key 0). 24 bytes. */
+struct gpuext_dev_sm {
+	__u64 blocks;     /* blocks whose first warp started on the SM */
+	__u64 warps;      /* warps that started on the SM */
+	__u64 lane_ns;    /* sum over exits of (ns since the warp's entry) x lanes */
+};
+
+/* warp_occupancy: warps resident on one SM in one time bucket (hash gx_occ). */
+#define GPUEXT_DEV_OCC_SHIFT 20 /* bucket = %globaltimer >> 20 (~1.05 ms) */
+struct gpuext_dev_occ_key {
+	__u32 smid;
+	__u32 _pad;
+	__u64 bucket;
+};
+
+struct gpuext_dev_occ {
+	__u64 entries;    /* warps that entered in the bucket */
+	__u64 lane_ns;    /* (ns since entry) x lanes of the warps that exited in it */
+};
+
 #endif /* GPUEXT_ABI_H */
