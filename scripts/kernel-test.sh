@@ -26,7 +26,7 @@ cd "$ROOT"
 BENCH=0
 [ "${1:-}" = "--bench" ] && BENCH=1
 
-DEFAULT_PKGS="internal/gpuextsim internal/gpuext bpf/policy cmd/gpuextctl"
+DEFAULT_PKGS="internal/gpuextsim internal/gpuext bpf/policy bpf/misbehave cmd/gpuextctl"
 PKGS=${KERNEL_TEST_PKGS:-}
 if [ -z "$PKGS" ]; then
 	for p in $DEFAULT_PKGS; do
