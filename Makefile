@@ -15,14 +15,14 @@ DEVRT := $(CURDIR)/build/devrt
 .DEFAULT_GOAL := build
 include mk/dist.mk
 
-.PHONY: deps generate check-generated fakecuda devrt kernel-modules vet unit test run demo bench clean
+.PHONY: deps generate check-generated fakecuda devrt kernel-modules kernel-test kernel-bench vet unit test run demo bench clean
 
 deps:
 	@scripts/install-deps.sh
 
 # Generated code: BPF objects and their Go bindings, mdatagen packages.
 generate: deps
-	$(GO) generate ./bpf/ ./receiver/... ./processor/...
+	$(GO) generate ./bpf/... ./receiver/... ./processor/...
 
 # make test fails when the committed generated files differ from a fresh run.
 check-generated: generate
@@ -42,6 +42,15 @@ devrt: deps
 kernel-modules: deps
 	$(MAKE) -C kernel-modules check
 
+# gpu_ext's policies, loader and CLI in a real kernel: qemu boots the pinned
+# Debian kernel with both modules and runs the Go tests that need them.
+kernel-test: kernel-modules
+	scripts/kernel-test.sh
+
+# Hook cost with and without policies, and the policy replays, as tables.
+kernel-bench: kernel-modules
+	scripts/kernel-test.sh --bench
+
 vet:
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -54,7 +63,7 @@ vet:
 unit: fakecuda devrt
 	FAKECUDA=$(FAKECUDA) DEVRT=$(DEVRT) $(GO) test -count=1 -timeout 20m ./...
 
-test: deps check-generated vet unit build
+test: deps check-generated vet unit build kernel-test
 	bin/otelcol-gpu validate --config deploy/config/default.yaml
 	DAEMONSET_CONFIG_OUT=$(CURDIR)/build/daemonset-config.yaml $(GO) test -count=1 -run TestDaemonSetManifest ./deploy/kubernetes/
 	POD_IP=127.0.0.1 OTLP_ENDPOINT=localhost:4317 K8S_NODE_NAME=node \
@@ -71,7 +80,7 @@ run: build
 demo: build fakecuda
 	scripts/demo.sh
 
-bench: fakecuda devrt
+bench: fakecuda devrt kernel-bench
 	FAKECUDA=$(FAKECUDA) DEVRT=$(DEVRT) scripts/bench.sh
 
 clean: dist-clean
