@@ -15,7 +15,8 @@
  * "tsc": the kernel found it invariant and synchronised across CPUs), and
  * GPUEXT_DEVRT_CLOCK is not "vdso".  The conversion is measured against
  * clock_gettime: first 5 ms after start (until then calls use
- * clock_gettime), then again whenever a reader finds it 100 ms old, each
+ * clock_gettime), then again whenever a reader finds it twice as old as the
+ * baseline it was measured over (10, 20, 40 ms..., at most 100 ms), each
  * time over the whole period since the last, so it follows the kernel's own
  * slewing; one thread, elected by a compare-and-swap, measures, the others
  * keep the current conversion.  A new base can differ from the old
@@ -92,7 +93,7 @@ void devrt_clock_init(void)
  * the election. */
 static void remeasure(__u64 tsc0, __u64 ns0)
 {
-	__u64 tsc, ns, mult;
+	__u64 tsc, ns, mult, period;
 
 	pair(&tsc, &ns);
 	if (tsc <= tsc0 || ns <= ns0)
@@ -105,7 +106,14 @@ static void remeasure(__u64 tsc0, __u64 ns0)
 	conv.base_tsc = tsc;
 	conv.base_ns = ns;
 	conv.mult = mult;
-	conv.limit = (__u64)(((unsigned __int128)PERIOD_NS << 32) / mult);
+	/* The next measure after twice this one's baseline (5, 10, 20 ms...,
+	 * then every 100 ms): a conversion measured over a short baseline is
+	 * used only for as long, so its error (the two clock reads', about
+	 * 20 ns, over the baseline) never grows past a few tens of ns. */
+	period = 2 * (ns - ns0);
+	if (period > PERIOD_NS)
+		period = PERIOD_NS;
+	conv.limit = (__u64)(((unsigned __int128)period << 32) / mult);
 	__atomic_store_n(&conv.seq, conv.seq + 1, __ATOMIC_RELEASE);
 	if (tsc0 == start_tsc)
 		devrt_debug("timestamps from the TSC: %.6f ns a tick",

@@ -562,10 +562,9 @@ void devrt_timing_begin(struct devrt_call *c, struct devrt_thread *t)
  * A launch made inside a timed launch (cudaLaunchKernel or
  * cudaLaunchKernelExC calling cuLaunchKernel[Ex]): the outer call's events
  * bracket it already; the record names the kernel by its CUfunction rather
- * than the host stub.
+ * than the host stub. args: the inner call's arguments, nargs of them (the
+ * inner call may be reported or folded into the outer one).
  */
-/* A timed runtime launch names the driver function its driver launch ran
- * (args: that call's arguments, nargs of them). */
 void devrt_timing_inner(struct devrt_call *outer,
 			const struct devrt_sym_info *inner, const __u64 *args,
 			unsigned int nargs)
