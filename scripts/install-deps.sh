@@ -13,6 +13,18 @@ command -v gcc >/dev/null || need+=(gcc)
 # C headers and the static libc (devrt's ringdump is linked -static).
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 command -v make >/dev/null || need+=(make)
+# --- kernel modules and their qemu tests (kernel-modules/, make kernel-test) ---
+# pahole (dwarves) writes a module's .BTF, without which its struct_ops and
+# kfuncs cannot register; dpkg-deb unpacks the pinned kernel
+# (scripts/kernel-env.sh downloads it from bookworm-backports); qemu,
+# busybox-static and cpio boot it with an initramfs.
+command -v pahole >/dev/null || need+=(dwarves)
+command -v dpkg-deb >/dev/null || need+=(dpkg)
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+[ -f /usr/share/doc/busybox-static/copyright ] || need+=(busybox-static)
+command -v cpio >/dev/null || need+=(cpio)
+# --- end of the kernel block ---
+
 if [ ${#need[@]} -gt 0 ]; then
 	echo "installing: ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
@@ -20,20 +32,3 @@ if [ ${#need[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# --- kernel modules and their qemu tests (kernel-modules/, make kernel-test) ---
-# pahole (dwarves) writes a module's .BTF, without which its struct_ops and
-# kfuncs cannot register; dpkg-deb unpacks the pinned kernel
-# (scripts/kernel-env.sh downloads it from bookworm-backports); qemu,
-# busybox-static and cpio boot it with an initramfs.
-kneed=()
-command -v pahole >/dev/null || kneed+=(dwarves)
-command -v dpkg-deb >/dev/null || kneed+=(dpkg)
-command -v qemu-system-x86_64 >/dev/null || kneed+=(qemu-system-x86)
-[ -f /usr/share/doc/busybox-static/copyright ] || kneed+=(busybox-static)
-command -v cpio >/dev/null || kneed+=(cpio)
-if [ ${#kneed[@]} -gt 0 ]; then
-	echo "installing: ${kneed[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${kneed[@]}" >/dev/null
-fi

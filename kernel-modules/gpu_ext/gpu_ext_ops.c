@@ -76,6 +76,16 @@ static int gpu_ext_copy_name(char *dst, const char *src)
 }
 
 /* Entry points run callbacks in atomic context: no sleepable programs. */
+/* init_member for both types: copies (and checks) the name member found
+ * at name_off; other members are the kernel's business. */
+static int gpu_ext_init_name(const struct btf_type *t, const struct btf_member *member,
+			     void *kdata, const void *udata, size_t name_off)
+{
+	if (__btf_member_bit_offset(t, member) / 8 != name_off)
+		return 0;
+	return gpu_ext_copy_name((char *)kdata + name_off, (const char *)udata + name_off);
+}
+
 static int gpu_ext_check_member(const struct btf_type *t, const struct btf_member *member,
 				const struct bpf_prog *prog)
 {
@@ -116,12 +126,7 @@ static int gpu_ext_replace(void __rcu **slot, void *kdata, void *old)
 static int gpu_mem_init_member(const struct btf_type *t, const struct btf_member *member,
 			       void *kdata, const void *udata)
 {
-	u32 moff = __btf_member_bit_offset(t, member) / 8;
-
-	if (moff == offsetof(struct gpu_mem_ops, name))
-		return gpu_ext_copy_name(((struct gpu_mem_ops *)kdata)->name,
-					 ((const struct gpu_mem_ops *)udata)->name);
-	return 0;
+	return gpu_ext_init_name(t, member, kdata, udata, offsetof(struct gpu_mem_ops, name));
 }
 
 static int gpu_mem_reg(void *kdata, struct bpf_link *link)
@@ -170,12 +175,7 @@ static struct bpf_struct_ops gpu_mem_bpf_ops = {
 static int gpu_sched_init_member(const struct btf_type *t, const struct btf_member *member,
 				 void *kdata, const void *udata)
 {
-	u32 moff = __btf_member_bit_offset(t, member) / 8;
-
-	if (moff == offsetof(struct gpu_sched_ops, name))
-		return gpu_ext_copy_name(((struct gpu_sched_ops *)kdata)->name,
-					 ((const struct gpu_sched_ops *)udata)->name);
-	return 0;
+	return gpu_ext_init_name(t, member, kdata, udata, offsetof(struct gpu_sched_ops, name));
 }
 
 static int gpu_sched_reg(void *kdata, struct bpf_link *link)

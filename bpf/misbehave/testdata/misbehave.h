@@ -1,27 +1,15 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * misbehave.h - what the two misbehaving policies share: the struct_ops
- * types of gpu_ext.h, the kfuncs, and the slots of rets[] where each keeps
- * the last return value of its kfunc call sites (read by the Go test).
+ * misbehave.h - what the two misbehaving policies share: the policies'
+ * header and the slots of rets[] where each keeps the last return value of
+ * its kfunc call sites (read by the Go test).
  */
 #ifndef MISBEHAVE_H
 #define MISBEHAVE_H
 
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-
-typedef __u32 u32;
-typedef __u64 u64;
-typedef _Bool bool;
-#include "../../../kernel-modules/gpu_ext/gpu_ext.h"
-
-extern int bpf_gpu_ext_block_move(struct gpuext_mem_ctx *ctx, __u32 pos) __ksym;
-extern int bpf_gpu_ext_set_prefetch_region(struct gpuext_prefetch_ctx *ctx, __u32 first,
-					   __u32 outer) __ksym;
-extern int bpf_gpu_ext_set_timeslice(struct gpuext_sched_ctx *ctx, __u64 us) __ksym;
-extern int bpf_gpu_ext_set_interleave(struct gpuext_sched_ctx *ctx, __u32 level) __ksym;
-extern int bpf_gpu_ext_reject_bind(struct gpuext_sched_ctx *ctx) __ksym;
+/* The struct_ops types, contexts and kfunc declarations: the policies'
+ * shared header (bpf/policy), so there is one place that declares them. */
+#include "../../policy/gpu_ext_policy.h"
 
 enum {
 	RET_ACTIVATE,        /* block_move(7): -EINVAL */
