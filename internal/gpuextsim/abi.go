@@ -52,6 +52,7 @@ const (
 	BlockPages     = BlockSize / PageSize
 	TimesliceMinUS = 100
 	TimesliceMaxUS = 10_000_000
+	EvictMaxSkips  = 8 // GPUEXT_EVICT_MAX_SKIPS
 )
 
 // Hooks: enum gpuext_hook, the index of a gpu_ext entry point.
