@@ -1,0 +1,61 @@
+#!/bin/bash
+# GPU check of devrt/ptx (no Go needed on the GPU machine): for every file of
+# the PTX corpus, ptxtool writes it back (round trip) and instruments every
+# kernel at entry, exits, global+generic loads/stores and atomics with the
+# counting probe devrt/ptx/testdata/probe_count.ptx; ptxas must accept both
+# (registers used, original vs instrumented, from ptxas -v); then
+# bench/device/ptx/ptx_run.py runs original and instrumented kernels side by
+# side and checks identical outputs and exact probe counts. The rewriter's
+# golden files (devrt/ptx/testdata/golden) go through ptxas too.
+#
+# Build the tool first, where Go is:
+#   CGO_ENABLED=0 go build -o build/ptxtool ./devrt/ptx/cmd/ptxtool
+# then on the GPU machine, from the repository root:
+#   bench/device/ptx_check.sh        (PTXTOOL=path overrides build/ptxtool)
+# Output: PASS/FAIL lines, a SUMMARY line, $OUT/ptx_check.txt; exit 1 on failure.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/out}
+T=${PTXTOOL:-build/ptxtool}
+W=$(mktemp -d /tmp/ptxcheck.XXXX)
+PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
+export PATH=/usr/local/cuda/bin:$PATH
+mkdir -p "$OUT"
+P=__gpuext_probe_0
+fails=0 passes=0
+{
+ptxas --version | tail -1
+for f in devrt/ptx/testdata/corpus/*.ptx; do
+	b=$(basename "$f" .ptx)
+	arch=sm_90; grep -q "sm_90a" "$f" && arch=sm_90a
+	cp "$f" "$W/$b.ptx"
+	if ! $T write -o "$W/$b.rt.ptx" "$f" || ! $T instrument -fragment devrt/ptx/testdata/probe_count.ptx \
+		-entry $P -exit $P -load $P -store $P -generic -atomics -report "$W/$b.report.json" -o "$W/$b.inst.ptx" "$f" 2>"$W/$b.inst.log"; then
+		echo "FAIL ptxtool $b: $(tail -3 "$W/$b.inst.log")"; fails=$((fails+1)); continue
+	fi
+	for v in ptx rt.ptx inst.ptx; do
+		if ptxas -v -arch=$arch -o /dev/null "$W/$b.$v" >"$W/$b.$v.ptxas" 2>&1; then
+			echo "PASS ptxas $b.$v"; passes=$((passes+1))
+		else
+			echo "FAIL ptxas $b.$v: $(grep -m3 -i error "$W/$b.$v.ptxas")"; fails=$((fails+1))
+		fi
+	done
+	# registers per kernel: original -> instrumented
+	regs() { awk "/Compiling entry function/ {split(\$0, a, \"'\"); k = a[2]} /Used [0-9]+ registers/ && k != \"\" {for (i = 1; i <= NF; i++) if (\$i == \"Used\") print k, \$(i+1); k = \"\"}" "$1" | sort; }
+	join <(regs "$W/$b.ptx.ptxas") <(regs "$W/$b.inst.ptx.ptxas") | awk -v b=$b '{printf "regs %s %s: %s -> %s\n", b, $1, $2, $3}'
+done
+# the rewriter's golden files, inputs and outputs
+for f in devrt/ptx/testdata/golden/*.ptx; do
+	arch=sm_90; grep -q "sm_90a" "$f" && arch=sm_90a
+	if ptxas -arch=$arch -o /dev/null "$f" >"$W/golden.log" 2>&1; then
+		echo "PASS ptxas golden/$(basename "$f")"; passes=$((passes+1))
+	else
+		echo "FAIL ptxas golden/$(basename "$f"): $(grep -m3 -i error "$W/golden.log")"; fails=$((fails+1))
+	fi
+done
+for b in nvcc_kernels:exact nvcc_kernels_lineinfo:exact nvcc_kernels_rdc:exact nvcc_kernels_debug: triton_add:; do
+	if $PY bench/device/ptx/ptx_run.py "$W" ${b%%:*} ${b#*:}; then passes=$((passes+1)); else fails=$((fails+1)); fi
+done
+echo "SUMMARY ptx_check: $passes passed, $fails failed"
+} 2>&1 | tee "$OUT/ptx_check.txt"
+grep -q "SUMMARY ptx_check: .* 0 failed" "$OUT/ptx_check.txt"

@@ -1,0 +1,219 @@
+// Command ptxtool parses, prints, checks and instruments PTX files with
+// package devrt/ptx. It exists so that the rewriter's output can be fed to
+// ptxas and run on a GPU machine, where there is no Go toolchain
+// (bench/device/ptx_check.sh): build it here with CGO_ENABLED=0 and carry
+// the binary.
+//
+//	ptxtool check FILE...          parse, write, re-parse; compare ASTs and token streams
+//	ptxtool write [-o OUT] FILE    print FILE as ptx.Write does
+//	ptxtool info FILE              kernels, parameters, registers, exits, global/generic accesses
+//	ptxtool instrument [flags] FILE
+//	    -fragment F   link fragment F (.func/.global only) first
+//	    -kernels L    comma-separated names or globs (default: all)
+//	    -entry/-exit/-load/-store P   comma-separated probe functions per site kind
+//	    -generic -atomics             also generic ld/st, and atom/red as stores
+//	    -o OUT -report R.json
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "check":
+		err = check(os.Args[2:])
+	case "write":
+		err = write(os.Args[2:])
+	case "info":
+		err = info(os.Args[2:], os.Stdout)
+	case "instrument":
+		err = instrument(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ptxtool:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: ptxtool check|write|info|instrument [flags] FILE...")
+	os.Exit(2)
+}
+
+func readModule(path string) (*ptx.Module, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ptx.Parse(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+func output(path, text string) error {
+	if path == "" || path == "-" {
+		_, err := io.WriteString(os.Stdout, text)
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+func check(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("check: no files")
+	}
+	failed := 0
+	for _, f := range args {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			_, err = ptx.RoundTrip(string(b), false)
+		}
+		if err != nil {
+			failed++
+			fmt.Printf("FAIL %s: %v\n", f, err)
+			continue
+		}
+		fmt.Printf("ok   %s\n", f)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d files failed", failed, len(args))
+	}
+	return nil
+}
+
+func write(args []string) error {
+	fs := flag.NewFlagSet("write", flag.ExitOnError)
+	out := fs.String("o", "", "output file (default stdout)")
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		return fmt.Errorf("write: one input file")
+	}
+	m, err := readModule(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	return output(*out, ptx.Write(m))
+}
+
+func info(args []string, w io.Writer) error {
+	if len(args) != 1 {
+		return fmt.Errorf("info: one input file")
+	}
+	m, err := readModule(args[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "version %s target %s address_size %d\n", m.Version, strings.Join(m.Target, ","), m.AddressSize)
+	for _, f := range m.Functions() {
+		kind := "func"
+		if f.Entry {
+			kind = "entry"
+		}
+		if f.Body == nil {
+			fmt.Fprintf(w, "%s %s %s (declaration)\n", f.Linkage, kind, f.Name)
+			continue
+		}
+		regs := f.RegisterCounts()
+		var rs []string
+		for t, n := range regs {
+			rs = append(rs, fmt.Sprintf("%s:%d", t, n))
+		}
+		sort.Strings(rs)
+		loads, stores, generic := 0, 0, 0
+		for _, a := range f.MemAccesses(true) {
+			if a.Generic {
+				generic++
+			}
+			if a.Access == ptx.AccessLoad {
+				loads++
+			} else {
+				stores++
+			}
+		}
+		fmt.Fprintf(w, "%s %s %s params=%d regs=[%s] labels=%d exits=%d loads=%d stores/atomics=%d (generic %d) id=0x%016x\n",
+			f.Linkage, kind, f.Name, len(f.Params), strings.Join(rs, " "), len(f.Labels()), len(f.Exits()), loads, stores, generic, ptx.KernelID(f.Name))
+	}
+	return nil
+}
+
+func list(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func instrument(args []string) error {
+	fs := flag.NewFlagSet("instrument", flag.ExitOnError)
+	frag := fs.String("fragment", "", "fragment to link first")
+	kernels := fs.String("kernels", "", "kernel names or globs, comma-separated (default all)")
+	entry := fs.String("entry", "", "probes at entry")
+	exit := fs.String("exit", "", "probes at exits")
+	load := fs.String("load", "", "probes before loads")
+	store := fs.String("store", "", "probes before stores")
+	generic := fs.Bool("generic", false, "also generic ld/st")
+	atomics := fs.Bool("atomics", false, "atom/red as store sites")
+	out := fs.String("o", "", "output file (default stdout)")
+	report := fs.String("report", "", "write the report as JSON here")
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		return fmt.Errorf("instrument: one input file")
+	}
+	m, err := readModule(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *frag != "" {
+		b, err := os.ReadFile(*frag)
+		if err != nil {
+			return err
+		}
+		fm, err := ptx.ParseFragment(string(b))
+		if err != nil {
+			return fmt.Errorf("%s: %w", *frag, err)
+		}
+		if err := ptx.Link(m, fm); err != nil {
+			return err
+		}
+	}
+	rep, err := ptx.Instrument(m, ptx.Spec{
+		Kernels: list(*kernels), Entry: list(*entry), Exit: list(*exit), Load: list(*load), Store: list(*store),
+		Generic: *generic, Atomics: *atomics,
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range rep.Kernels {
+		fmt.Fprintf(os.Stderr, "instrumented %s: entry %d exit %d load %d store %d\n", k.Name, k.Entry, k.Exit, k.Load, k.Store)
+	}
+	for _, r := range rep.Refused {
+		fmt.Fprintf(os.Stderr, "refused %s: %s\n", r.Kernel, r.Reason)
+	}
+	if *report != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*report, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return output(*out, ptx.Write(m))
+}

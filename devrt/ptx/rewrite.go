@@ -1,0 +1,576 @@
+package ptx
+
+import (
+	"fmt"
+	"hash/fnv"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// SiteKind is where a probe runs; the values are enum gpuext_dev_site of
+// bpf/include/gpuext_abi.h (the kind field of struct gpuext_dev_ctx).
+type SiteKind uint32
+
+// Site kinds.
+const (
+	SiteEntry SiteKind = 1 // kernel entry, once per thread before its first instruction
+	SiteExit  SiteKind = 2 // before every ret/exit of the kernel
+	SiteLoad  SiteKind = 3 // before a load (ctx.addr = generic address)
+	SiteStore SiteKind = 4 // before a store or, with Spec.Atomics, an atom/red
+)
+
+func (k SiteKind) String() string {
+	switch k {
+	case SiteEntry:
+		return "entry"
+	case SiteExit:
+		return "exit"
+	case SiteLoad:
+		return "load"
+	case SiteStore:
+		return "store"
+	}
+	return "SiteKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Names the rewriter adds to an instrumented kernel. The register prefix
+// and both names are reserved: a kernel already using them is refused.
+const (
+	CtxVar    = "__gpuext_ctx" // .local .align 8 .b8 __gpuext_ctx[24] in the kernel's top scope
+	ArgVar    = "__gpuext_arg" // the .param of each call, in the call's own scope
+	RegPrefix = "%gx_"         // registers the rewriter declares: %gx_rd<1>
+	CtxSize   = 24             // sizeof(struct gpuext_dev_ctx)
+	ctxReg    = "%gx_rd0"
+)
+
+// DefaultMinMaxNReg is the smallest .maxnreg a kernel may declare and still
+// be instrumented (Spec.MinMaxNReg overrides it). A probe call follows the
+// ABI: the callee's registers come out of the kernel's per-thread budget, so
+// under a tight cap ptxas would spill the kernel's own values to local
+// memory and change its performance far beyond the probe's cost.
+const DefaultMinMaxNReg = 32
+
+// Spec selects kernels and the probe functions to call at each kind of site.
+// Probes are .func definitions of m (normally added by Link) with exactly one
+// parameter, `.param .u64` or `.param .b64` (the ctx pointer), and no return value.
+type Spec struct {
+	// Kernels are mangled kernel names or path.Match globs ("*", "_Z4axpy*");
+	// empty selects every kernel.
+	Kernels []string
+	// Probe functions called, in order, at each kind of site. A kind with
+	// none is not instrumented.
+	Entry, Exit, Load, Store []string
+	// Generic also instruments ld/st without a state space (generic
+	// addresses, which may point to global, shared or local memory);
+	// otherwise only ld.global/ldu.global/st.global are sites.
+	Generic bool
+	// Atomics also makes atom/red (on the same spaces) store sites.
+	Atomics bool
+	// MinMaxNReg overrides DefaultMinMaxNReg when positive.
+	MinMaxNReg int
+}
+
+// Site is one instrumented place in a kernel.
+type Site struct {
+	Index uint32   // ctx.site
+	Kind  SiteKind // ctx.kind
+	Pos   Pos      // the instrumented instruction (entry: the kernel header)
+	Instr string   // the instrumented instruction as PTX ("" for entry)
+}
+
+// KernelReport says what Instrument did to one kernel.
+type KernelReport struct {
+	Name  string
+	ID    uint64 // ctx.kernel_id: FNV-1a 64 of Name
+	Entry int    // sites by kind
+	Exit  int
+	Load  int
+	Store int
+	Sites []Site
+	// RegsAdded counts the registers declared, by type (".b64": 1).
+	RegsAdded map[string]int
+	// LocalBytes is the .local memory added per thread (the ctx).
+	LocalBytes int
+}
+
+// Refusal names a selected kernel that was left unchanged, and why.
+type Refusal struct {
+	Kernel string
+	Reason string
+}
+
+// Report is the result of Instrument.
+type Report struct {
+	Kernels   []KernelReport
+	Refused   []Refusal
+	Unmatched []string // exact names in Spec.Kernels that m does not define
+}
+
+// KernelID is the kernel_id the rewriter stores in ctx: FNV-1a 64 of the
+// kernel's (mangled) name.
+func KernelID(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+// probe is a validated probe function.
+type probe struct {
+	name      string
+	paramType string
+	index     int // position in m.Items
+}
+
+// Instrument inserts probe calls into the kernels of m that spec selects:
+// at entry after the declarations, before every ret/exit (with the exit's
+// guard, so `@%p ret;` becomes guarded calls then `@%p ret;`; a label on the
+// exit now labels the first inserted instruction), and before global (and
+// optionally generic) loads and stores. Each site fills the kernel's
+// .local ctx (kind, site, addr, kernel_id) and passes its generic address.
+//
+// A kernel that cannot be instrumented safely is left unchanged and listed
+// in Report.Refused with the reason. An error means the spec itself is
+// unusable (a probe missing or of the wrong signature, a bad pattern, a
+// 32-bit module, reserved names at module scope); m is then unchanged.
+func Instrument(m *Module, spec Spec) (Report, error) {
+	var rep Report
+	if m.AddressSize != 64 {
+		return rep, fmt.Errorf("ptx: instrument: only .address_size 64 modules are supported (this one has %d)", m.AddressSize)
+	}
+	for _, pat := range spec.Kernels {
+		if _, err := path.Match(pat, ""); err != nil {
+			return rep, fmt.Errorf("ptx: instrument: kernel pattern %q: %v", pat, err)
+		}
+	}
+	for _, n := range []string{CtxVar, ArgVar} {
+		if it, _ := m.Lookup(n); it != nil {
+			return rep, fmt.Errorf("ptx: instrument: the module defines %s, a name the rewriter reserves", n)
+		}
+	}
+	probes := map[SiteKind][]probe{}
+	lastProbe := -1
+	for _, k := range []struct {
+		kind  SiteKind
+		names []string
+	}{{SiteEntry, spec.Entry}, {SiteExit, spec.Exit}, {SiteLoad, spec.Load}, {SiteStore, spec.Store}} {
+		for _, n := range k.names {
+			p, err := checkProbe(m, n)
+			if err != nil {
+				return rep, err
+			}
+			probes[k.kind] = append(probes[k.kind], p)
+			lastProbe = max(lastProbe, p.index)
+		}
+	}
+	if len(probes) == 0 {
+		return rep, fmt.Errorf("ptx: instrument: the spec names no probe function")
+	}
+	minNReg := spec.MinMaxNReg
+	if minNReg <= 0 {
+		minNReg = DefaultMinMaxNReg
+	}
+	matched := map[string]bool{}
+	for i, it := range m.Items {
+		f, ok := it.(*Function)
+		if !ok || !f.Entry || !selected(spec.Kernels, f.Name) {
+			continue
+		}
+		matched[f.Name] = true
+		if f.Body == nil || f.Linkage == ".extern" {
+			if f.Body == nil && hasDefinition(m, f.Name) {
+				continue // a declaration ahead of the definition
+			}
+			rep.Refused = append(rep.Refused, Refusal{f.Name, "declared .extern or without a body: nothing to instrument here"})
+			continue
+		}
+		if i < lastProbe {
+			rep.Refused = append(rep.Refused, Refusal{f.Name, "a probe function is defined after the kernel (Link the fragment first)"})
+			continue
+		}
+		kr, body, err := instrumentKernel(m, f, spec, probes, minNReg)
+		if err != nil {
+			rep.Refused = append(rep.Refused, Refusal{f.Name, err.Error()})
+			continue
+		}
+		f.Body = body
+		rep.Kernels = append(rep.Kernels, kr)
+	}
+	for _, pat := range spec.Kernels {
+		if !strings.ContainsAny(pat, "*?[\\") && !matched[pat] {
+			rep.Unmatched = append(rep.Unmatched, pat)
+		}
+	}
+	return rep, nil
+}
+
+func hasDefinition(m *Module, name string) bool {
+	it, _ := m.Lookup(name)
+	f, ok := it.(*Function)
+	return ok && f.Body != nil
+}
+
+func selected(patterns []string, name string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// checkProbe validates that name is a .func definition of m with the probe
+// signature (one .u64/.b64 .param, no return value).
+func checkProbe(m *Module, name string) (probe, error) {
+	it, idx := m.Lookup(name)
+	f, ok := it.(*Function)
+	switch {
+	case it == nil:
+		return probe{}, fmt.Errorf("ptx: instrument: probe function %s is not in the module (Link its fragment first)", name)
+	case !ok || f.Entry:
+		return probe{}, fmt.Errorf("ptx: instrument: probe %s is not a .func", name)
+	case f.Body == nil:
+		return probe{}, fmt.Errorf("ptx: instrument: probe %s is declared but not defined", name)
+	case len(f.Returns) != 0:
+		return probe{}, fmt.Errorf("ptx: instrument: probe %s returns a value; probes return nothing", name)
+	case len(f.Params) != 1:
+		return probe{}, fmt.Errorf("ptx: instrument: probe %s takes %d parameters; probes take one (.param .u64 ctx)", name, len(f.Params))
+	}
+	p := f.Params[0]
+	if p.Space != ".param" || (p.Type != ".u64" && p.Type != ".b64") || p.Vector != "" || len(p.Dims) != 0 {
+		return probe{}, fmt.Errorf("ptx: instrument: probe %s's parameter must be .param .u64 (or .b64), not %s%s %s", name, p.Space, p.Vector, p.Type)
+	}
+	return probe{name: name, paramType: p.Type, index: idx}, nil
+}
+
+// kernelRewriter rewrites one kernel body.
+type kernelRewriter struct {
+	m        *Module
+	f        *Function
+	spec     Spec
+	probes   map[SiteKind][]probe
+	id       uint64
+	rep      KernelReport
+	scopes   []regScope
+	nextSite uint32
+}
+
+// regScope maps register names declared in one scope to their types.
+type regScope struct {
+	exact map[string]string
+	param map[string]paramRegs // prefix of %r<N> declarations
+}
+
+type paramRegs struct {
+	typ   string
+	count int
+}
+
+func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]probe, minNReg int) (KernelReport, *Block, error) {
+	if args, ok := f.PerfValue(".maxnreg"); ok && len(args) == 1 {
+		if n, ok := ParseInt(args[0]); !ok || n < uint64(minNReg) {
+			return KernelReport{}, nil, fmt.Errorf(".maxnreg %s is below %d, too few registers for a probe call", args[0], minNReg)
+		}
+	}
+	var reason string
+	Walk(f.Body, func(s Stmt, _ *Block, _ int) bool {
+		if reason != "" {
+			return false
+		}
+		switch s := s.(type) {
+		case *Instruction:
+			if s.Opcode == "setmaxnreg" {
+				reason = fmt.Sprintf("setmaxnreg at %s: the kernel hands registers back at run time, a probe call could not rely on them", s.Pos)
+			}
+		case *RegDecl:
+			for _, n := range s.Names {
+				if strings.HasPrefix(n.Name, RegPrefix) {
+					reason = fmt.Sprintf("register %s at %s uses the reserved prefix %s (already instrumented?)", n.Name, s.Pos, RegPrefix)
+				}
+			}
+		case *Var:
+			if s.Name == CtxVar || s.Name == ArgVar {
+				reason = fmt.Sprintf("%s at %s is a reserved name (already instrumented?)", s.Name, s.Pos)
+			}
+		}
+		return true
+	})
+	if reason != "" {
+		return KernelReport{}, nil, fmt.Errorf("%s", reason)
+	}
+	r := &kernelRewriter{m: m, f: f, spec: spec, probes: probes, id: KernelID(f.Name)}
+	r.rep = KernelReport{Name: f.Name, ID: r.id, RegsAdded: map[string]int{".b64": 1}, LocalBytes: CtxSize}
+	body, err := r.block(f.Body, true)
+	if err != nil {
+		return KernelReport{}, nil, err
+	}
+	decls := []Stmt{
+		&Var{Space: ".local", Align: "8", Type: ".b8", Name: CtxVar, Dims: []string{strconv.Itoa(CtxSize)}},
+		&RegDecl{Type: ".b64", Names: []RegName{{Name: RegPrefix + "rd", Count: 1}}},
+	}
+	body.Stmts = append(decls, body.Stmts...)
+	return r.rep, body, nil
+}
+
+// block returns a rewritten copy of b (statements are shared, slices new).
+func (r *kernelRewriter) block(b *Block, top bool) (*Block, error) {
+	r.scopes = append(r.scopes, regScope{exact: map[string]string{}, param: map[string]paramRegs{}})
+	defer func() { r.scopes = r.scopes[:len(r.scopes)-1] }()
+	out := &Block{Pos: b.Pos, Stmts: make([]Stmt, 0, len(b.Stmts))}
+	entryDone := !top || len(r.probes[SiteEntry]) == 0
+	for _, s := range b.Stmts {
+		switch s.(type) {
+		case *RegDecl, *Var:
+		default:
+			if !entryDone {
+				out.Stmts = append(out.Stmts, r.site(SiteEntry, nil, nil, r.f.Pos, "")...)
+				entryDone = true
+			}
+		}
+		switch s := s.(type) {
+		case *RegDecl:
+			r.declare(s)
+		case *Block:
+			nb, err := r.block(s, false)
+			if err != nil {
+				return nil, err
+			}
+			out.Stmts = append(out.Stmts, nb)
+			continue
+		case *Instruction:
+			code, err := r.instruction(s)
+			if err != nil {
+				return nil, err
+			}
+			out.Stmts = append(out.Stmts, code...)
+		}
+		out.Stmts = append(out.Stmts, s)
+	}
+	if !entryDone { // a body of declarations only
+		out.Stmts = append(out.Stmts, r.site(SiteEntry, nil, nil, r.f.Pos, "")...)
+	}
+	return out, nil
+}
+
+func (r *kernelRewriter) declare(d *RegDecl) {
+	sc := r.scopes[len(r.scopes)-1]
+	for _, n := range d.Names {
+		if n.Count > 0 {
+			sc.param[n.Name] = paramRegs{typ: d.Type, count: n.Count}
+		} else {
+			sc.exact[n.Name] = d.Type
+		}
+		if d.Vector != "" { // a vector register is not an address
+			sc.exact[n.Name] = d.Vector + d.Type
+			delete(sc.param, n.Name)
+		}
+	}
+}
+
+// regType returns the declared type of register name in the scopes visible
+// here ("" if undeclared).
+func (r *kernelRewriter) regType(name string) string {
+	prefix := strings.TrimRight(name, "0123456789")
+	idx, err := strconv.Atoi(name[len(prefix):])
+	for i := len(r.scopes) - 1; i >= 0; i-- {
+		if t, ok := r.scopes[i].exact[name]; ok {
+			return t
+		}
+		if p, ok := r.scopes[i].param[prefix]; ok && err == nil && idx < p.count && strconv.Itoa(idx) == name[len(prefix):] {
+			return p.typ
+		}
+	}
+	return ""
+}
+
+// instruction returns the code to insert before in.
+func (r *kernelRewriter) instruction(in *Instruction) ([]Stmt, error) {
+	if in.IsExit() {
+		if len(r.probes[SiteExit]) == 0 {
+			return nil, nil
+		}
+		return r.site(SiteExit, in.Guard, nil, in.Pos, WriteStmt(in)), nil
+	}
+	acc, addr := in.Access()
+	kind := SiteKind(0)
+	switch acc {
+	case AccessLoad:
+		kind = SiteLoad
+	case AccessStore:
+		kind = SiteStore
+	case AccessAtomic:
+		if r.spec.Atomics {
+			kind = SiteStore
+		}
+	}
+	if kind == 0 || len(r.probes[kind]) == 0 {
+		return nil, nil
+	}
+	space := in.StateSpace()
+	if space != ".global" && !(space == "" && r.spec.Generic) {
+		return nil, nil
+	}
+	addrCode, err := r.address(in, addr, space == ".global")
+	if err != nil {
+		return nil, err
+	}
+	return r.site(kind, in.Guard, addrCode, in.Pos, WriteStmt(in)), nil
+}
+
+// address returns code that leaves the generic address of addr in ctxReg.
+func (r *kernelRewriter) address(in *Instruction, addr *Address, global bool) ([]*Instruction, error) {
+	fail := func(why string) error {
+		return fmt.Errorf("cannot compute the address of %s at %s: %s", WriteExpr(addr), in.Pos, why)
+	}
+	if len(addr.Elems) != 1 {
+		return nil, fail("not a plain [base+offset] operand")
+	}
+	base, off := addr.Elems[0], int64(0)
+	if b, ok := base.(*Binary); ok && (b.Op == "+" || b.Op == "-") {
+		v, ok := intValue(b.Y)
+		if !ok {
+			return nil, fail("the offset is not an integer")
+		}
+		if b.Op == "-" {
+			v = -v
+		}
+		base, off = b.X, v
+	}
+	var code []*Instruction
+	switch b := base.(type) {
+	case *Name:
+		t := r.regType(b.Text)
+		switch {
+		case t != "" || strings.HasPrefix(b.Text, "%"):
+			switch t {
+			case ".b64", ".u64", ".s64":
+				code = append(code, mkIns("mov", []string{".b64"}, name(ctxReg), name(b.Text)))
+			case ".b32", ".u32", ".s32":
+				code = append(code, mkIns("cvt", []string{".u64", ".u32"}, name(ctxReg), name(b.Text)))
+			case "":
+				return nil, fail("register " + b.Text + " is not declared")
+			default:
+				return nil, fail("register " + b.Text + " has type " + t)
+			}
+		default:
+			it, _ := r.m.Lookup(b.Text)
+			v, ok := it.(*Var)
+			if !ok || !global || v.Space != ".global" {
+				return nil, fail(b.Text + " is not a .global variable of the module")
+			}
+			code = append(code, mkIns("mov", []string{".u64"}, name(ctxReg), name(b.Text)))
+		}
+	case *IntLit:
+		v, ok := ParseInt(b.Text)
+		if !ok {
+			return nil, fail("bad address literal")
+		}
+		code = append(code, mkIns("mov", []string{".u64"}, name(ctxReg), immU(v)))
+	default:
+		return nil, fail("unsupported address form")
+	}
+	if off != 0 {
+		code = append(code, mkIns("add", []string{".s64"}, name(ctxReg), name(ctxReg), immS(off)))
+	}
+	if global {
+		code = append(code, mkIns("cvta", []string{".global", ".u64"}, name(ctxReg), name(ctxReg)))
+	}
+	return code, nil
+}
+
+// intValue evaluates an integer literal or its negation.
+func intValue(e Expr) (int64, bool) {
+	switch e := e.(type) {
+	case *IntLit:
+		v, ok := ParseInt(e.Text)
+		return int64(v), ok
+	case *Unary:
+		if e.Op == "-" {
+			v, ok := intValue(e.X)
+			return -v, ok
+		}
+	}
+	return 0, false
+}
+
+// site builds the code of one site: fill ctx, then call each probe, every
+// instruction under guard g. addr leaves the address in ctxReg (nil: 0).
+func (r *kernelRewriter) site(kind SiteKind, g *Guard, addr []*Instruction, pos Pos, instr string) []Stmt {
+	idx := r.nextSite
+	r.nextSite++
+	r.rep.Sites = append(r.rep.Sites, Site{Index: idx, Kind: kind, Pos: pos, Instr: instr})
+	switch kind {
+	case SiteEntry:
+		r.rep.Entry++
+	case SiteExit:
+		r.rep.Exit++
+	case SiteLoad:
+		r.rep.Load++
+	case SiteStore:
+		r.rep.Store++
+	}
+	var code []*Instruction
+	// struct gpuext_dev_ctx { u32 kind; u32 site; u64 addr; u64 kernel_id; }, little-endian
+	code = append(code,
+		mkIns("mov", []string{".u64"}, name(ctxReg), &IntLit{Text: fmt.Sprintf("0x%08X%08X", idx, uint32(kind))}), // site<<32 | kind
+		mkIns("st", []string{".local", ".u64"}, &Address{Elems: []Expr{name(CtxVar)}}, name(ctxReg)))
+	if addr == nil {
+		code = append(code, mkIns("mov", []string{".u64"}, name(ctxReg), immU(0)))
+	} else {
+		code = append(code, addr...)
+	}
+	code = append(code,
+		mkIns("st", []string{".local", ".u64"}, ctxField(8), name(ctxReg)),
+		mkIns("mov", []string{".u64"}, name(ctxReg), &IntLit{Text: fmt.Sprintf("0x%016X", r.id)}),
+		mkIns("st", []string{".local", ".u64"}, ctxField(16), name(ctxReg)),
+		mkIns("mov", []string{".u64"}, name(ctxReg), name(CtxVar)),
+		mkIns("cvta", []string{".local", ".u64"}, name(ctxReg), name(ctxReg)))
+	var out []Stmt
+	for _, in := range code {
+		in.Guard = copyGuard(g)
+		out = append(out, in)
+	}
+	for _, p := range r.probes[kind] {
+		st := mkIns("st", []string{".param", p.paramType}, &Address{Elems: []Expr{name(ArgVar)}}, name(ctxReg))
+		call := mkIns("call", nil, name(p.name), &Paren{Elems: []Expr{name(ArgVar)}})
+		// ptxas refuses a predicated st.param ("Illegal to predicate
+		// instruction 'st.param'"); storing into our own .param is
+		// harmless, so only the call carries the guard.
+		call.Guard = copyGuard(g)
+		out = append(out, &Block{Stmts: []Stmt{
+			&Var{Space: ".param", Type: p.paramType, Name: ArgVar},
+			st, call,
+		}})
+	}
+	return out
+}
+
+func ctxField(off int) *Address {
+	return &Address{Elems: []Expr{&Binary{Op: "+", X: name(CtxVar), Y: &IntLit{Text: strconv.Itoa(off)}}}}
+}
+
+func copyGuard(g *Guard) *Guard {
+	if g == nil {
+		return nil
+	}
+	c := *g
+	return &c
+}
+
+func mkIns(op string, mods []string, ops ...Expr) *Instruction {
+	return &Instruction{Opcode: op, Modifiers: mods, Operands: ops}
+}
+
+func name(s string) *Name { return &Name{Text: s} }
+
+func immU(v uint64) Expr { return &IntLit{Text: strconv.FormatUint(v, 10)} }
+
+func immS(v int64) Expr {
+	if v < 0 {
+		return &Unary{Op: "-", X: &IntLit{Text: strconv.FormatUint(uint64(-v), 10)}}
+	}
+	return &IntLit{Text: strconv.FormatInt(v, 10)}
+}

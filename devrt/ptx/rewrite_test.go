@@ -1,0 +1,443 @@
+package ptx
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden/*.out.ptx")
+
+const p0, p1 = "__gpuext_probe_0", "__gpuext_probe_1"
+
+// linked parses src and links the golden probes fragment into it.
+func linked(t *testing.T, src string) *Module {
+	t.Helper()
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frag, err := ParseFragment(readFile(t, "testdata/golden/probes.frag"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Link(m, frag); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// siteSummary renders sites as "index:kind@line".
+func siteSummary(sites []Site) string {
+	var out []string
+	for _, s := range sites {
+		out = append(out, fmt.Sprintf("%d:%s@%d", s.Index, s.Kind, s.Pos.Line))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestInstrumentGolden(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    Spec
+		kernels []string // instrumented kernels
+		counts  [][4]int // entry, exit, load, store per kernel
+		sites   []string // siteSummary per kernel
+	}{
+		{"entry_exit", Spec{Entry: []string{p0}, Exit: []string{p0}},
+			[]string{"vec_add"}, [][4]int{{1, 1, 0, 0}}, []string{"0:entry@6 1:exit@36"}},
+		{"guarded_exits", Spec{Entry: []string{p0}, Exit: []string{p1}},
+			[]string{"exits"}, [][4]int{{1, 4, 0, 0}}, []string{"0:entry@8 1:exit@20 2:exit@23 3:exit@28 4:exit@33"}},
+		{"memory", Spec{Load: []string{p0}, Store: []string{p1}, Generic: true, Atomics: true},
+			[]string{"mem"}, [][4]int{{0, 0, 4, 5}},
+			[]string{"0:load@22 1:store@23 2:load@24 3:store@25 4:load@26 5:store@27 6:store@28 7:load@36 8:store@41"}},
+		{"select", Spec{Kernels: []string{"k_a*"}, Entry: []string{p0, p1}, Exit: []string{p1}},
+			[]string{"k_a1"}, [][4]int{{1, 1, 0, 0}}, []string{"0:entry@6 1:exit@8"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := filepath.Join("testdata/golden", tt.name+".in.ptx")
+			m := linked(t, readFile(t, in))
+			rep, err := Instrument(m, tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Refused) != 0 || len(rep.Unmatched) != 0 {
+				t.Fatalf("refused %v, unmatched %v", rep.Refused, rep.Unmatched)
+			}
+			if len(rep.Kernels) != len(tt.kernels) {
+				t.Fatalf("instrumented %d kernels, want %d", len(rep.Kernels), len(tt.kernels))
+			}
+			for i, k := range rep.Kernels {
+				got := [4]int{k.Entry, k.Exit, k.Load, k.Store}
+				if k.Name != tt.kernels[i] || got != tt.counts[i] {
+					t.Errorf("kernel %s counts %v, want %s %v", k.Name, got, tt.kernels[i], tt.counts[i])
+				}
+				if s := siteSummary(k.Sites); s != tt.sites[i] {
+					t.Errorf("kernel %s sites %q, want %q", k.Name, s, tt.sites[i])
+				}
+				if k.ID != KernelID(k.Name) || k.LocalBytes != 24 || len(k.RegsAdded) != 1 || k.RegsAdded[".b64"] != 1 {
+					t.Errorf("kernel %s: id %x, local %d, regs %v", k.Name, k.ID, k.LocalBytes, k.RegsAdded)
+				}
+			}
+			out := Write(m)
+			if _, err := RoundTrip(out, false); err != nil {
+				t.Fatalf("instrumented PTX does not round-trip: %v", err)
+			}
+			golden := filepath.Join("testdata/golden", tt.name+".out.ptx")
+			if *update {
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := readFile(t, golden); out != want {
+				t.Errorf("output differs from %s (run go test -update and review):\n%s", golden, out)
+			}
+		})
+	}
+}
+
+// TestInstrumentSiteCode pins the code of one guarded load site exactly.
+func TestInstrumentSiteCode(t *testing.T) {
+	m := linked(t, testHeader+".visible .entry k(.param .u64 k_p)\n{\n.reg .pred %p<2>;\n.reg .b64 %rd<3>;\n@!%p1 ld.global.u64 %rd1, [%rd2+-8];\n}\n")
+	if _, err := Instrument(m, Spec{Load: []string{p1}}); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := m.Lookup("k")
+	got := stmtsText(k.(*Function).Body.Stmts)
+	id := fmt.Sprintf("0x%016X", KernelID("k"))
+	want := strings.Join([]string{
+		".local .align 8 .b8 __gpuext_ctx[24];",
+		".reg .b64 %gx_rd<1>;",
+		".reg .pred %p<2>;",
+		".reg .b64 %rd<3>;",
+		"@!%p1 mov.u64 \t%gx_rd0, 0x0000000000000003;",
+		"@!%p1 st.local.u64 \t[__gpuext_ctx], %gx_rd0;",
+		"@!%p1 mov.b64 \t%gx_rd0, %rd2;",
+		"@!%p1 add.s64 \t%gx_rd0, %gx_rd0, -8;",
+		"@!%p1 cvta.global.u64 \t%gx_rd0, %gx_rd0;",
+		"@!%p1 st.local.u64 \t[__gpuext_ctx+8], %gx_rd0;",
+		"@!%p1 mov.u64 \t%gx_rd0, " + id + ";",
+		"@!%p1 st.local.u64 \t[__gpuext_ctx+16], %gx_rd0;",
+		"@!%p1 mov.u64 \t%gx_rd0, __gpuext_ctx;",
+		"@!%p1 cvta.local.u64 \t%gx_rd0, %gx_rd0;",
+		"{\n\t.param .b64 __gpuext_arg;\n\tst.param.b64 \t[__gpuext_arg], %gx_rd0;\n\t@!%p1 call \t__gpuext_probe_1, (__gpuext_arg);\n}",
+		"@!%p1 ld.global.u64 \t%rd1, [%rd2+-8];",
+	}, " ⏎ ")
+	if got != want {
+		t.Errorf("site code:\n got  %s\n want %s", got, want)
+	}
+}
+
+func TestInstrumentRefusals(t *testing.T) {
+	tests := []struct {
+		name, body, perf, reason string
+	}{
+		{"maxnreg too low", "ret;", ".maxnreg 16\n", ".maxnreg 16 is below 32, too few registers for a probe call"},
+		{"setmaxnreg", ".reg .b32 %r<2>;\nsetmaxnreg.inc.sync.aligned.u32 240;\nret;", "",
+			"setmaxnreg at 7:1: the kernel hands registers back at run time, a probe call could not rely on them"},
+		{"reserved register", ".reg .b64 %gx_rd<1>;\nret;", "", "register %gx_rd at 6:1 uses the reserved prefix %gx_ (already instrumented?)"},
+		{"reserved variable", ".local .b8 __gpuext_ctx[24];\nret;", "", "__gpuext_ctx at 6:1 is a reserved name (already instrumented?)"},
+		{"undeclared address register", "ld.global.u32 %r1, [%rdx];\nret;", "",
+			"cannot compute the address of [%rdx] at 6:1: register %rdx is not declared"},
+		{"predicate as address", ".reg .pred %p<2>;\nld.global.u32 %r1, [%p1];\nret;", "",
+			"cannot compute the address of [%p1] at 7:1: register %p1 has type .pred"},
+		{"non-integer offset", ".reg .b64 %rd<3>;\nld.global.u32 %r1, [%rd1+%rd2];\nret;", "",
+			"cannot compute the address of [%rd1+%rd2] at 7:1: the offset is not an integer"},
+		{"symbol outside global space", ".shared .b8 sbuf[4];\nld.u32 %r1, [sbuf];\nret;", "",
+			"cannot compute the address of [sbuf] at 7:1: sbuf is not a .global variable of the module"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := testHeader + ".visible .entry k()\n" + tt.perf + "{\n" + tt.body + "\n}\n"
+			if tt.perf != "" {
+				src = testHeader + ".visible .entry k()\n" + tt.perf + "{\n" + tt.body + "\n}\n"
+			}
+			m := linked(t, src)
+			before := Write(m)
+			rep, err := Instrument(m, Spec{Entry: []string{p0}, Exit: []string{p0}, Load: []string{p0}, Generic: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Kernels) != 0 || len(rep.Refused) != 1 || rep.Refused[0].Kernel != "k" || rep.Refused[0].Reason != tt.reason {
+				t.Fatalf("report %+v, want k refused: %q", rep, tt.reason)
+			}
+			if Write(m) != before {
+				t.Error("a refused kernel was changed")
+			}
+		})
+	}
+}
+
+func TestInstrumentRefusalPositions(t *testing.T) {
+	// the .maxnreg case above has the directive in the header: check the
+	// line numbers used by the other cases start at the body's first line
+	m := linked(t, testHeader+".visible .entry k()\n{\nret;\n}\n")
+	if k, _ := m.Lookup("k"); k.(*Function).Body.Stmts[0].(*Instruction).Pos != (Pos{6, 1}) {
+		t.Fatal("body statements do not start on line 6")
+	}
+}
+
+func TestInstrumentSpecErrors(t *testing.T) {
+	base := testHeader + ".visible .entry k()\n{\nret;\n}\n"
+	tests := []struct {
+		name string
+		src  string
+		link bool
+		spec Spec
+		want string
+	}{
+		{"no probes", base, true, Spec{}, "ptx: instrument: the spec names no probe function"},
+		{"missing probe", base, false, Spec{Entry: []string{p0}}, "ptx: instrument: probe function __gpuext_probe_0 is not in the module (Link its fragment first)"},
+		{"probe is a kernel", base, true, Spec{Entry: []string{"k"}}, "ptx: instrument: probe k is not a .func"},
+		{"probe with a return value", base + ".func (.param .b32 r) bad(.param .u64 c)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
+			"ptx: instrument: probe bad returns a value; probes return nothing"},
+		{"probe with two params", base + ".func bad(.param .u64 c, .param .u64 d)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
+			"ptx: instrument: probe bad takes 2 parameters; probes take one (.param .u64 ctx)"},
+		{"probe with a 32-bit param", base + ".func bad(.param .u32 c)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
+			"ptx: instrument: probe bad's parameter must be .param .u64 (or .b64), not .param .u32"},
+		{"declared probe", base + ".func bad(.param .u64 c);\n", true, Spec{Exit: []string{"bad"}},
+			"ptx: instrument: probe bad is declared but not defined"},
+		{"bad glob", base, true, Spec{Kernels: []string{"k["}, Entry: []string{p0}}, "ptx: instrument: kernel pattern \"k[\": syntax error in pattern"},
+		{"32-bit module", ".version 8.7\n.target sm_90\n.address_size 32\n.visible .entry k()\n{\nret;\n}\n", false, Spec{Entry: []string{p0}},
+			"ptx: instrument: only .address_size 64 modules are supported (this one has 32)"},
+		{"reserved module name", base + ".global .b8 __gpuext_ctx[24];\n", true, Spec{Entry: []string{p0}},
+			"ptx: instrument: the module defines __gpuext_ctx, a name the rewriter reserves"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m *Module
+			if tt.link {
+				m = linked(t, tt.src)
+			} else {
+				var err error
+				if m, err = Parse(tt.src); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := Write(m)
+			_, err := Instrument(m, tt.spec)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("err %v, want %q", err, tt.want)
+			}
+			if Write(m) != before {
+				t.Error("module changed by a failed Instrument")
+			}
+		})
+	}
+}
+
+func TestInstrumentSelection(t *testing.T) {
+	src := testHeader + ".extern .entry ext();\n.visible .entry k1()\n{\nret;\n}\n.visible .entry k2()\n{\nret;\n}\n"
+	m := linked(t, src)
+	rep, err := Instrument(m, Spec{Kernels: []string{"k2", "ext", "missing", "k9*"}, Exit: []string{p0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Kernels) != 1 || rep.Kernels[0].Name != "k2" {
+		t.Errorf("instrumented %+v, want k2 only", rep.Kernels)
+	}
+	if len(rep.Refused) != 1 || rep.Refused[0] != (Refusal{"ext", "declared .extern or without a body: nothing to instrument here"}) {
+		t.Errorf("refused %+v", rep.Refused)
+	}
+	if len(rep.Unmatched) != 1 || rep.Unmatched[0] != "missing" {
+		t.Errorf("unmatched %v, want [missing]", rep.Unmatched)
+	}
+	// instrumenting again refuses: the kernel now uses the reserved names
+	rep, err = Instrument(m, Spec{Kernels: []string{"k2"}, Exit: []string{p0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Kernels) != 0 || len(rep.Refused) != 1 || !strings.Contains(rep.Refused[0].Reason, "already instrumented") {
+		t.Errorf("second pass: %+v", rep)
+	}
+	// a probe defined after the kernel cannot be called from it
+	m2, err := Parse(src + ".func late(.param .u64 c)\n{\nret;\n}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Instrument(m2, Spec{Kernels: []string{"k1"}, Exit: []string{"late"}})
+	if err != nil || len(rep.Refused) != 1 || rep.Refused[0].Reason != "a probe function is defined after the kernel (Link the fragment first)" {
+		t.Errorf("late probe: %+v %v", rep, err)
+	}
+}
+
+// TestInstrumentCorpus instruments every kernel of every corpus file at
+// entry, exits, loads and stores (generic and atomics too): the result must
+// round-trip, every site the analysis finds must be instrumented, and a few
+// kernels have exactly known counts.
+func TestInstrumentCorpus(t *testing.T) {
+	exact := map[string][4]int{
+		"nvcc_kernels.ptx/vec_add":                     {1, 1, 2, 1},
+		"nvcc_kernels.ptx/early_exits":                 {1, 1, 1, 2},
+		"nvcc_kernels.ptx/histogram":                   {1, 1, 1, 1},
+		"nvcc_kernels.ptx/globals_use":                 {1, 1, 0, 2},
+		"nvcc_kernels_debug.ptx/half_vec4":             {1, 1, 6, 6},
+		"triton_add.ptx/add_kernel":                    {1, 1, 4, 2},
+		"triton_softmax.ptx/softmax_kernel":            {1, 1, 8, 8},
+		"triton_matmul.ptx/matmul_kernel":              {1, 1, 0, 16},
+		"nvcc_kernels_rdc.ptx/_Z4axpyIdEvT_PKS0_PS0_i": {1, 1, 2, 1},
+	}
+	seen := 0
+	for _, f := range corpusFiles(t) {
+		src := readFile(t, f)
+		m := linked(t, src)
+		orig, _ := Parse(src)
+		rep, err := Instrument(m, Spec{Entry: []string{p0}, Exit: []string{p0}, Load: []string{p0}, Store: []string{p1}, Generic: true, Atomics: true})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if len(rep.Refused) != 0 || len(rep.Kernels) != len(orig.KernelNames()) {
+			t.Fatalf("%s: instrumented %d of %d kernels, refused %v", f, len(rep.Kernels), len(orig.KernelNames()), rep.Refused)
+		}
+		if _, err := RoundTrip(Write(m), false); err != nil {
+			t.Fatalf("%s: instrumented output: %v", f, err)
+		}
+		for _, k := range rep.Kernels {
+			it, _ := orig.Lookup(k.Name)
+			of := it.(*Function)
+			loads, stores := 0, 0
+			for _, a := range of.MemAccesses(true) {
+				if a.Access == AccessLoad {
+					loads++
+				} else {
+					stores++
+				}
+			}
+			got := [4]int{k.Entry, k.Exit, k.Load, k.Store}
+			if want := [4]int{1, len(of.Exits()), loads, stores}; got != want {
+				t.Errorf("%s %s: sites %v, analysis finds %v", f, k.Name, got, want)
+			}
+			if want, ok := exact[filepath.Base(f)+"/"+k.Name]; ok {
+				seen++
+				if got != want {
+					t.Errorf("%s %s: sites %v, want %v", f, k.Name, got, want)
+				}
+			}
+			if len(k.Sites) != k.Entry+k.Exit+k.Load+k.Store {
+				t.Errorf("%s %s: %d sites listed", f, k.Name, len(k.Sites))
+			}
+		}
+	}
+	if seen != len(exact) {
+		t.Errorf("checked %d exact kernels, want %d", seen, len(exact))
+	}
+}
+
+func TestLink(t *testing.T) {
+	m, err := Parse(testHeader + ".file 1 \"k.cu\"\n.global .u32 g;\n.visible .entry k()\n{\nret;\n}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frag, _ := ParseFragment(readFile(t, "testdata/golden/probes.frag"))
+	if err := Link(m, frag); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range m.Items {
+		names = append(names, fmt.Sprintf("%T:%s", it, itemName(it)))
+	}
+	want := "*ptx.File: *ptx.Var:__gpuext_shared *ptx.Function:__gpuext_probe_0 *ptx.Function:__gpuext_probe_1 *ptx.Var:g *ptx.Function:k"
+	if strings.Join(names, " ") != want {
+		t.Errorf("items %v\nwant %s", names, want)
+	}
+	// linking the same fragment again collides
+	if err := Link(m, frag); err == nil || err.Error() != "ptx: link: fragment symbol __gpuext_shared (fragment 2:1) is already defined by the module at 2:1" {
+		t.Errorf("second link: %v", err)
+	}
+	bad := []struct{ frag, want string }{
+		{".visible .entry e()\n{\nret;\n}\n", "ptx: link: fragment e at 1:1: only .func definitions and .global variables may be linked"},
+		{".extern .func f(.param .u64 c);\n", "ptx: link: fragment f at 1:1: only .func definitions and .global variables may be linked"},
+		{".shared .u32 s;\n", "ptx: link: fragment variable s at 1:1 is in .shared: only .global definitions may be linked"},
+		{".file 1 \"x\"\n", "ptx: link: fragment item *ptx.File at 1:1: only .func definitions and .global variables may be linked"},
+		{".global .u32 k;\n", "ptx: link: fragment symbol k (fragment 1:1) is already defined by the module at 6:1"},
+		{".global .u32 x;\n.global .u32 x;\n", "ptx: link: fragment defines x twice (2:1)"},
+	}
+	for _, b := range bad {
+		m, _ := Parse(testHeader + "\n\n.visible .entry k()\n{\nret;\n}\n")
+		f, err := ParseFragment(b.frag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(m.Items)
+		if err := Link(m, f); err == nil || err.Error() != b.want {
+			t.Errorf("link %q: %v, want %q", b.frag, err, b.want)
+		}
+		if len(m.Items) != n {
+			t.Errorf("link %q changed the module", b.frag)
+		}
+	}
+}
+
+func TestKernelID(t *testing.T) {
+	// FNV-1a 64 computed by hand: offset basis, xor byte, multiply by prime
+	h := uint64(14695981039346656037)
+	for _, c := range []byte("vec_add") {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	if KernelID("vec_add") != h || h != 0x082A2BD2B16BDCAD {
+		t.Errorf("KernelID(vec_add) = %#x, by hand %#x", KernelID("vec_add"), h)
+	}
+}
+
+func TestAnalysis(t *testing.T) {
+	m, err := Parse(readFile(t, "testdata/corpus/nvcc_kernels.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"vec_add", "block_reduce", "imbalanced", "early_exits", "_Z4axpyIfEvT_PKS0_PS0_i", "_Z4axpyIdEvT_PKS0_PS0_i",
+		"half_vec4", "histogram", "local_array", "say_hello", "globals_use"}
+	if got := m.KernelNames(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("KernelNames = %v", got)
+	}
+	it, _ := m.Lookup("block_reduce")
+	f := it.(*Function)
+	regs := f.RegisterCounts()
+	if len(regs) != 4 || regs[".pred"] != 16 || regs[".f32"] != 30 || regs[".b32"] != 49 || regs[".b64"] != 7 {
+		t.Errorf("block_reduce registers %v", regs)
+	}
+	if l := f.Labels(); strings.Join(l, " ") != "$L__BB2_2 $L__BB2_4 $L__BB2_7 $L__BB2_9" {
+		t.Errorf("labels %v", l)
+	}
+	acc := f.MemAccesses(true)
+	if len(acc) != 2 || acc[0].Access != AccessLoad || acc[1].Access != AccessAtomic || acc[0].Generic || WriteExpr(acc[1].Addr) != "[%rd6]" {
+		t.Errorf("block_reduce accesses %+v", acc)
+	}
+	if len(f.MemAccesses(false)) != 1 {
+		t.Errorf("without atomics: %d accesses, want 1", len(f.MemAccesses(false)))
+	}
+	it, _ = m.Lookup("early_exits")
+	calls := 0
+	for _, in := range it.(*Function).Instructions() {
+		if in.CallTarget() == "_Z4polyfi" {
+			calls++
+		}
+	}
+	if calls != 1 {
+		t.Errorf("early_exits calls _Z4polyfi %d times, want 1", calls)
+	}
+	it, idx := m.Lookup("vprintf")
+	if it == nil || idx != 0 || it.(*Function).Body != nil {
+		t.Errorf("Lookup(vprintf) = %v, %d", it, idx)
+	}
+	dbg, _ := Parse(readFile(t, "testdata/corpus/nvcc_kernels_debug.ptx"))
+	it, _ = dbg.Lookup("__iAtomicAdd") // declared first, defined later: the definition wins
+	if it == nil || it.(*Function).Body == nil {
+		t.Error("Lookup(__iAtomicAdd) did not return the definition")
+	}
+	gen := 0
+	for _, k := range dbg.Kernels() {
+		for _, a := range k.MemAccesses(false) {
+			if a.Generic {
+				gen++
+			}
+		}
+	}
+	if gen == 0 {
+		t.Error("the -G corpus file has generic accesses, none found")
+	}
+}
