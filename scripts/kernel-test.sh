@@ -47,9 +47,11 @@ CPU=${KERNEL_TEST_CPU:-qemu64,-cx16}
 eval "$(scripts/kernel-env.sh)"
 [ -n "${KERNEL_TEST_NO_BUILD:-}" ] || make -s -C kernel-modules >/dev/null
 
-VM=$ROOT/build/ktest
+# One directory per run: runs may overlap (several engineers, one tree).
+mkdir -p "$ROOT/build/ktest"
+VM=$(mktemp -d "$ROOT/build/ktest/run.XXXXXX")
 R=$VM/root
-rm -rf "$R"
+trap 'rm -rf "$R" "$VM/initrd.cpio"' EXIT
 mkdir -p "$R"/{bin,proc,sys,tmp,dev,kmod,work}
 cp "$(command -v busybox || echo /bin/busybox)" "$R/bin/busybox"
 cp build/kmod/gpu_ext.ko "$R/kmod/"

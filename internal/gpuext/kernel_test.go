@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/bpf/policy"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuext/ktest"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuextsim"
 )
 
 func sysfs(t *testing.T, name string) string {
@@ -74,6 +75,9 @@ func TestKernelMemLifecycle(t *testing.T) {
 	require.Equal(t, p, st.Mem.Params)
 	require.Equal(t, map[Owner]uint32{{PID: 42}: 7, {Cgroup: 9000}: 3}, st.Mem.Priorities)
 	require.Len(t, st.Mem.Stats, len(MemStatNames))
+	for i, h := range st.Hooks {
+		require.Equal(t, gpuextsim.HookNames[i], h.Hook)
+	}
 	require.NoError(t, l.DeletePriority(Owner{PID: 42}))
 	st, err = l.Status()
 	require.NoError(t, err)

@@ -6,12 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/otelcol-gpu/otelcol-gpu/bpf/policy"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuextsim"
 )
 
 // ABIVersion is GPUEXT_KMOD_ABI_VERSION of bpf/include/gpuext_abi.h, the
@@ -76,12 +75,12 @@ func CheckModule(p Paths) error {
 	if err != nil {
 		return fmt.Errorf("gpu_ext abi_version: %w", err)
 	}
-	sv, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 32)
+	sv, err := gpuextsim.ParseABIVersion(string(raw))
 	if err != nil {
-		return fmt.Errorf("%s: %q is not a version number", file, raw)
+		return fmt.Errorf("%s: %w", file, err)
 	}
-	if sv != ABIVersion {
-		return &ABIError{Source: file, Module: sv, Want: ABIVersion}
+	if uint64(sv) != ABIVersion {
+		return &ABIError{Source: file, Module: uint64(sv), Want: ABIVersion}
 	}
 	return nil
 }

@@ -81,7 +81,9 @@ func TestCheckModule(t *testing.T) {
 		{name: "no sysfs", paths: fakeKernel(t, enum, item, v, ""), isErr: ErrNoModule,
 			message: "gpu_ext kernel module is not loaded (no "},
 		{name: "sysfs garbage", paths: fakeKernel(t, enum, item, v, "one\n"),
-			message: `abi_version: "one\n" is not a version number`},
+			message: `abi_version: gpu_ext stats: abi_version "one": strconv.ParseUint: parsing "one": invalid syntax`},
+		{name: "sysfs no newline", paths: fakeKernel(t, enum, item, v, "1"),
+			message: `abi_version: gpu_ext stats: abi_version "1": no newline`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckModule(tc.paths)

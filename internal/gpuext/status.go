@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/otelcol-gpu/otelcol-gpu/bpf/policy"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/gpuextsim"
 )
 
 // MemStatNames name the memory policy's counters (enum gpuext_mem_stat order).
@@ -32,11 +33,12 @@ type SchedStatus struct {
 	Stats  map[Class]map[string]uint64 // classes with any count; SchedStatNames
 }
 
-// Status is the module's view (attached policy names) and each pinned
-// policy's parameters and counters (nil when none is pinned).
+// Status is the module's view (attached policy names, per-hook counters)
+// and each pinned policy's parameters and counters (nil when none is pinned).
 type Status struct {
 	MemPolicy   string // /sys/kernel/gpu_ext/mem_policy ("-": none)
 	SchedPolicy string
+	Hooks       [gpuextsim.HookMax]gpuextsim.HookStats // /sys/kernel/gpu_ext/stats
 	Mem         *MemStatus
 	Sched       *SchedStatus
 }
@@ -46,7 +48,24 @@ func (l *Loader) Status() (Status, error) {
 	if err := CheckModule(l.Paths); err != nil {
 		return Status{}, err
 	}
-	st := Status{MemPolicy: l.attachedName(Mem), SchedPolicy: l.attachedName(Sched)}
+	var st Status
+	dir := filepath.Join(l.Paths.Sys, ModuleName)
+	for _, f := range []struct {
+		file  string
+		parse func(string) error
+	}{
+		{"mem_policy", func(s string) (err error) { st.MemPolicy, err = gpuextsim.ParsePolicyName(s); return }},
+		{"sched_policy", func(s string) (err error) { st.SchedPolicy, err = gpuextsim.ParsePolicyName(s); return }},
+		{"stats", func(s string) (err error) { st.Hooks, err = gpuextsim.ParseStats(s); return }},
+	} {
+		raw, err := os.ReadFile(filepath.Join(dir, f.file))
+		if err == nil {
+			err = f.parse(string(raw))
+		}
+		if err != nil {
+			return st, fmt.Errorf("gpu_ext %s: %w", f.file, err)
+		}
+	}
 	var err error
 	if st.Mem, err = l.memStatus(); err != nil && !errors.Is(err, ErrNotAttached) {
 		return st, err
@@ -189,6 +208,10 @@ func (l *Loader) schedStatus() (*SchedStatus, error) {
 func (s Status) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "module: mem_policy %s, sched_policy %s\n", s.MemPolicy, s.SchedPolicy)
+	for _, h := range s.Hooks {
+		fmt.Fprintf(&b, "module: %s calls %d policy %d requests %d applied %d rejected %d clamped %d\n",
+			h.Hook, h.Calls, h.Policy, h.Requests, h.Applied, h.Rejected, h.Clamped)
+	}
 	if s.Mem == nil {
 		b.WriteString("mem: not pinned\n")
 	} else {
