@@ -37,7 +37,7 @@ for f in devrt/ptx/testdata/corpus/*.ptx; do
 		if ptxas -v -arch=$arch -o /dev/null "$W/$b.$v" >"$W/$b.$v.ptxas" 2>&1; then
 			echo "PASS ptxas $b.$v"; passes=$((passes+1))
 		else
-			echo "FAIL ptxas $b.$v: $(grep -m3 -i error "$W/$b.$v.ptxas")"; fails=$((fails+1))
+			echo "FAIL ptxas $b.$v: $(grep -m3 -i -E "error|fatal" "$W/$b.$v.ptxas")"; fails=$((fails+1))
 		fi
 	done
 	# registers per kernel: original -> instrumented
@@ -50,7 +50,7 @@ for f in devrt/ptx/testdata/golden/*.ptx; do
 	if ptxas -arch=$arch -o /dev/null "$f" >"$W/golden.log" 2>&1; then
 		echo "PASS ptxas golden/$(basename "$f")"; passes=$((passes+1))
 	else
-		echo "FAIL ptxas golden/$(basename "$f"): $(grep -m3 -i error "$W/golden.log")"; fails=$((fails+1))
+		echo "FAIL ptxas golden/$(basename "$f"): $(head -3 "$W/golden.log")"; fails=$((fails+1))
 	fi
 done
 for b in nvcc_kernels:exact nvcc_kernels_lineinfo:exact nvcc_kernels_rdc:exact nvcc_kernels_debug: triton_add:; do

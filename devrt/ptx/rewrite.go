@@ -449,7 +449,9 @@ func (r *kernelRewriter) address(in *Instruction, addr *Address, global bool) ([
 			case ".b64", ".u64", ".s64":
 				code = append(code, mkIns("mov", []string{".b64"}, name(ctxReg), name(b.Text)))
 			case ".b32", ".u32", ".s32":
-				code = append(code, mkIns("cvt", []string{".u64", ".u32"}, name(ctxReg), name(b.Text)))
+				// ptxas: "32-Bit ABI (--machine 32 or 32-Bit addressing) is
+				// not supported on sm_90 or higher architectures"
+				return nil, fail("register " + b.Text + " is a 32-bit address in a 64-bit module")
 			case "":
 				return nil, fail("register " + b.Text + " is not declared")
 			default:

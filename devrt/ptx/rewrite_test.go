@@ -145,6 +145,8 @@ func TestInstrumentRefusals(t *testing.T) {
 			"cannot compute the address of [%rdx] at 6:1: register %rdx is not declared"},
 		{"predicate as address", ".reg .pred %p<2>;\nld.global.u32 %r1, [%p1];\nret;", "",
 			"cannot compute the address of [%p1] at 7:1: register %p1 has type .pred"},
+		{"32-bit address register", ".reg .b32 %r<3>;\nst.global.u32 [%r1], %r2;\nret;", "",
+			"cannot compute the address of [%r1] at 7:1: register %r1 is a 32-bit address in a 64-bit module"},
 		{"non-integer offset", ".reg .b64 %rd<3>;\nld.global.u32 %r1, [%rd1+%rd2];\nret;", "",
 			"cannot compute the address of [%rd1+%rd2] at 7:1: the offset is not an integer"},
 		{"symbol outside global space", ".shared .b8 sbuf[4];\nld.u32 %r1, [sbuf];\nret;", "",
@@ -158,7 +160,7 @@ func TestInstrumentRefusals(t *testing.T) {
 			}
 			m := linked(t, src)
 			before := Write(m)
-			rep, err := Instrument(m, Spec{Entry: []string{p0}, Exit: []string{p0}, Load: []string{p0}, Generic: true})
+			rep, err := Instrument(m, Spec{Entry: []string{p0}, Exit: []string{p0}, Load: []string{p0}, Store: []string{p0}, Generic: true})
 			if err != nil {
 				t.Fatal(err)
 			}
