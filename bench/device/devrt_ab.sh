@@ -1,20 +1,68 @@
 #!/usr/bin/env bash
-# devrt's cost on PyTorch loops, measured in one process per loop
-# (devrt/ab_overhead.py switches devrt's configuration through its own
-# control page between passes, no collector), plus what a timestamp costs on
-# this machine (devrt/clockbench). Needs .device/devrt/ (make -C devrt
-# OUT=$PWD/.device/devrt) and .device/clockbench (cc -O2 -static -o
-# .device/clockbench bench/device/devrt/clockbench.c).
+# devrt's cost, measured three ways on the GPU machine:
+#  1. what a timestamp costs there (devrt/clockbench.c);
+#  2. ns per cuLaunchKernel on the fake driver (testdata/fakecuda's
+#     callbench): no GPU, just devrt's own path on that CPU;
+#  3. PyTorch loops (a training loop, a launch-bound loop), each in one
+#     process that switches devrt's configuration through its own control
+#     page between short passes (devrt/ab_overhead.py): paired, so the
+#     machine's drift cancels; and what devrt recorded per training step, by
+#     API.
+# Needs .device/devrt (make -C devrt OUT=$PWD/.device/devrt), .device/fakecuda
+# (make -C testdata/fakecuda OUT=$PWD/.device/fakecuda) and .device/clockbench
+# (cc -O2 -static -o .device/clockbench bench/device/devrt/clockbench.c).
 set -u
 lib=$PWD/.device/devrt/libgpuext-devrt.so
-export CUBLAS_WORKSPACE_CONFIG=:4096:8 GPUEXT_DEVRT_DIR=/dev/shm GPUEXT_DEVRT_RING_SLOTS=1048576
+fake=$PWD/.device/fakecuda
+export CUBLAS_WORKSPACE_CONFIG=:4096:8 GPUEXT_DEVRT_DIR=/dev/shm
 PY=${PY:-/opt/torch/.venv/bin/python}
+# A consumer on a core of its own drains every ring, as the collector
+# would: rings stay at their default size and their pages stay mapped (a
+# ring sized to hold a whole run pays a page fault every 21 records).
+rm -f /dev/shm/gpuext-devrt-*.ring
+taskset -c 12 .device/devrt/ringdump --follow /dev/shm > /dev/null &
+consumer=$!
+trap 'kill $consumer 2>/dev/null' EXIT
 .device/clockbench | tee $OUT/clock.json
-nproc; cat /proc/cpuinfo | grep -m1 "model name"
+
+echo "== ns per cuLaunchKernel, fake driver (best of 3)"
+for round in 1 2 3; do
+	for cfg in none pass vdso tsc tsc-32; do
+		env=(FAKECUDA_COUNT=0 LD_LIBRARY_PATH=$fake)
+		case $cfg in
+		pass) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_CLASSES=none) ;;
+		vdso) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_SAMPLE=0 GPUEXT_DEVRT_CLOCK=vdso) ;;
+		tsc) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_SAMPLE=0) ;;
+		tsc-32) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_SAMPLE=32) ;;
+		esac
+		rm -f /dev/shm/gpuext-devrt-*.ring
+		echo "$cfg $(env "${env[@]}" taskset -c 2 $fake/callbench launch 1000000)"
+	done
+done | tee $OUT/callbench.txt
+$PY - $OUT/callbench.txt <<'PY'
+import json, sys, collections
+best = collections.defaultdict(lambda: 1e9)
+for line in open(sys.argv[1]):
+    cfg, js = line.split(" ", 1)
+    best[cfg] = min(best[cfg], json.loads(js)["ns_per_call"])
+print("best ns/call:", dict(best))
+PY
+
 rm -f /dev/shm/gpuext-devrt-*.ring
-LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py launch ${LAUNCH_ROUNDS:-12} \
-	${LAUNCH_CONFIGS:-pass on/0 on/32 on/128 on/1 nested/32} | tee $OUT/ab_launch.json
+LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py launch ${LAUNCH_ROUNDS:-60} \
+	${LAUNCH_CONFIGS:-pass pass2 on/0 on/32 on/128 on/1 nested/0} > $OUT/ab_launch.json
 rm -f /dev/shm/gpuext-devrt-*.ring
-LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py train ${TRAIN_ROUNDS:-8} \
-	${TRAIN_CONFIGS:-pass on/0 on/32 on/128 nested/32} | tee $OUT/ab_train.json
+LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py train ${TRAIN_ROUNDS:-60} \
+	${TRAIN_CONFIGS:-pass pass2 on/0 on/32 on/128} > $OUT/ab_train.json
+kill $consumer; wait $consumer 2>/dev/null
+# What one training pass records, by API: a last run with no consumer.
+rm -f /dev/shm/gpuext-devrt-*.ring
+AB_STEPS=5 GPUEXT_DEVRT_RING_SLOTS=1048576 LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py train 1 on/32 > /dev/null
+.device/devrt/ringdump /dev/shm/gpuext-devrt-*.ring | $PY -c '
+import json, sys, collections
+c = collections.Counter()
+for l in sys.stdin:
+    r = json.loads(l)
+    c[(r["kind"], r.get("api"))] += 1
+print("one training run (50 warm-up + 6 steps), records by kind and api:", sorted(c.items(), key=lambda x: -x[1])[:25])' | tee $OUT/train_records.txt
 rm -f /dev/shm/gpuext-devrt-*.ring

@@ -11,7 +11,8 @@ import (
 )
 
 // The C-level tests of make -C devrt check, from go test: the ring
-// producer under threads and a broken consumer, dlsym(RTLD_NEXT) under
+// producer under threads and a broken consumer, registration records,
+// dlsym(RTLD_NEXT) under
 // devrt's dlsym, and every workload scenario with and without devrt.
 func TestCLevel(t *testing.T) {
 	h := newHarness(t)
@@ -22,6 +23,7 @@ func TestCLevel(t *testing.T) {
 		cmd  *exec.Cmd
 	}{
 		{"ring", exec.Command(filepath.Join(h.devrt, "ring-test"))},
+		{"reg", exec.Command(filepath.Join(h.devrt, "reg-test"))},
 		{"dlsym", exec.Command(filepath.Join(h.devrt, "dlsym-test"))},
 		{"scenarios", exec.Command(filepath.Join(src, "tests", "check.sh"), h.devrt, h.fake)},
 	} {

@@ -39,6 +39,27 @@ static struct devrt_reg *reg_tab[REG_SLOTS];
 static __u32 reg_count;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Per thread, the stubs it has seen written (direct-mapped by hash): the
+ * launches of a hot kernel skip the table, whose 512 KiB of slots and
+ * scattered entries cost cache misses on every launch.  Valid while
+ * reg_epoch is the one it was filled under: a stub registered again (a new
+ * entry to write), or a fork, moves the epoch on.
+ */
+#define SEEN_SLOTS 64
+static __u32 reg_epoch = 1;
+static DEVRT_TLS const void *seen[SEEN_SLOTS];
+static DEVRT_TLS __u32 seen_epoch;
+
+static inline void seen_add(__u32 h, const void *stub, __u32 epoch)
+{
+	if (seen_epoch != epoch) {
+		memset(seen, 0, sizeof(seen));
+		seen_epoch = epoch;
+	}
+	seen[h & (SEEN_SLOTS - 1)] = stub;
+}
+
 static inline __u32 reg_hash(const void *stub)
 {
 	__u64 x = (__u64)(uintptr_t)stub;
@@ -85,8 +106,12 @@ int devrt_reg_keep(const void *stub, const struct gpuext_named_event *ne)
 					 __ATOMIC_RELEASE);
 			break;
 		}
-		if (old->stub == stub)
+		if (old->stub == stub) {
+			/* A new record for a stub some thread may have
+			 * seen written. */
+			__atomic_add_fetch(&reg_epoch, 1, __ATOMIC_RELEASE);
 			break;
+		}
 	}
 	__atomic_store_n(&reg_tab[i], r, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&reg_lock);
@@ -95,27 +120,34 @@ int devrt_reg_keep(const void *stub, const struct gpuext_named_event *ne)
 
 /*
  * A reported runtime launch of stub: writes the stub's registration record
- * if no launch has yet.  No lock; after the first launch of a stub, a hash,
- * a probe or two and one load.  A record the full ring dropped is tried
+ * if no launch has yet.  No lock; after the first launch of a stub, a hash
+ * and a look at the thread's seen stubs, or a probe or two of the table.  A record the full ring dropped is tried
  * again at the stub's next launch.
  */
 void devrt_reg_launch(const void *stub)
 {
 	struct gpuext_named_event ne;
 	struct devrt_reg *r;
-	__u32 i, zero = 0;
+	__u32 h, i, zero = 0, epoch;
 
 	if (!__atomic_load_n(&reg_count, __ATOMIC_RELAXED))
 		return;
-	for (i = reg_hash(stub);; i = (i + 1) & (REG_SLOTS - 1)) {
+	h = reg_hash(stub);
+	epoch = __atomic_load_n(&reg_epoch, __ATOMIC_ACQUIRE);
+	if (likely(seen_epoch == epoch && seen[h & (SEEN_SLOTS - 1)] == stub))
+		return;
+	for (i = h;; i = (i + 1) & (REG_SLOTS - 1)) {
 		r = __atomic_load_n(&reg_tab[i], __ATOMIC_ACQUIRE);
 		if (!r)
 			return;
 		if (r->stub == stub)
 			break;
 	}
-	if (likely(__atomic_load_n(&r->emitted, __ATOMIC_RELAXED)) ||
-	    !__atomic_compare_exchange_n(&r->emitted, &zero, 1, 0,
+	if (likely(__atomic_load_n(&r->emitted, __ATOMIC_RELAXED))) {
+		seen_add(h, stub, epoch);
+		return;
+	}
+	if (!__atomic_compare_exchange_n(&r->emitted, &zero, 1, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
 	ne.ev = r->ev;
@@ -124,6 +156,8 @@ void devrt_reg_launch(const void *stub)
 	memcpy(ne.name, r->name, strlen(r->name));
 	if (devrt_ring_write(&ne, sizeof(ne)))
 		__atomic_store_n(&r->emitted, 0, __ATOMIC_RELAXED);
+	else
+		seen_add(h, stub, epoch);
 }
 
 /*
@@ -137,6 +171,7 @@ void devrt_reg_fork_child(void)
 	__u32 i;
 
 	pthread_mutex_init(&reg_lock, NULL);
+	reg_epoch++;	/* the child's ring has none of the records */
 	if (!reg_count)
 		return;
 	for (i = 0; i < REG_SLOTS; i++)

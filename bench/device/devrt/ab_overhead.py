@@ -12,8 +12,11 @@ passing calls straight through, its interposition alone (a few ns a call on
 the fake driver, `make bench`); the cross-process comparison with no devrt
 at all is devrt_overhead.sh's.
 
+Passes are short (AB_STEPS training steps, 3; AB_LAUNCHES launches, 2000)
+and many, so that each pair of passes sees the same machine.
+
 Usage: ab_overhead.py train|launch ROUNDS CONFIG... where CONFIG is
-pass | on/N (every class, 1 in N launches timed; 0: timing off) |
+pass (pass2, ...: the same again, an A/A control of the method) | on/N (every class, 1 in N launches timed; 0: timing off) |
 nested/N (also the runtime's nested driver calls).
 Prints one JSON line per configuration and a summary.
 """
@@ -43,7 +46,7 @@ def set_config(m, classes, sample):
 
 
 def parse(cfg):
-    if cfg == "pass":
+    if cfg.startswith("pass"):  # pass, pass2...: the same, an A/A control
         return 0, 0
     kind, n = cfg.split("/")
     return (ALL | NESTED if kind == "nested" else ALL), int(n)
@@ -67,7 +70,7 @@ def train_loop():
             loss = torch.nn.functional.cross_entropy(out.reshape(-1, 512), target.reshape(-1))
             loss.backward()
             opt.step()
-    return run, 30, "ms/step", 1e3
+    return run, int(os.environ.get("AB_STEPS", 3)), 1, "ms/step", 1e3
 
 
 def launch_loop():
@@ -76,14 +79,14 @@ def launch_loop():
     def run(n):
         for _ in range(n):
             x.add_(1)
-    return run, 20000, "us/launch", 1e6
+    return run, int(os.environ.get("AB_LAUNCHES", 2000)), 10, "us/launch", 1e6
 
 
 def main():
     loop, rounds, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-    run, n, unit, scale = (train_loop if loop == "train" else launch_loop)()
+    run, n, settle, unit, scale = (train_loop if loop == "train" else launch_loop)()
     m = control_page()
-    run(n // 2)  # warm-up: allocator, kernels, cuBLAS
+    run(10 * n)  # warm-up: allocator, kernels, cuBLAS
     torch.cuda.synchronize()
     times = {c: [] for c in configs}
     rng = random.Random(1)
@@ -92,15 +95,15 @@ def main():
         rng.shuffle(order)
         for c in order:
             set_config(m, *parse(c))
-            run(10)  # every thread sees the new generation
+            run(settle)  # every thread sees the new generation
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             run(n)
             torch.cuda.synchronize()
             times[c].append((time.perf_counter() - t0) / n * scale)
     base = configs[0]
-    drops = struct.unpack_from("<8Q", m, 192)  # struct gpuext_ring_hdr: drops[], records, timed
-    records, timed = struct.unpack_from("<2Q", m, 256)
+    drops = struct.unpack_from("<8Q", m, 256)  # struct gpuext_ring_hdr: drops[], records, timed
+    records, timed = struct.unpack_from("<2Q", m, 320)
     out = {"loop": loop, "unit": unit, "rounds": rounds, "n": n, "records": records, "timed": timed,
            "drops": list(drops), "configs": {}}
     for c in configs:
