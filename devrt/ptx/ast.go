@@ -12,7 +12,7 @@ type Module struct {
 type Item interface{ itemNode() }
 
 // Stmt is a statement of a function body: *Instruction, *Label, *RegDecl,
-// *Var, *Block, *Loc, *Pragma or *CallPrototype.
+// *Var, *Block, *Loc, *Pragma, *CallPrototype or *Targets.
 type Stmt interface{ stmtNode() }
 
 // Function is an `.entry` (kernel) or a `.func`, with or without a body.
@@ -131,6 +131,14 @@ type CallPrototype struct {
 	NoReturn     bool
 }
 
+// Targets is `.branchtargets L1, L2, ...;` or `.calltargets f1, f2, ...;`
+// (labelled; the label names the list for brx.idx or an indirect call).
+type Targets struct {
+	Pos       Pos
+	Directive string // ".branchtargets" or ".calltargets"
+	Names     []string
+}
+
 // File is `.file N "name" [, timestamp, size]`.
 type File struct {
 	Pos   Pos
@@ -174,6 +182,7 @@ func (*Block) stmtNode()         {}
 func (*Loc) stmtNode()           {}
 func (*Pragma) stmtNode()        {}
 func (*CallPrototype) stmtNode() {}
+func (*Targets) stmtNode()       {}
 
 // Expr is an operand or initializer expression.
 type Expr interface{ exprNode() }

@@ -201,8 +201,8 @@ func (l *lexer) next() (Kind, error) {
 		}
 		l.advance(1)
 		l.identTail()
-		// .shared::cta, .mbarrier::complete_tx::bytes
-		for l.peekAt(0) == ':' && l.peekAt(1) == ':' && (isLetter(l.peekAt(2)) || l.peekAt(2) == '_') {
+		// .shared::cta, .mbarrier::complete_tx::bytes, .L2::128B
+		for l.peekAt(0) == ':' && l.peekAt(1) == ':' && isIdentCont(l.peekAt(2)) { // .L2::256B too
 			l.advance(2)
 			l.identTail()
 		}

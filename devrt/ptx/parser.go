@@ -442,6 +442,17 @@ func (p *parser) stmt() Stmt {
 			return p.pragma()
 		case ".callprototype":
 			return p.callPrototype()
+		case ".branchtargets", ".calltargets":
+			p.next()
+			tg := &Targets{Pos: t.Pos, Directive: t.Text}
+			for {
+				tg.Names = append(tg.Names, p.expectKind(Ident, "a label or function name in "+t.Text).Text)
+				if !p.accept(Punct, ",") {
+					break
+				}
+			}
+			p.expectPunct(";", "after "+t.Text)
+			return tg
 		}
 		if stateSpaces[t.Text] {
 			v := p.variable("", false)

@@ -107,6 +107,14 @@ func TestParseStatements(t *testing.T) {
 		{"operators", "mov.u32 %r1, (1<<4)|2 % 3;",
 			[]Stmt{&Instruction{Opcode: "mov", Modifiers: []string{".u32"}, Operands: []Expr{n("%r1"),
 				&Binary{Op: "|", X: &Paren{Elems: []Expr{&Binary{Op: "<<", X: i("1"), Y: i("4")}}}, Y: &Binary{Op: "%", X: i("2"), Y: i("3")}}}}}},
+		{"branch table", "ts: .branchtargets $L1, $L2;\nbrx.idx %r1, ts;\nct: .calltargets f, g;",
+			[]Stmt{
+				&Label{Name: "ts"}, &Targets{Directive: ".branchtargets", Names: []string{"$L1", "$L2"}},
+				&Instruction{Opcode: "brx", Modifiers: []string{".idx"}, Operands: []Expr{n("%r1"), n("ts")}},
+				&Label{Name: "ct"}, &Targets{Directive: ".calltargets", Names: []string{"f", "g"}}}},
+		{"cache modifiers with digits", "ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%r1, %r2, %r3, %r4}, [%rd1];",
+			[]Stmt{&Instruction{Opcode: "ld", Modifiers: []string{".global", ".nc", ".L1::no_allocate", ".L2::256B", ".v4", ".u32"}, Operands: []Expr{
+				&Vector{Elems: []Expr{n("%r1"), n("%r2"), n("%r3"), n("%r4")}}, addr(n("%rd1"))}}}},
 		{"opcode without operands", "wgmma.fence.sync.aligned;",
 			[]Stmt{&Instruction{Opcode: "wgmma", Modifiers: []string{".fence", ".sync", ".aligned"}}}},
 	}

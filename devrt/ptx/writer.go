@@ -256,6 +256,8 @@ func (w *writer) stmt(st Stmt, depth int) {
 		}
 	case *Pragma:
 		w.pragma(st)
+	case *Targets:
+		w.s(st.Directive, " ", strings.Join(st.Names, ", "), ";")
 	case *CallPrototype:
 		w.s(".callprototype ")
 		if st.ReturnsParen {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+)
+
+const corpus = "../../testdata/corpus/"
+
+func TestInfo(t *testing.T) {
+	var b bytes.Buffer
+	if err := info([]string{corpus + "triton_add.ptx"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	want := "version 8.7 target sm_90a address_size 64\n" +
+		".visible entry add_kernel params=6 regs=[.b32:33 .b64:11 .pred:3] labels=4 exits=1 loads=4 stores/atomics=2 (generic 0) id=0x" +
+		fmt.Sprintf("%016x", ptx.KernelID("add_kernel")) + "\n"
+	if b.String() != want {
+		t.Errorf("info:\n got  %q\n want %q", b.String(), want)
+	}
+}
+
+func TestInstrumentAndCheck(t *testing.T) {
+	dir := t.TempDir()
+	out, rep := filepath.Join(dir, "out.ptx"), filepath.Join(dir, "report.json")
+	err := instrument([]string{"-fragment", "../../testdata/probe_count.ptx", "-kernels", "vec_add,early_*",
+		"-entry", "__gpuext_probe_0", "-exit", "__gpuext_probe_0", "-store", "__gpuext_probe_0", "-o", out, "-report", rep,
+		corpus + "nvcc_kernels.ptx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check([]string{out}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r ptx.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Kernels) != 2 || r.Kernels[0].Name != "vec_add" || r.Kernels[1].Name != "early_exits" ||
+		r.Kernels[0].Store != 1 || r.Kernels[1].Store != 2 || r.Kernels[1].Load != 0 {
+		t.Errorf("report %+v", r)
+	}
+	if err := check([]string{corpus + "nvcc_kernels.ptx", filepath.Join(dir, "missing.ptx")}); err == nil ||
+		err.Error() != "1 of 2 files failed" {
+		t.Errorf("check with a missing file: %v", err)
+	}
+}
