@@ -12,8 +12,8 @@ import (
 
 // The C-level tests of make -C devrt check, from go test: the ring
 // producer under threads and a broken consumer, registration records,
-// dlsym(RTLD_NEXT) under
-// devrt's dlsym, and every workload scenario with and without devrt.
+// dlsym(RTLD_NEXT) under devrt's dlsym, and every workload scenario with
+// and without devrt.
 func TestCLevel(t *testing.T) {
 	h := newHarness(t)
 	_, self, _, _ := runtime.Caller(0)
