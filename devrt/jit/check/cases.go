@@ -1,0 +1,180 @@
+package check
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+)
+
+// Cases is every GPU check case.
+func Cases() []*Case {
+	var cs []*Case
+	add := func(c *Case) { cs = append(cs, c) }
+	// Pure programs: r0 only, every thread different inputs; at warp level
+	// with all lanes, a partial warp with a scattered pattern, and per thread.
+	for _, p := range []string{"alu64", "alu32", "divmod", "bswap", "jumps", "stack_loop", "ctx_read", "ldimm64", "dims", "props"} {
+		add(&Case{Name: p + "-warp", Object: "classes", Entry: p, Grid: [3]uint32{2, 2, 1}, Block: [3]uint32{64, 1, 1}})
+		add(&Case{Name: p + "-warp-mixed", Object: "classes", Entry: p, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{40, 1, 1}, Active: "mixed"})
+		add(&Case{Name: p + "-thread", Object: "classes", Entry: p, Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, PerThread: true})
+	}
+	// Commutative atomics: exact map bytes whatever the order.
+	add(&Case{Name: "atomics-warp", Object: "classes", Entry: "atomics", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{128, 1, 1}})
+	add(&Case{Name: "atomics-thread", Object: "classes", Entry: "atomics", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: true})
+	add(&Case{Name: "atomics-thread-odd", Object: "classes", Entry: "atomics", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, PerThread: true, Active: "odd"})
+	// Order-dependent ops: one thread.
+	for base := uint64(0); base < 4; base++ {
+		add(&Case{Name: fmt.Sprintf("atomics_fetch-%d", base), Object: "classes", Entry: "atomics_fetch", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, PerThread: true, CtxBase: base})
+		add(&Case{Name: fmt.Sprintf("array_ops-%d", base), Object: "classes", Entry: "array_ops", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{1, 1, 1}, PerThread: true, CtxBase: base})
+	}
+	add(&Case{Name: "array_ops-warp", Object: "classes", Entry: "array_ops", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}, CtxBase: 5})
+	// Hash and ring: distinct keys, placement and order free.
+	hm := map[string]Mode{"t_hash": HashSet}
+	add(&Case{Name: "hash_ops-thread", Object: "classes", Entry: "hash_ops", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{64, 1, 1}, PerThread: true, Unique: true, Maps: hm})
+	add(&Case{Name: "hash_ops-warp", Object: "classes", Entry: "hash_ops", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{128, 1, 1}, Unique: true, Maps: hm})
+	rm := map[string]Mode{"t_ring": RingSet}
+	add(&Case{Name: "ring_out-thread", Object: "classes", Entry: "ring_out", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, PerThread: true, Maps: rm})
+	add(&Case{Name: "ring_out-warp", Object: "classes", Entry: "ring_out", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{96, 1, 1}, Maps: rm})
+	// 200 records into a ring of 170: 30 drops.
+	// Which 170 get in is up to the GPU: only the counts compare.
+	add(&Case{Name: "ring_out-full", Object: "classes", Entry: "ring_out", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{200, 1, 1}, PerThread: true, Maps: rm, R0: Skip})
+	// Per-warp, per-thread and per-SM copies.
+	pm := map[string]Mode{"t_sm": SlotSum}
+	add(&Case{Name: "per_copy-warp", Object: "classes", Entry: "per_copy", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{96, 1, 1}, Maps: pm})
+	add(&Case{Name: "per_copy-thread-odd", Object: "classes", Entry: "per_copy", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{96, 1, 1}, PerThread: true, Active: "odd", Maps: pm})
+	// The shipped probes, entry and exit around an imbalanced spin.
+	for _, per := range []bool{false, true} {
+		lvl := map[bool]string{false: "warp", true: "thread"}[per]
+		add(&Case{Name: "block_sched-" + lvl, Object: "device/block_sched", Entry: "block_entry", Exit: "block_exit",
+			Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: per, Kernel: true, Work: true,
+			R0: Skip, Maps: map[string]Mode{"gx_blocks": Skip, "gx_block_ring": Skip}, Check: checkBlockSched})
+		add(&Case{Name: "sm_load-" + lvl, Object: "device/sm_load", Entry: "sm_entry", Exit: "sm_exit",
+			Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: per, Kernel: true, Work: true,
+			R0: Skip, Maps: map[string]Mode{"gx_sm": Skip, "gx_sm_warp_start": Skip}, Check: checkSMLoad})
+		add(&Case{Name: "launch_latency-" + lvl, Object: "device/launch_latency", Entry: "launch_entry",
+			Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: per, Kernel: true,
+			R0: Skip, Maps: map[string]Mode{"gx_launch_ring": Skip}, Check: checkLaunch})
+		add(&Case{Name: "warp_occupancy-" + lvl, Object: "device/warp_occupancy", Entry: "occ_entry", Exit: "occ_exit",
+			Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: per, Kernel: true, Work: true,
+			R0: Skip, Maps: map[string]Mode{"gx_occ": Skip, "gx_occ_warp_start": Skip}, Check: checkOcc})
+	}
+	for _, c := range cs {
+		if c.R0 == "" {
+			c.R0 = Exact
+		}
+	}
+	return cs
+}
+
+func mapOf(l gpumap.Layout, name string) (gpumap.Map, error) {
+	m, ok := l.Find(name)
+	if !ok {
+		return m, fmt.Errorf("no map %s", name)
+	}
+	return m, nil
+}
+
+func u64(b []byte, o int) uint64 { return binary.LittleEndian.Uint64(b[o:]) }
+func u32(b []byte, o int) uint32 { return binary.LittleEndian.Uint32(b[o:]) }
+
+// checkBlockSched: one record per block, each block once, its threads,
+// start <= end, the spin visible in the durations, no block left in flight.
+func checkBlockSched(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
+	r := gpumap.Region(append([]byte(nil), region...))
+	ring, err := mapOf(l, "gx_block_ring")
+	if err != nil {
+		return err
+	}
+	recs, err := ring.RingDrain(r, 1<<20)
+	if err != nil {
+		return err
+	}
+	nb := int(c.Grid[0] * c.Grid[1] * c.Grid[2])
+	tpb := c.Block[0] * c.Block[1] * c.Block[2]
+	if len(recs) != nb {
+		return fmt.Errorf("%d block records, want %d", len(recs), nb)
+	}
+	seen := map[uint64]bool{}
+	for _, rec := range recs {
+		if len(rec) != 40 {
+			return fmt.Errorf("record of %d bytes, want 40", len(rec))
+		}
+		blk, start, end, threads := u64(rec, 8), u64(rec, 16), u64(rec, 24), u32(rec, 36)
+		if u64(rec, 0) != KernelID || blk >= uint64(nb) || seen[blk] || threads != tpb || start == 0 || end < start {
+			return fmt.Errorf("bad record: kernel %#x block %d start %d end %d threads %d", u64(rec, 0), blk, start, end, threads)
+		}
+		seen[blk] = true
+	}
+	blocks, err := mapOf(l, "gx_blocks")
+	if err != nil {
+		return err
+	}
+	h, err := blocks.ReadHeader(r)
+	if err != nil {
+		return err
+	}
+	if h.Count != 0 || h.Drops != 0 {
+		return fmt.Errorf("gx_blocks: %d blocks left, %d drops", h.Count, h.Drops)
+	}
+	return nil
+}
+
+// checkSMLoad: every block and thread counted on some SM.
+func checkSMLoad(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
+	m, err := mapOf(l, "gx_sm")
+	if err != nil {
+		return err
+	}
+	var blocks, threads, ns uint64
+	for s := uint32(0); s < m.Slots; s++ {
+		v, err := m.ArrayCopy(gpumap.Region(region), s)
+		if err != nil {
+			return err
+		}
+		blocks += u64(v[0], 0)
+		threads += u64(v[0], 8)
+		ns += u64(v[0], 16)
+	}
+	nb := uint64(c.Grid[0] * c.Grid[1] * c.Grid[2])
+	if blocks != nb || threads != nb*uint64(c.Block[0]*c.Block[1]*c.Block[2]) || ns == 0 {
+		return fmt.Errorf("blocks %d threads %d lane_ns %d, want %d blocks, %d threads, lane_ns > 0", blocks, threads, ns, nb, uint64(c.Threads()))
+	}
+	return nil
+}
+
+// checkLaunch: exactly one launch record, this kernel's.
+func checkLaunch(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
+	m, err := mapOf(l, "gx_launch_ring")
+	if err != nil {
+		return err
+	}
+	recs, err := m.RingDrain(gpumap.Region(append([]byte(nil), region...)), 16)
+	if err != nil {
+		return err
+	}
+	if len(recs) != 1 || len(recs[0]) != 24 || u64(recs[0], 0) != KernelID || u64(recs[0], 8) == 0 {
+		return fmt.Errorf("launch records %x, want one of kernel %#x with a start time", recs, uint64(KernelID))
+	}
+	return nil
+}
+
+// checkOcc: every thread's entry counted in some (SM, bucket), lane-ns seen.
+func checkOcc(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
+	m, err := mapOf(l, "gx_occ")
+	if err != nil {
+		return err
+	}
+	es, err := m.HashEntries(gpumap.Region(region))
+	if err != nil {
+		return err
+	}
+	var threads, ns uint64
+	for _, e := range es {
+		threads += u64(e.Value, 0)
+		ns += u64(e.Value, 8)
+	}
+	if threads != uint64(c.Threads()) || ns == 0 {
+		return fmt.Errorf("%d threads, %d lane-ns in %d buckets; want %d threads, lane-ns > 0", threads, ns, len(es), c.Threads())
+	}
+	return nil
+}

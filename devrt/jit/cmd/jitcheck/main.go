@@ -1,0 +1,174 @@
+// Command jitcheck is the Go half of devrt/jit's GPU check (the other half
+// is bench/device/jit_check.py, which runs on the GPU machine where there is
+// no Go: build this statically, CGO_ENABLED=0).
+//
+//	jitcheck gen -out DIR      write every case: NAME.ptx (module with the
+//	                           harness kernel gx_test), NAME.ctx.bin (inputs),
+//	                           NAME.init.bin (initial region), NAME.json
+//	jitcheck compare -dir DIR [-results RDIR]
+//	                           read NAME.out.bin and NAME.region.bin that the
+//	                           Python script wrote in RDIR (or NAME.error), compare with
+//	                           the interpreter, print PASS/FAIL per case and a
+//	                           summary; exit 1 on any failure
+//	jitcheck list              the cases
+//	jitcheck ptx NAME          print a case's module
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/check"
+)
+
+// caseFile is NAME.json: what the Python script needs to launch a case.
+type caseFile struct {
+	Name       string    `json:"name"`
+	Kernel     string    `json:"kernel"`
+	Shared     string    `json:"shared"`
+	Grid       [3]uint32 `json:"grid"`
+	Block      [3]uint32 `json:"block"`
+	Threads    int       `json:"threads"`
+	RegionSize uint64    `json:"region_size"`
+	Sentinel   uint64    `json:"sentinel"`
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "gen":
+		fs := flag.NewFlagSet("gen", flag.ExitOnError)
+		out := fs.String("out", "", "directory to write the cases to")
+		_ = fs.Parse(os.Args[2:])
+		err = gen(*out)
+	case "compare":
+		fs := flag.NewFlagSet("compare", flag.ExitOnError)
+		dir := fs.String("dir", "", "directory of the cases")
+		res := fs.String("results", "", "directory of the GPU results (default: -dir)")
+		_ = fs.Parse(os.Args[2:])
+		if *res == "" {
+			*res = *dir
+		}
+		var failed int
+		failed, err = compare(*dir, *res)
+		if err == nil && failed > 0 {
+			os.Exit(1)
+		}
+	case "list":
+		for _, c := range check.Cases() {
+			fmt.Println(c.Name)
+		}
+	case "ptx":
+		if len(os.Args) < 3 {
+			usage()
+		}
+		err = printPTX(os.Args[2])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jitcheck:", err)
+		os.Exit(2)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: jitcheck gen -out DIR | compare -dir DIR [-results RDIR] | list | ptx NAME")
+	os.Exit(2)
+}
+
+func gen(dir string) error {
+	if dir == "" {
+		return errors.New("gen: -out is required")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, c := range check.Cases() {
+		comp, err := c.Compile()
+		if err != nil {
+			return err
+		}
+		base := filepath.Join(dir, c.Name)
+		cf := caseFile{Name: c.Name, Kernel: check.HarnessKernel, Shared: "__gpuext_shared", Grid: c.Grid, Block: c.Block,
+			Threads: c.Threads(), RegionSize: comp.Layout.Size, Sentinel: check.Sentinel}
+		js, _ := json.MarshalIndent(cf, "", "  ")
+		for name, b := range map[string][]byte{
+			".ptx": []byte(c.Module(comp)), ".ctx.bin": c.Ctxs(), ".init.bin": check.InitRegion(comp), ".json": js,
+		} {
+			if err := os.WriteFile(base+name, b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Printf("jitcheck: %d cases in %s\n", len(check.Cases()), dir)
+	return nil
+}
+
+func compare(dir, results string) (int, error) {
+	if dir == "" {
+		return 0, errors.New("compare: -dir is required")
+	}
+	pass, fail := 0, 0
+	for _, c := range check.Cases() {
+		base := filepath.Join(results, c.Name)
+		res := func() []string {
+			if b, err := os.ReadFile(base + ".error"); err == nil {
+				return []string{"GPU run failed: " + strings.TrimSpace(string(b))}
+			}
+			ob, err1 := os.ReadFile(base + ".out.bin")
+			region, err2 := os.ReadFile(base + ".region.bin")
+			if err1 != nil || err2 != nil {
+				return []string{"no GPU results (was the case run?)"}
+			}
+			comp, err := c.Compile()
+			if err != nil {
+				return []string{err.Error()}
+			}
+			wantOut, wantRegion, err := c.Expected(comp)
+			if err != nil {
+				return []string{err.Error()}
+			}
+			got := make([]uint64, len(ob)/8)
+			for i := range got {
+				got[i] = binary.LittleEndian.Uint64(ob[8*i:])
+			}
+			return c.Compare(comp, wantOut, wantRegion, got, region)
+		}()
+		if len(res) == 0 {
+			pass++
+			fmt.Printf("PASS %s\n", c.Name)
+			continue
+		}
+		fail++
+		fmt.Printf("FAIL %s\n", c.Name)
+		for _, d := range res {
+			fmt.Printf("     %s\n", d)
+		}
+	}
+	fmt.Printf("jitcheck: %d passed, %d failed, %d cases\n", pass, fail, pass+fail)
+	return fail, nil
+}
+
+func printPTX(name string) error {
+	for _, c := range check.Cases() {
+		if c.Name == name {
+			comp, err := c.Compile()
+			if err != nil {
+				return err
+			}
+			fmt.Print(c.Module(comp))
+			return nil
+		}
+	}
+	return fmt.Errorf("no case %q (jitcheck list)", name)
+}

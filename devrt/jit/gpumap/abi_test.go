@@ -1,0 +1,57 @@
+package gpumap
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLayoutMatchesBTF checks the offsets this package uses against the
+// layout clang gave struct gpuext_gpumap_hdr and friends (gpuext_abi.h).
+func TestLayoutMatchesBTF(t *testing.T) {
+	spec, err := ebpf.LoadCollectionSpec("../check/progs/abi.bpf.o")
+	require.NoError(t, err)
+	offsets := func(name string) (uint32, map[string]uint32) {
+		var s *btf.Struct
+		require.NoError(t, spec.Types.TypeByName(name, &s))
+		m := map[string]uint32{}
+		for _, f := range s.Members {
+			if !strings.HasPrefix(f.Name, "_") {
+				m[f.Name] = f.Offset.Bytes()
+			}
+		}
+		return s.Size, m
+	}
+	size, hdr := offsets("gpuext_gpumap_hdr")
+	require.Equal(t, uint32(HeaderSize), size)
+	require.Equal(t, map[string]uint32{
+		"magic": OffMagic, "type": OffType, "key_size": OffKeySize, "value_size": OffValueSize,
+		"max_entries": OffMaxEntries, "slots": OffSlots, "stride": OffStride, "flags": OffFlags,
+		"data_size": OffDataSize, "head": OffHead, "drops": OffDrops, "count": OffCount, "tail": OffTail,
+	}, hdr)
+	size, b := offsets("gpuext_gpuhash_bucket")
+	require.Equal(t, uint32(BucketHeaderSize), size)
+	require.Equal(t, map[string]uint32{"state": 0}, b)
+	size, r := offsets("gpuext_gpuring_rec")
+	require.Equal(t, uint32(RecHeaderSize), size)
+	require.Equal(t, map[string]uint32{"len": 0, "seq": 4}, r)
+
+	enum := func(name, prefix string) map[string]uint64 {
+		var e *btf.Enum
+		require.NoError(t, spec.Types.TypeByName(name, &e))
+		m := map[string]uint64{}
+		for _, v := range e.Values {
+			m[strings.TrimPrefix(v.Name, prefix)] = v.Value
+		}
+		return m
+	}
+	require.Equal(t, map[string]uint64{
+		"HASH": uint64(Hash), "PER_THREAD_ARRAY": uint64(PerThreadArray), "ARRAY": uint64(Array),
+		"RINGBUF": uint64(Ringbuf), "PER_WARP_ARRAY": uint64(PerWarpArray), "PER_SM_ARRAY": uint64(PerSMArray),
+	}, enum("gpuext_gpumap_type", "GPUEXT_GPUMAP_"))
+	require.Equal(t, map[string]uint64{"EMPTY": StateEmpty, "BUSY": StateBusy, "FULL": StateFull, "DELETED": StateDeleted},
+		enum("gpuext_gpuhash_state", "GPUEXT_GPUHASH_"))
+}

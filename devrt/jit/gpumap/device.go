@@ -1,0 +1,331 @@
+package gpumap
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// This file is what the probes do to the region, written once in Go for a
+// single thread: the interpreter of devrt/jit runs it to compute the bytes
+// a GPU run must produce, and the PTX the compiler emits does the same steps
+// (with atom.cas / atom.add where lanes race).
+
+// Region is the shared region as the device sees it, bounds-checked.
+type Region []byte
+
+func (r Region) check(off, n uint64) error {
+	if off > uint64(len(r)) || n > uint64(len(r))-off {
+		return fmt.Errorf("region access [%d,+%d) outside %d bytes", off, n, len(r))
+	}
+	return nil
+}
+
+// U64 reads a little-endian word.
+func (r Region) U64(off uint64) (uint64, error) {
+	if err := r.check(off, 8); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(r[off:]), nil
+}
+
+// U32 reads a little-endian 32-bit word.
+func (r Region) U32(off uint64) (uint32, error) {
+	if err := r.check(off, 4); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint32(r[off:]), nil
+}
+
+// PutU64 writes a little-endian word.
+func (r Region) PutU64(off, v uint64) error {
+	if err := r.check(off, 8); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint64(r[off:], v)
+	return nil
+}
+
+// PutU32 writes a little-endian 32-bit word.
+func (r Region) PutU32(off uint64, v uint32) error {
+	if err := r.check(off, 4); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint32(r[off:], v)
+	return nil
+}
+
+// Bytes returns n bytes at off.
+func (r Region) Bytes(off, n uint64) ([]byte, error) {
+	if err := r.check(off, n); err != nil {
+		return nil, err
+	}
+	return r[off : off+n], nil
+}
+
+func (r Region) addU64(off, d uint64) (uint64, error) {
+	v, err := r.U64(off)
+	if err != nil {
+		return 0, err
+	}
+	return v, r.PutU64(off, v+d)
+}
+
+// CountDrop adds one to the map's drop counter.
+func (m Map) CountDrop(r Region) error {
+	_, err := r.addU64(m.Offset+OffDrops, 1)
+	return err
+}
+
+// ArrayLookup returns the region offset of element key of copy slot, or ok
+// false when either is out of range (a slot beyond the copies counts a drop).
+func (m Map) ArrayLookup(r Region, slot uint64, key uint32) (uint64, bool, error) {
+	if slot >= uint64(m.Slots) {
+		return 0, false, m.CountDrop(r)
+	}
+	off, ok := m.ElemOffset(slot, uint64(key))
+	return off, ok, nil
+}
+
+// HashFind looks key up. found: the bucket offset of the key. Else insert
+// (when asked) claims the first tombstone seen or the empty bucket that
+// ends the probe sequence, writes the key and the value (val, or zeros when
+// val is nil) and only then marks it full, so no lane ever sees a key
+// without its value; ok false means the table had no room (a drop is
+// counted).
+func (m Map) HashFind(r Region, key []byte, insert bool, val []byte) (off uint64, ok bool, inserted bool, err error) {
+	if uint32(len(key)) != m.KeySize {
+		return 0, false, false, fmt.Errorf("key of %d bytes, map %q has %d", len(key), m.Name, m.KeySize)
+	}
+	w := KeyWords(key)
+	h := HashWords(w)
+	mask := uint64(m.Slots - 1)
+	n := uint64(m.Slots)
+	if n > MaxProbes {
+		n = MaxProbes
+	}
+	free := int64(-1)
+	for i := uint64(0); i < n; i++ {
+		b := m.BucketOffset((h + i) & mask)
+		st, err := r.U32(b)
+		if err != nil {
+			return 0, false, false, err
+		}
+		if st == StateFull {
+			eq := true
+			for j, x := range w {
+				y, err := r.U64(b + BucketHeaderSize + 8*uint64(j))
+				if err != nil {
+					return 0, false, false, err
+				}
+				if x != y {
+					eq = false
+					break
+				}
+			}
+			if eq {
+				return b, true, false, nil
+			}
+			continue
+		}
+		if st == StateDeleted {
+			if free < 0 {
+				free = int64(b)
+			}
+			continue
+		}
+		if st == StateEmpty {
+			if free < 0 {
+				free = int64(b)
+			}
+			break
+		}
+		// StateBusy: another lane is writing a key; a single thread never
+		// sees one, the GPU waits for it (bounded) then compares.
+	}
+	if !insert {
+		return 0, false, false, nil
+	}
+	if free < 0 {
+		return 0, false, false, m.CountDrop(r)
+	}
+	b := uint64(free)
+	for j, x := range w {
+		if err := r.PutU64(b+BucketHeaderSize+8*uint64(j), x); err != nil {
+			return 0, false, false, err
+		}
+	}
+	vo := b + BucketHeaderSize + uint64(Round8(m.KeySize))
+	for j := uint64(0); j < uint64(Round8(m.ValueSize)); j += 8 {
+		if err := r.PutU64(vo+j, 0); err != nil {
+			return 0, false, false, err
+		}
+	}
+	if val != nil {
+		d, err := r.Bytes(vo, uint64(m.ValueSize))
+		if err != nil {
+			return 0, false, false, err
+		}
+		copy(d, val)
+	}
+	if err := r.PutU32(b, StateFull); err != nil {
+		return 0, false, false, err
+	}
+	if _, err := r.addU64(m.Offset+OffCount, 1); err != nil {
+		return 0, false, false, err
+	}
+	return b, true, true, nil
+}
+
+// HashValueOffset is where a bucket's value starts.
+func (m Map) HashValueOffset(bucket uint64) uint64 {
+	return bucket + BucketHeaderSize + uint64(Round8(m.KeySize))
+}
+
+// Update flags (BPF_ANY, BPF_NOEXIST, BPF_EXIST).
+const (
+	Any     = 0
+	NoExist = 1
+	Exist   = 2
+)
+
+// Update stores value under key (copy slot for arrays) and returns 0 or a
+// negative errno, as bpf_map_update_elem does.
+func (m Map) Update(r Region, slot uint64, key, value []byte, flags uint64) (int64, error) {
+	if flags > Exist {
+		return -EINVAL, nil
+	}
+	var dst uint64
+	switch {
+	case m.Type.IsArray():
+		if flags == NoExist {
+			return -EEXIST, nil
+		}
+		k := binary.LittleEndian.Uint32(key)
+		off, ok, err := m.ArrayLookup(r, slot, k)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return -E2BIG, nil
+		}
+		dst = off
+	case m.Type == Hash:
+		b, found, _, err := m.HashFind(r, key, false, nil)
+		if err != nil {
+			return 0, err
+		}
+		if found && flags == NoExist {
+			return -EEXIST, nil
+		}
+		if !found {
+			if flags == Exist {
+				return -ENOENT, nil
+			}
+			var ok, inserted bool
+			b, ok, inserted, err = m.HashFind(r, key, true, value)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				return -E2BIG, nil
+			}
+			if inserted {
+				return 0, nil
+			}
+			if flags == NoExist {
+				// another lane inserted it between the two looks
+				return -EEXIST, nil
+			}
+		}
+		dst = m.HashValueOffset(b)
+	default:
+		return -EINVAL, nil
+	}
+	d, err := r.Bytes(dst, uint64(m.ValueSize))
+	if err != nil {
+		return 0, err
+	}
+	copy(d, value)
+	return 0, nil
+}
+
+// Delete removes key from a hash (arrays: -EINVAL, as the kernel's).
+func (m Map) Delete(r Region, key []byte) (int64, error) {
+	if m.Type != Hash {
+		return -EINVAL, nil
+	}
+	b, found, _, err := m.HashFind(r, key, false, nil)
+	if err != nil || !found {
+		return -ENOENT, err
+	}
+	if err := r.PutU32(b, StateDeleted); err != nil {
+		return 0, err
+	}
+	_, err = r.addU64(m.Offset+OffCount, ^uint64(0))
+	return 0, err
+}
+
+// Add adds delta to the first 8 bytes of key's value (a hash inserts the
+// key with a zero value first) and returns 0 or a negative errno.
+func (m Map) Add(r Region, slot uint64, key []byte, delta uint64) (int64, error) {
+	var off uint64
+	switch {
+	case m.Type.IsArray():
+		o, ok, err := m.ArrayLookup(r, slot, binary.LittleEndian.Uint32(key))
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return -E2BIG, nil
+		}
+		off = o
+	case m.Type == Hash:
+		b, ok, _, err := m.HashFind(r, key, true, nil)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return -E2BIG, nil
+		}
+		off = m.HashValueOffset(b)
+	default:
+		return -EINVAL, nil
+	}
+	_, err := r.addU64(off, delta)
+	return 0, err
+}
+
+// RingOutput appends one record, as bpf_ringbuf_output does: 0, or -ENOSPC
+// (and a drop) when the host has not consumed enough.
+func (m Map) RingOutput(r Region, data []byte) (int64, error) {
+	if m.Type != Ringbuf {
+		return -EINVAL, nil
+	}
+	if uint32(len(data)) > m.ValueSize {
+		return -E2BIG, m.CountDrop(r)
+	}
+	head, err := r.U64(m.Offset + OffHead)
+	if err != nil {
+		return 0, err
+	}
+	tail, err := r.U64(m.Offset + OffTail)
+	if err != nil {
+		return 0, err
+	}
+	if head-tail >= uint64(m.Slots) {
+		return -ENOSPC, m.CountDrop(r)
+	}
+	if err := r.PutU64(m.Offset+OffHead, head+1); err != nil {
+		return 0, err
+	}
+	s := m.RingSlotOffset(head)
+	d, err := r.Bytes(s+RecHeaderSize, uint64(len(data)))
+	if err != nil {
+		return 0, err
+	}
+	copy(d, data)
+	if err := r.PutU32(s, uint32(len(data))); err != nil {
+		return 0, err
+	}
+	return 0, r.PutU32(s+4, uint32(head+1))
+}

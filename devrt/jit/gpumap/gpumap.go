@@ -1,0 +1,292 @@
+// Package gpumap is the one Go definition of how device-probe maps sit in
+// the shared region (host-mapped memory whose device pointer the probes
+// read from __gpuext_shared): where each map lies, how an array element,
+// a hash bucket or a ring slot is found, and how the host reads them back.
+//
+// The layout follows struct gpuext_gpumap_hdr and friends in
+// bpf/include/gpuext_abi.h. The compiler (devrt/jit) chooses a Layout, emits
+// PTX that does on the GPU what the device-side functions here do on a byte
+// slice (the interpreter uses them to compute expected results), and the
+// receiver reads the region bytes of a running process with the host-side
+// readers. Every access is bounds-checked: a region that is short, foreign
+// or corrupt gives an error, never a panic.
+package gpumap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Type is enum gpuext_gpumap_type.
+type Type uint32
+
+// Map types (gpuext_abi.h).
+const (
+	Hash           Type = 1501
+	PerThreadArray Type = 1502
+	Array          Type = 1503
+	Ringbuf        Type = 1527
+	PerWarpArray   Type = 1540
+	PerSMArray     Type = 1541
+)
+
+func (t Type) String() string {
+	switch t {
+	case Hash:
+		return "hash"
+	case PerThreadArray:
+		return "per_thread_array"
+	case Array:
+		return "array"
+	case Ringbuf:
+		return "ringbuf"
+	case PerWarpArray:
+		return "per_warp_array"
+	case PerSMArray:
+		return "per_sm_array"
+	}
+	return fmt.Sprintf("type(%d)", uint32(t))
+}
+
+// IsArray reports whether t is one of the array kinds (elements found by index).
+func (t Type) IsArray() bool {
+	return t == Array || t == PerThreadArray || t == PerWarpArray || t == PerSMArray
+}
+
+// Header layout (struct gpuext_gpumap_hdr, 128 bytes).
+const (
+	HeaderSize = 128
+	Magic      = 0x50414d47
+
+	OffMagic      = 0
+	OffType       = 4
+	OffKeySize    = 8
+	OffValueSize  = 12
+	OffMaxEntries = 16
+	OffSlots      = 20
+	OffStride     = 24
+	OffFlags      = 28
+	OffDataSize   = 32
+	OffHead       = 40
+	OffDrops      = 48
+	OffCount      = 56
+	OffTail       = 64
+
+	// RecHeaderSize is struct gpuext_gpuring_rec (len, seq).
+	RecHeaderSize = 8
+	// BucketHeaderSize is struct gpuext_gpuhash_bucket (state, pad).
+	BucketHeaderSize = 8
+
+	// Hash bucket states (enum gpuext_gpuhash_state).
+	StateEmpty   = 0
+	StateBusy    = 1
+	StateFull    = 2
+	StateDeleted = 3
+
+	// MaxProbes bounds the buckets one hash operation looks at.
+	MaxProbes = 64
+	// MaxHashKey is the largest hash key in bytes.
+	MaxHashKey = 64
+	// MaxValue is the largest value (and ring payload) in bytes.
+	MaxValue = 4096
+	// MaxRegion is the largest region a Layout may ask for.
+	MaxRegion = 1 << 30
+	// DefaultSMCopies is the copies of a per-SM array when map_extra is 0.
+	DefaultSMCopies = 256
+	// DefaultCopies is the copies of a per-warp or per-thread array when
+	// map_extra is 0.
+	DefaultCopies = 1024
+	// Align is the alignment of every map inside the region.
+	Align = 128
+)
+
+// Errno values the device functions return (negated), as the kernel's helpers do.
+const (
+	ENOENT = 2
+	E2BIG  = 7
+	EEXIST = 17
+	EINVAL = 22
+	ENOSPC = 28
+	EBUSY  = 16
+)
+
+// Def is a map as the program declares it.
+type Def struct {
+	Name       string
+	Type       Type
+	KeySize    uint32
+	ValueSize  uint32 // ring: largest record payload
+	MaxEntries uint32 // ring: slots
+	Copies     uint32 // per-thread/warp/SM arrays: copies (0: the default)
+}
+
+// Map is one map placed in the region.
+type Map struct {
+	Def
+	Offset   uint64 // of the header in the region
+	Slots    uint32 // arrays: copies; hash: buckets; ring: slots
+	Stride   uint32 // bytes per element, bucket or ring slot
+	DataSize uint64
+}
+
+// Layout is every map of a probe set, placed in one region.
+type Layout struct {
+	Maps []Map
+	Size uint64 // bytes the region needs
+}
+
+// Round8 rounds n up to a multiple of 8.
+func Round8(n uint32) uint32 { return (n + 7) &^ 7 }
+
+// NewLayout places defs one after the other at Align-aligned offsets.
+func NewLayout(defs []Def) (Layout, error) {
+	var l Layout
+	off := uint64(0)
+	seen := map[string]bool{}
+	for _, d := range defs {
+		if seen[d.Name] {
+			return Layout{}, fmt.Errorf("map %q declared twice", d.Name)
+		}
+		seen[d.Name] = true
+		m, err := place(d)
+		if err != nil {
+			return Layout{}, fmt.Errorf("map %q: %w", d.Name, err)
+		}
+		m.Offset = off
+		off += HeaderSize + m.DataSize
+		off = (off + Align - 1) &^ (Align - 1)
+		if off > MaxRegion {
+			return Layout{}, fmt.Errorf("maps need more than %d bytes (map %q ends at %d)", MaxRegion, d.Name, off)
+		}
+		l.Maps = append(l.Maps, m)
+	}
+	l.Size = off
+	return l, nil
+}
+
+func place(d Def) (Map, error) {
+	m := Map{Def: d}
+	if d.ValueSize == 0 || d.ValueSize > MaxValue {
+		return m, fmt.Errorf("value_size %d not in 1..%d", d.ValueSize, MaxValue)
+	}
+	if d.MaxEntries == 0 {
+		return m, errors.New("max_entries is 0")
+	}
+	switch {
+	case d.Type.IsArray():
+		if d.KeySize != 4 {
+			return m, fmt.Errorf("%s key_size %d: must be 4", d.Type, d.KeySize)
+		}
+		m.Slots = 1
+		if d.Type != Array {
+			m.Slots = d.Copies
+			if m.Slots == 0 {
+				m.Slots = DefaultCopies
+				if d.Type == PerSMArray {
+					m.Slots = DefaultSMCopies
+				}
+			}
+		}
+		m.Stride = Round8(d.ValueSize)
+		m.DataSize = uint64(m.Slots) * uint64(d.MaxEntries) * uint64(m.Stride)
+	case d.Type == Hash:
+		if d.KeySize == 0 || d.KeySize > MaxHashKey {
+			return m, fmt.Errorf("hash key_size %d not in 1..%d", d.KeySize, MaxHashKey)
+		}
+		nb := uint32(2)
+		for nb < 2*d.MaxEntries {
+			if nb >= 1<<24 {
+				return m, fmt.Errorf("hash max_entries %d too large", d.MaxEntries)
+			}
+			nb <<= 1
+		}
+		m.Slots = nb
+		m.Stride = BucketHeaderSize + Round8(d.KeySize) + Round8(d.ValueSize)
+		m.DataSize = uint64(nb) * uint64(m.Stride)
+	case d.Type == Ringbuf:
+		m.Slots = d.MaxEntries
+		m.Stride = RecHeaderSize + Round8(d.ValueSize)
+		m.DataSize = uint64(m.Slots) * uint64(m.Stride)
+	default:
+		return m, fmt.Errorf("unsupported map type %s", d.Type)
+	}
+	if m.DataSize > MaxRegion {
+		return m, fmt.Errorf("needs %d bytes, more than %d", m.DataSize, MaxRegion)
+	}
+	return m, nil
+}
+
+// Find returns the map named name.
+func (l Layout) Find(name string) (Map, bool) {
+	for _, m := range l.Maps {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Map{}, false
+}
+
+// Init writes every map's header into region (the host does it once, before
+// the probes run; the rest of the region must be zero).
+func (l Layout) Init(region []byte) error {
+	if uint64(len(region)) < l.Size {
+		return fmt.Errorf("region has %d bytes, the layout needs %d", len(region), l.Size)
+	}
+	le := binary.LittleEndian
+	for _, m := range l.Maps {
+		h := region[m.Offset : m.Offset+HeaderSize]
+		le.PutUint32(h[OffMagic:], Magic)
+		le.PutUint32(h[OffType:], uint32(m.Type))
+		le.PutUint32(h[OffKeySize:], m.KeySize)
+		le.PutUint32(h[OffValueSize:], m.ValueSize)
+		le.PutUint32(h[OffMaxEntries:], m.MaxEntries)
+		le.PutUint32(h[OffSlots:], m.Slots)
+		le.PutUint32(h[OffStride:], m.Stride)
+		le.PutUint64(h[OffDataSize:], m.DataSize)
+	}
+	return nil
+}
+
+// DataOffset is where the map's data starts in the region.
+func (m Map) DataOffset() uint64 { return m.Offset + HeaderSize }
+
+// ElemOffset is the region offset of element key of copy slot of an array,
+// or false when either is out of range.
+func (m Map) ElemOffset(slot, key uint64) (uint64, bool) {
+	if !m.Type.IsArray() || slot >= uint64(m.Slots) || key >= uint64(m.MaxEntries) {
+		return 0, false
+	}
+	return m.DataOffset() + (slot*uint64(m.MaxEntries)+key)*uint64(m.Stride), true
+}
+
+// BucketOffset is the region offset of hash bucket i (i < Slots).
+func (m Map) BucketOffset(i uint64) uint64 { return m.DataOffset() + i*uint64(m.Stride) }
+
+// RingSlotOffset is the region offset of the slot of record index i.
+func (m Map) RingSlotOffset(i uint64) uint64 {
+	return m.DataOffset() + (i%uint64(m.Slots))*uint64(m.Stride)
+}
+
+// KeyWords splits a key into the little-endian 8-byte words it is stored
+// and hashed as (the last word zero-padded).
+func KeyWords(key []byte) []uint64 {
+	w := make([]uint64, (len(key)+7)/8)
+	for i, b := range key {
+		w[i/8] |= uint64(b) << (8 * (i % 8))
+	}
+	return w
+}
+
+// HashWords is the hash of a key's words; the probe starts at hash & (buckets-1).
+func HashWords(w []uint64) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	for _, x := range w {
+		h ^= x
+		h *= 0x100000001b3
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
+}

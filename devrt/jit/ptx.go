@@ -1,0 +1,1071 @@
+package jit
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+)
+
+// PTX code generation. Each eBPF register is a .b64 PTX register (%gr0..
+// %gr10); the stack is a 512-byte .local array; pointers hold addresses of
+// the space the verifier proved they reach (stack: .local, map values:
+// .global inside the region, ctx: generic), so every access uses the
+// state space the verifier recorded for it. Map operations call one .func
+// per hash or ring map (emitted once per fragment); array lookups are
+// inline. The eBPF semantics the interpreter runs (semantics.go) are kept
+// exactly: 32-bit operations zero-extend, shift counts are masked, division
+// by zero gives 0, modulo by zero keeps the dividend, INT_MIN/-1 = INT_MIN.
+
+type gen struct {
+	// hashValAlign: per hash map, the alignment every insert's value
+	// pointer is known to have (0: no insert passes a value)
+	hashValAlign map[int]int
+	b            strings.Builder
+	c            *Compiled
+	p            *compiledProg
+	pi           int
+	lbl          map[int]bool
+	uniq         int
+}
+
+func (g *gen) f(format string, args ...any) {
+	g.b.WriteByte('\t')
+	fmt.Fprintf(&g.b, format, args...)
+	g.b.WriteByte('\n')
+}
+
+func (g *gen) label(l string) { fmt.Fprintf(&g.b, "%s:\n", l) }
+
+func (g *gen) fresh(what string) string {
+	g.uniq++
+	return fmt.Sprintf("$GX%d_%s%d", g.pi, what, g.uniq)
+}
+
+func insnLabel(pi, i int) string { return fmt.Sprintf("$GX%d_L%d", pi, i) }
+
+func generate(c *Compiled) (string, error) {
+	g := &gen{c: c}
+	fmt.Fprintf(&g.b, "// otelcol-gpu devrt/jit fragment: %d probe(s), %s level, shared region %d bytes\n",
+		len(c.progs), map[bool]string{false: "warp", true: "thread"}[c.Opts.PerThread], c.Layout.Size)
+	for _, m := range c.Layout.Maps {
+		fmt.Fprintf(&g.b, "// map %s: %s at %d, key %d, value %d, entries %d, slots %d, stride %d\n",
+			m.Name, m.Type, m.Offset, m.KeySize, m.ValueSize, m.MaxEntries, m.Slots, m.Stride)
+	}
+	fmt.Fprintf(&g.b, ".visible .global .align 8 .u64 %s;\n", SharedSymbol)
+	used := map[int32]bool{}
+	for _, p := range c.progs {
+		for i, ci := range p.facts.calls {
+			if p.facts.callSeen[i] && ci.m >= 0 {
+				used[ci.m] = true
+			}
+		}
+	}
+	g.hashValAlign = map[int]int{}
+	for _, p := range c.progs {
+		for i, ci := range p.facts.calls {
+			in := p.Insns[i]
+			if !p.facts.callSeen[i] || !in.isCall() || in.Imm != HelperMapUpdate || c.Layout.Maps[ci.m].Type != gpumap.Hash {
+				continue
+			}
+			a := ci.args[2].align
+			if cur, ok := g.hashValAlign[int(ci.m)]; !ok || a < cur {
+				g.hashValAlign[int(ci.m)] = a
+			}
+		}
+	}
+	var ids []int
+	for m := range used {
+		ids = append(ids, int(m))
+	}
+	sort.Ints(ids)
+	for _, m := range ids {
+		mp := c.Layout.Maps[m]
+		switch mp.Type {
+		case gpumap.Hash:
+			g.hashFunc(m, mp)
+		case gpumap.Ringbuf:
+			g.ringFunc(m, mp)
+		}
+	}
+	for i := range c.progs {
+		g.p, g.pi = &c.progs[i], i
+		g.lbl = map[int]bool{}
+		for j, in := range g.p.Insns {
+			if in.isJump() && !in.isCall() && !in.isExit() {
+				off := int(in.Off)
+				if in.class() == clsJMP32 && in.aluOp() == jmpJA {
+					off = int(in.imm32())
+				}
+				g.lbl[g.p.byRaw[in.Raw+1+off]] = true
+			}
+			_ = j
+		}
+		if err := g.probe(ProbeFunc(i), false); err != nil {
+			return "", err
+		}
+		if c.Opts.Harness {
+			if err := g.probe(RunFunc(i), true); err != nil {
+				return "", err
+			}
+		}
+	}
+	return g.b.String(), nil
+}
+
+func usesMaps(p *compiledProg) bool {
+	for i, in := range p.Insns {
+		if in.Map != "" && p.facts.visited[i] {
+			return true
+		}
+		if p.facts.callSeen[i] && p.facts.calls[i].m >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func usesStack(p *compiledProg) bool {
+	for _, in := range p.Insns {
+		if in.Dst == 10 || in.Src == 10 {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *gen) probe(name string, withRet bool) error {
+	p := g.p
+	warp := !g.c.Opts.PerThread
+	done := fmt.Sprintf("$GX%d_DONE", g.pi)
+	fmt.Fprintf(&g.b, "\n// %s: program %s (section %s)\n", name, p.Name, p.Section)
+	if withRet {
+		fmt.Fprintf(&g.b, ".func (.param .b64 __gx_ret) %s(.param .u64 __gx_ctx)\n{\n", name)
+	} else {
+		fmt.Fprintf(&g.b, ".func %s(.param .u64 __gx_ctx)\n{\n", name)
+	}
+	g.f(".reg .b64 %%gr<11>;")
+	g.f(".reg .b64 %%gt<16>;")
+	g.f(".reg .b64 %%gk<8>;")
+	g.f(".reg .b32 %%gw<8>;")
+	g.f(".reg .b32 %%gmask, %%glead;")
+	g.f(".reg .b64 %%gbase;")
+	g.f(".reg .pred %%gp<4>;")
+	stack := usesStack(p)
+	if stack {
+		g.f(".local .align 8 .b8 __gx_stk[%d];", StackSize)
+	}
+	g.f("ld.param.u64 %%gr1, [__gx_ctx];")
+	for r := 0; r <= 9; r++ {
+		if r != 1 {
+			g.f("mov.b64 %%gr%d, 0;", r)
+		}
+	}
+	g.f("mov.b64 %%gbase, 0;")
+	g.f("activemask.b32 %%gmask;")
+	if warp {
+		g.f("neg.s32 %%gw0, %%gmask;")
+		g.f("and.b32 %%gw0, %%gw0, %%gmask;")
+		g.f("bfind.u32 %%glead, %%gw0;")
+		g.f("mov.u32 %%gw0, %%laneid;")
+		g.f("setp.ne.u32 %%gp0, %%gw0, %%glead;")
+		g.f("@%%gp0 bra %s;", done)
+	}
+	if usesMaps(p) {
+		g.f("ld.global.u64 %%gbase, [%s];", SharedSymbol)
+		g.f("setp.eq.u64 %%gp0, %%gbase, 0;")
+		g.f("@%%gp0 bra %s;", done)
+	}
+	if stack {
+		g.f("mov.u64 %%gr10, __gx_stk;")
+		g.f("add.s64 %%gr10, %%gr10, %d;", StackSize)
+	}
+	for i, in := range p.Insns {
+		if g.lbl[i] {
+			g.label(insnLabel(g.pi, i))
+		}
+		if !p.facts.visited[i] {
+			continue // never reached: no code
+		}
+		if err := g.insn(i, in, done); err != nil {
+			return err
+		}
+	}
+	g.label(done)
+	if warp {
+		g.f("mov.b64 {%%gw0, %%gw1}, %%gr0;")
+		g.f("shfl.sync.idx.b32 %%gw0, %%gw0, %%glead, 31, %%gmask;")
+		g.f("shfl.sync.idx.b32 %%gw1, %%gw1, %%glead, 31, %%gmask;")
+		g.f("mov.b64 %%gr0, {%%gw0, %%gw1};")
+	}
+	if withRet {
+		g.f("st.param.b64 [__gx_ret], %%gr0;")
+	}
+	g.f("ret;")
+	g.b.WriteString("}\n")
+	return nil
+}
+
+func r(n uint8) string { return fmt.Sprintf("%%gr%d", n) }
+
+func addr(base string, off int64) string {
+	if off == 0 {
+		return "[" + base + "]"
+	}
+	return fmt.Sprintf("[%s+%d]", base, off)
+}
+
+func space(k kind) string {
+	switch k {
+	case kStack:
+		return ".local"
+	case kMapValue:
+		return ".global"
+	}
+	return ""
+}
+
+// src64 is the 64-bit second operand of an ALU64 or JMP instruction.
+func (g *gen) src64(in Insn) string {
+	if in.src() == srcX {
+		return r(in.Src)
+	}
+	g.f("mov.b64 %%gt9, %d;", in.Imm)
+	return "%gt9"
+}
+
+// src32 puts the 32-bit second operand in %gw1.
+func (g *gen) src32(in Insn) string {
+	if in.src() == srcX {
+		g.f("cvt.u32.u64 %%gw1, %s;", r(in.Src))
+	} else {
+		g.f("mov.b32 %%gw1, %d;", uint32(in.imm32()))
+	}
+	return "%gw1"
+}
+
+func (g *gen) insn(i int, in Insn, done string) error {
+	if in.Line != "" {
+		fmt.Fprintf(&g.b, "\t// %d: %s\n", in.Raw, strings.ReplaceAll(in.Line, "\n", " "))
+	}
+	switch in.class() {
+	case clsALU64:
+		g.alu64(in)
+	case clsALU:
+		g.alu32(in)
+	case clsLD:
+		switch {
+		case in.Map == "":
+			g.f("mov.b64 %s, %d;", r(in.Dst), in.Imm)
+		case in.Src == pseudoMapFD:
+			m := g.c.Layout.Maps[g.p.mapIdx[in.Map]]
+			g.f("add.s64 %s, %%gbase, %d;", r(in.Dst), m.Offset)
+		default:
+			m := g.c.Layout.Maps[g.p.mapIdx[in.Map]]
+			off, _ := m.ElemOffset(0, 0)
+			g.f("add.s64 %s, %%gbase, %d;", r(in.Dst), int64(off)+int64(in.MapOff))
+		}
+	case clsLDX:
+		acc := g.p.facts.mem[i]
+		a := addr(r(in.Src), int64(in.Off))
+		n := in.bytes()
+		if n == 8 {
+			g.f("ld%s.u64 %s, %s;", space(acc.k), r(in.Dst), a)
+		} else if in.mode() == modeMEMSX {
+			g.f("ld%s.s%d %%gw0, %s;", space(acc.k), 8*n, a)
+			g.f("cvt.s64.s32 %s, %%gw0;", r(in.Dst))
+		} else {
+			g.f("ld%s.u%d %%gw0, %s;", space(acc.k), 8*n, a)
+			g.f("cvt.u64.u32 %s, %%gw0;", r(in.Dst))
+		}
+	case clsST, clsSTX:
+		acc := g.p.facts.mem[i]
+		a := addr(r(in.Dst), int64(in.Off))
+		n := in.bytes()
+		if in.mode() == modeATOMIC {
+			g.atomic(in, a)
+			break
+		}
+		var v string
+		if in.class() == clsST {
+			if n == 8 {
+				g.f("mov.b64 %%gt0, %d;", in.Imm)
+				v = "%gt0"
+			} else {
+				g.f("mov.b32 %%gw0, %d;", uint32(in.imm32()))
+				v = "%gw0"
+			}
+		} else if n == 8 {
+			v = r(in.Src)
+		} else {
+			g.f("cvt.u32.u64 %%gw0, %s;", r(in.Src))
+			v = "%gw0"
+		}
+		g.f("st%s.u%d %s, %s;", space(acc.k), 8*n, a, v)
+	case clsJMP, clsJMP32:
+		return g.jump(i, in, done)
+	}
+	return nil
+}
+
+func (g *gen) alu64(in Insn) {
+	d := r(in.Dst)
+	op := in.aluOp()
+	switch op {
+	case aluNEG:
+		g.f("neg.s64 %s, %s;", d, d)
+		return
+	case aluEND:
+		g.bswap(d, in.Imm)
+		return
+	case aluMOV:
+		s := g.src64(in)
+		if in.Off != 0 {
+			sh := 64 - int(in.Off)
+			g.f("shl.b64 %s, %s, %d;", d, s, sh)
+			g.f("shr.s64 %s, %s, %d;", d, d, sh)
+			return
+		}
+		g.f("mov.b64 %s, %s;", d, s)
+		return
+	}
+	s := g.src64(in)
+	signed := in.Off == 1
+	switch op {
+	case aluADD:
+		g.f("add.s64 %s, %s, %s;", d, d, s)
+	case aluSUB:
+		g.f("sub.s64 %s, %s, %s;", d, d, s)
+	case aluMUL:
+		g.f("mul.lo.s64 %s, %s, %s;", d, d, s)
+	case aluOR:
+		g.f("or.b64 %s, %s, %s;", d, d, s)
+	case aluAND:
+		g.f("and.b64 %s, %s, %s;", d, d, s)
+	case aluXOR:
+		g.f("xor.b64 %s, %s, %s;", d, d, s)
+	case aluLSH, aluRSH, aluARSH:
+		g.f("cvt.u32.u64 %%gw1, %s;", s)
+		g.f("and.b32 %%gw1, %%gw1, 63;")
+		ins := map[uint8]string{aluLSH: "shl.b64", aluRSH: "shr.u64", aluARSH: "shr.s64"}[op]
+		g.f("%s %s, %s, %%gw1;", ins, d, d)
+	case aluDIV, aluMOD:
+		g.divmod(d, s, "64", op == aluDIV, signed)
+	}
+}
+
+// divmod emits d = d / s or d % s with eBPF's rules for 0 and -1.
+func (g *gen) divmod(d, s, w string, div, signed bool) {
+	t := "u" + w
+	if signed {
+		t = "s" + w
+	}
+	g.f("setp.eq.s%s %%gp0, %s, 0;", w, s)
+	if !signed {
+		if div {
+			g.f("@!%%gp0 div.%s %s, %s, %s;", t, d, d, s)
+			g.f("@%%gp0 mov.b%s %s, 0;", w, d)
+		} else {
+			g.f("@!%%gp0 rem.%s %s, %s, %s;", t, d, d, s)
+		}
+		return
+	}
+	g.f("setp.eq.s%s %%gp1, %s, -1;", w, s)
+	g.f("or.pred %%gp2, %%gp0, %%gp1;")
+	if div {
+		g.f("@!%%gp2 div.%s %s, %s, %s;", t, d, d, s)
+		g.f("@%%gp1 neg.s%s %s, %s;", w, d, d)
+		g.f("@%%gp0 mov.b%s %s, 0;", w, d)
+	} else {
+		g.f("@!%%gp2 rem.%s %s, %s, %s;", t, d, d, s)
+		g.f("@%%gp1 mov.b%s %s, 0;", w, d)
+	}
+}
+
+// bswap reverses the low n bits of d (zero-extended).
+func (g *gen) bswap(d string, n int64) {
+	switch n {
+	case 16:
+		g.f("cvt.u32.u64 %%gw0, %s;", d)
+		g.f("prmt.b32 %%gw0, %%gw0, 0, 0x4401;")
+		g.f("cvt.u64.u32 %s, %%gw0;", d)
+	case 32:
+		g.f("cvt.u32.u64 %%gw0, %s;", d)
+		g.f("prmt.b32 %%gw0, %%gw0, 0, 0x0123;")
+		g.f("cvt.u64.u32 %s, %%gw0;", d)
+	default:
+		g.f("mov.b64 {%%gw0, %%gw1}, %s;", d)
+		g.f("prmt.b32 %%gw0, %%gw0, 0, 0x0123;")
+		g.f("prmt.b32 %%gw1, %%gw1, 0, 0x0123;")
+		g.f("mov.b64 %s, {%%gw1, %%gw0};", d)
+	}
+}
+
+func (g *gen) alu32(in Insn) {
+	d := r(in.Dst)
+	op := in.aluOp()
+	switch op {
+	case aluEND:
+		if in.src() == srcX {
+			g.bswap(d, in.Imm)
+		} else if in.Imm == 16 {
+			g.f("and.b64 %s, %s, 65535;", d, d)
+		} else if in.Imm == 32 {
+			g.f("and.b64 %s, %s, 4294967295;", d, d)
+		}
+		return
+	case aluMOV:
+		if in.Off != 0 {
+			sh := 64 - int(in.Off)
+			g.f("shl.b64 %s, %s, %d;", d, r(in.Src), sh)
+			g.f("shr.s64 %s, %s, %d;", d, d, sh)
+			g.f("and.b64 %s, %s, 4294967295;", d, d)
+			return
+		}
+		if in.src() == srcX {
+			g.f("cvt.u32.u64 %%gw0, %s;", r(in.Src))
+			g.f("cvt.u64.u32 %s, %%gw0;", d)
+		} else {
+			g.f("mov.b64 %s, %d;", d, uint32(in.imm32()))
+		}
+		return
+	}
+	g.f("cvt.u32.u64 %%gw0, %s;", d)
+	if op == aluNEG {
+		g.f("neg.s32 %%gw0, %%gw0;")
+	} else {
+		s := g.src32(in)
+		signed := in.Off == 1
+		switch op {
+		case aluADD:
+			g.f("add.s32 %%gw0, %%gw0, %s;", s)
+		case aluSUB:
+			g.f("sub.s32 %%gw0, %%gw0, %s;", s)
+		case aluMUL:
+			g.f("mul.lo.s32 %%gw0, %%gw0, %s;", s)
+		case aluOR:
+			g.f("or.b32 %%gw0, %%gw0, %s;", s)
+		case aluAND:
+			g.f("and.b32 %%gw0, %%gw0, %s;", s)
+		case aluXOR:
+			g.f("xor.b32 %%gw0, %%gw0, %s;", s)
+		case aluLSH, aluRSH, aluARSH:
+			g.f("and.b32 %%gw1, %%gw1, 31;")
+			ins := map[uint8]string{aluLSH: "shl.b32", aluRSH: "shr.u32", aluARSH: "shr.s32"}[op]
+			g.f("%s %%gw0, %%gw0, %%gw1;", ins)
+		case aluDIV, aluMOD:
+			g.divmod("%gw0", s, "32", op == aluDIV, signed)
+		}
+	}
+	g.f("cvt.u64.u32 %s, %%gw0;", d)
+}
+
+func (g *gen) atomic(in Insn, a string) {
+	s := r(in.Src)
+	fetch := in.Imm&atomFETCH != 0
+	if in.bytes() == 8 {
+		switch in.Imm {
+		case atomCMPXCHG:
+			g.f("atom.global.cas.b64 %%gt0, %s, %%gr0, %s;", a, s)
+			g.f("mov.b64 %%gr0, %%gt0;")
+			return
+		case atomXCHG:
+			g.f("atom.global.exch.b64 %%gt0, %s, %s;", a, s)
+		default:
+			op := map[int64]string{atomADD: "add.u64", atomOR: "or.b64", atomAND: "and.b64", atomXOR: "xor.b64"}[in.Imm&^atomFETCH]
+			g.f("atom.global.%s %%gt0, %s, %s;", op, a, s)
+		}
+		if fetch {
+			g.f("mov.b64 %s, %%gt0;", s)
+		}
+		return
+	}
+	g.f("cvt.u32.u64 %%gw1, %s;", s)
+	switch in.Imm {
+	case atomCMPXCHG:
+		g.f("cvt.u32.u64 %%gw2, %%gr0;")
+		g.f("atom.global.cas.b32 %%gw0, %s, %%gw2, %%gw1;", a)
+		g.f("cvt.u64.u32 %%gr0, %%gw0;")
+		return
+	case atomXCHG:
+		g.f("atom.global.exch.b32 %%gw0, %s, %%gw1;", a)
+	default:
+		op := map[int64]string{atomADD: "add.u32", atomOR: "or.b32", atomAND: "and.b32", atomXOR: "xor.b32"}[in.Imm&^atomFETCH]
+		g.f("atom.global.%s %%gw0, %s, %%gw1;", op, a)
+	}
+	if fetch {
+		g.f("cvt.u64.u32 %s, %%gw0;", s)
+	}
+}
+
+var cmpName = map[uint8]string{
+	jmpJEQ: "eq.u", jmpJNE: "ne.u", jmpJGT: "gt.u", jmpJGE: "ge.u", jmpJLT: "lt.u", jmpJLE: "le.u",
+	jmpJSGT: "gt.s", jmpJSGE: "ge.s", jmpJSLT: "lt.s", jmpJSLE: "le.s",
+}
+
+func (g *gen) jump(i int, in Insn, done string) error {
+	op := in.aluOp()
+	switch {
+	case in.isExit():
+		g.f("bra %s;", done)
+		return nil
+	case in.isCall():
+		return g.call(i, in)
+	case op == jmpJA:
+		off := int(in.Off)
+		if in.class() == clsJMP32 {
+			off = int(in.imm32())
+		}
+		g.f("bra %s;", insnLabel(g.pi, g.p.byRaw[in.Raw+1+off]))
+		return nil
+	}
+	ti := g.p.byRaw[in.Raw+1+int(in.Off)]
+	target := insnLabel(g.pi, ti)
+	vis := g.p.facts.visited
+	if !vis[ti] {
+		return nil // never taken: fall through
+	}
+	if i+1 >= len(vis) || !vis[i+1] {
+		g.f("bra %s;", target) // always taken
+		return nil
+	}
+	d := r(in.Dst)
+	if in.class() == clsJMP32 {
+		g.f("cvt.u32.u64 %%gw0, %s;", d)
+		s := g.src32(in)
+		if op == jmpJSET {
+			g.f("and.b32 %%gw0, %%gw0, %s;", s)
+			g.f("setp.ne.u32 %%gp0, %%gw0, 0;")
+		} else {
+			g.f("setp.%s32 %%gp0, %%gw0, %s;", cmpName[op], s)
+		}
+	} else {
+		s := g.src64(in)
+		if op == jmpJSET {
+			g.f("and.b64 %%gt0, %s, %s;", d, s)
+			g.f("setp.ne.u64 %%gp0, %%gt0, 0;")
+		} else {
+			g.f("setp.%s64 %%gp0, %s, %s;", cmpName[op], d, s)
+		}
+	}
+	g.f("@%%gp0 bra %s;", target)
+	return nil
+}
+
+// loadKey loads n bytes at reg (space of acc) into %gk0.. (zero-padded words).
+func (g *gen) loadKey(acc memAccess, reg string, n int) {
+	for j := 0; 8*j < n; j++ {
+		lo, hi := 8*j, min(8*j+8, n)
+		if hi-lo == 8 && acc.align >= 8 {
+			g.f("ld%s.u64 %%gk%d, %s;", space(acc.k), j, addr(reg, int64(lo)))
+			continue
+		}
+		g.f("mov.b64 %%gk%d, 0;", j)
+		for o := lo; o < hi; {
+			w := 4
+			for w > acc.align || w > hi-o || o%w != 0 {
+				w /= 2
+			}
+			g.f("ld%s.u%d %%gw0, %s;", space(acc.k), 8*w, addr(reg, int64(o)))
+			g.f("cvt.u64.u32 %%gt0, %%gw0;")
+			if o != lo {
+				g.f("shl.b64 %%gt0, %%gt0, %d;", 8*(o-lo))
+			}
+			g.f("or.b64 %%gk%d, %%gk%d, %%gt0;", j, j)
+			o += w
+		}
+	}
+}
+
+// copyBytes copies n bytes from src (acc) to the 8-aligned global address dst+doff.
+func (g *gen) copyBytes(acc memAccess, src, dst string, doff, n int) {
+	for o := 0; o < n; {
+		w := 8
+		for w > acc.align || w > n-o || o%w != 0 {
+			w /= 2
+		}
+		if w == 8 {
+			g.f("ld%s.u64 %%gt0, %s;", space(acc.k), addr(src, int64(o)))
+			g.f("st.global.u64 %s, %%gt0;", addr(dst, int64(doff+o)))
+		} else {
+			g.f("ld%s.u%d %%gw0, %s;", space(acc.k), 8*w, addr(src, int64(o)))
+			g.f("st.global.u%d %s, %%gw0;", 8*w, addr(dst, int64(doff+o)))
+		}
+		o += w
+	}
+}
+
+// copyGeneric copies n bytes from the generic address src (align-byte
+// aligned) to the global address dst+doff, inside a hash function.
+func (g *gen) copyGeneric(src, dst string, doff, n, align int) {
+	for o := 0; o < n; {
+		w := 8
+		for w > align || w > n-o || o%w != 0 {
+			w /= 2
+		}
+		if w == 8 {
+			g.f("ld.u64 %%ht, %s;", addr(src, int64(o)))
+			g.f("st.global.u64 %s, %%ht;", addr(dst, int64(doff+o)))
+		} else {
+			g.f("ld.u%d %%hs, %s;", 8*w, addr(src, int64(o)))
+			g.f("st.global.u%d %s, %%hs;", 8*w, addr(dst, int64(doff+o)))
+		}
+		o += w
+	}
+}
+
+// dimReg loads special register sreg (e.g. "%ctaid.x") zero-extended into dst.
+func (g *gen) dimReg(dst, sreg string) {
+	g.f("mov.u32 %%gw3, %s;", sreg)
+	g.f("cvt.u64.u32 %s, %%gw3;", dst)
+}
+
+// linear computes the block's linear id (%gt4), threads per block (%gt5)
+// and the thread's linear index in the block (%gt6).
+func (g *gen) linear() {
+	g.dimReg("%gt4", "%ctaid.z")
+	g.dimReg("%gt7", "%nctaid.y")
+	g.f("mul.lo.u64 %%gt4, %%gt4, %%gt7;")
+	g.dimReg("%gt7", "%ctaid.y")
+	g.f("add.s64 %%gt4, %%gt4, %%gt7;")
+	g.dimReg("%gt7", "%nctaid.x")
+	g.f("mul.lo.u64 %%gt4, %%gt4, %%gt7;")
+	g.dimReg("%gt7", "%ctaid.x")
+	g.f("add.s64 %%gt4, %%gt4, %%gt7;")
+	g.dimReg("%gt6", "%tid.z")
+	g.dimReg("%gt7", "%ntid.y")
+	g.f("mul.lo.u64 %%gt6, %%gt6, %%gt7;")
+	g.dimReg("%gt7", "%tid.y")
+	g.f("add.s64 %%gt6, %%gt6, %%gt7;")
+	g.dimReg("%gt7", "%ntid.x")
+	g.f("mul.lo.u64 %%gt6, %%gt6, %%gt7;")
+	g.dimReg("%gt7", "%tid.x")
+	g.f("add.s64 %%gt6, %%gt6, %%gt7;")
+	g.dimReg("%gt5", "%ntid.x")
+	g.dimReg("%gt7", "%ntid.y")
+	g.f("mul.lo.u64 %%gt5, %%gt5, %%gt7;")
+	g.dimReg("%gt7", "%ntid.z")
+	g.f("mul.lo.u64 %%gt5, %%gt5, %%gt7;")
+}
+
+// globalWarp leaves the global warp id in dst.
+func (g *gen) globalWarp(dst string) {
+	g.linear()
+	g.f("add.s64 %%gt5, %%gt5, 31;")
+	g.f("shr.u64 %%gt5, %%gt5, 5;")
+	g.f("shr.u64 %%gt6, %%gt6, 5;")
+	g.f("mul.lo.u64 %%gt4, %%gt4, %%gt5;")
+	g.f("add.s64 %s, %%gt4, %%gt6;", dst)
+}
+
+// arraySlot leaves the copy index of an array map in %gt2.
+func (g *gen) arraySlot(t gpumap.Type) {
+	switch t {
+	case gpumap.PerSMArray:
+		g.dimReg("%gt2", "%smid")
+	case gpumap.PerWarpArray:
+		g.globalWarp("%gt2")
+	case gpumap.PerThreadArray:
+		g.linear()
+		g.f("mul.lo.u64 %%gt4, %%gt4, %%gt5;")
+		g.f("add.s64 %%gt2, %%gt4, %%gt6;")
+	default:
+		g.f("mov.b64 %%gt2, 0;")
+	}
+}
+
+// arrayElem leaves in %gt3 the address of element %gk0 (low 32 bits) of
+// this thread's copy of m, or 0 (a copy beyond the slots counts a drop).
+func (g *gen) arrayElem(m gpumap.Map) {
+	g.arraySlot(m.Type)
+	g.f("and.b64 %%gt1, %%gk0, 4294967295;")
+	g.f("setp.ge.u64 %%gp1, %%gt1, %d;", m.MaxEntries)
+	g.f("setp.ge.u64 %%gp0, %%gt2, %d;", m.Slots)
+	g.f("@%%gp0 atom.global.add.u64 %%gt3, [%%gbase+%d], 1;", m.Offset+gpumap.OffDrops)
+	g.f("or.pred %%gp0, %%gp0, %%gp1;")
+	g.f("mul.lo.u64 %%gt3, %%gt2, %d;", m.MaxEntries)
+	g.f("add.s64 %%gt3, %%gt3, %%gt1;")
+	g.f("mul.lo.u64 %%gt3, %%gt3, %d;", m.Stride)
+	g.f("add.s64 %%gt3, %%gt3, %%gbase;")
+	g.f("add.s64 %%gt3, %%gt3, %d;", m.DataOffset())
+	g.f("@%%gp0 mov.b64 %%gt3, 0;")
+}
+
+func hashFuncName(m int) string { return fmt.Sprintf("__gpuext_hash_%d", m) }
+func ringFuncName(m int) string { return fmt.Sprintf("__gpuext_ring_%d", m) }
+
+// hashCall leaves in %gt3 the bucket address of key %gk.. or 0; with
+// insert, bit 0 of %gt1 tells the key was inserted by this call, with the
+// value at the generic address val (a register, or "0" for zeros).
+func (g *gen) hashCall(mi int, m gpumap.Map, insert bool, val string) {
+	words := int(gpumap.Round8(m.KeySize) / 8)
+	g.f("{")
+	var ps []string
+	g.f(".param .b64 __gx_p0;")
+	g.f("st.param.b64 [__gx_p0], %%gbase;")
+	ps = append(ps, "__gx_p0")
+	for j := 0; j < words; j++ {
+		g.f(".param .b64 __gx_p%d;", j+1)
+		g.f("st.param.b64 [__gx_p%d], %%gk%d;", j+1, j)
+		ps = append(ps, fmt.Sprintf("__gx_p%d", j+1))
+	}
+	g.f(".param .b32 __gx_pi;")
+	g.f("st.param.b32 [__gx_pi], %d;", map[bool]int{false: 0, true: 1}[insert])
+	ps = append(ps, "__gx_pi")
+	g.f(".param .b64 __gx_pv;")
+	g.f("st.param.b64 [__gx_pv], %s;", val)
+	ps = append(ps, "__gx_pv")
+	g.f(".param .b64 __gx_pr;")
+	g.f("call (__gx_pr), %s, (%s);", hashFuncName(mi), strings.Join(ps, ", "))
+	g.f("ld.param.b64 %%gt3, [__gx_pr];")
+	g.f("}")
+	if insert {
+		g.f("and.b64 %%gt1, %%gt3, 1;")
+		g.f("and.b64 %%gt3, %%gt3, -8;")
+	}
+}
+
+func (g *gen) call(i int, in Insn) error {
+	ci := g.p.facts.calls[i]
+	var m gpumap.Map
+	mi := int(ci.m)
+	if ci.m >= 0 {
+		m = g.c.Layout.Maps[mi]
+	}
+	end := g.fresh("E")
+	switch in.Imm {
+	case HelperKtime, HelperGlobaltimer:
+		g.f("mov.u64 %%gr0, %%globaltimer;")
+	case HelperSMID:
+		g.dimReg("%gr0", "%smid")
+	case HelperWarpID:
+		g.dimReg("%gr0", "%warpid")
+	case HelperLaneID:
+		g.dimReg("%gr0", "%laneid")
+	case HelperNSMID:
+		g.dimReg("%gr0", "%nsmid")
+	case HelperActiveLanes:
+		if g.c.Opts.PerThread {
+			g.f("mov.b64 %%gr0, 1;")
+		} else {
+			g.f("popc.b32 %%gw3, %%gmask;")
+			g.f("cvt.u64.u32 %%gr0, %%gw3;")
+		}
+	case HelperGlobalWarp:
+		g.globalWarp("%gr0")
+	case HelperBlockLinear:
+		g.linear()
+		g.f("mov.b64 %%gr0, %%gt4;")
+	case HelperBlockIdx, HelperBlockDim, HelperThreadIdx, HelperGridDim:
+		sreg := dim3Helpers[in.Imm]
+		for a, c := range []string{"x", "y", "z"} {
+			g.dimReg("%gt0", "%"+sreg+"."+c)
+			g.f("st%s.u64 [%s], %%gt0;", space(ci.args[a].k), r(uint8(a+1)))
+		}
+		g.f("mov.b64 %%gr0, 0;")
+	case HelperMapLookup:
+		g.loadKey(ci.args[1], "%gr2", int(m.KeySize))
+		if m.Type.IsArray() {
+			g.arrayElem(m)
+			g.f("mov.b64 %%gr0, %%gt3;")
+		} else {
+			g.hashCall(mi, m, false, "0")
+			g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
+			g.f("add.s64 %%gr0, %%gt3, %d;", gpumap.BucketHeaderSize+gpumap.Round8(m.KeySize))
+			g.f("@%%gp0 mov.b64 %%gr0, 0;")
+		}
+	case HelperMapUpdate:
+		g.loadKey(ci.args[1], "%gr2", int(m.KeySize))
+		g.f("mov.b64 %%gr0, %d;", -gpumap.EINVAL)
+		g.f("setp.gt.u64 %%gp0, %%gr4, %d;", gpumap.Exist)
+		g.f("@%%gp0 bra %s;", end)
+		if m.Type.IsArray() {
+			g.f("mov.b64 %%gr0, %d;", -gpumap.EEXIST)
+			g.f("setp.eq.u64 %%gp0, %%gr4, %d;", gpumap.NoExist)
+			g.f("@%%gp0 bra %s;", end)
+			g.arrayElem(m)
+			g.f("mov.b64 %%gr0, %d;", -gpumap.E2BIG)
+			g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
+			g.f("@%%gp0 bra %s;", end)
+		} else {
+			have, cp := g.fresh("H"), g.fresh("C")
+			g.hashCall(mi, m, false, "0")
+			g.f("setp.ne.u64 %%gp0, %%gt3, 0;")
+			g.f("@%%gp0 bra %s;", have)
+			g.f("mov.b64 %%gr0, %d;", -gpumap.ENOENT)
+			g.f("setp.eq.u64 %%gp0, %%gr4, %d;", gpumap.Exist)
+			g.f("@%%gp0 bra %s;", end)
+			g.f("cvta%s.u64 %%gt8, %%gr3;", space(ci.args[2].k))
+			g.hashCall(mi, m, true, "%gt8")
+			g.f("mov.b64 %%gr0, %d;", -gpumap.E2BIG)
+			g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
+			g.f("@%%gp0 bra %s;", end)
+			// inserted with its value: done
+			g.f("mov.b64 %%gr0, 0;")
+			g.f("setp.ne.u64 %%gp0, %%gt1, 0;")
+			g.f("@%%gp0 bra %s;", end)
+			// another lane inserted it between the two looks
+			g.f("bra %s;", have)
+			g.label(have)
+			g.f("mov.b64 %%gr0, %d;", -gpumap.EEXIST)
+			g.f("setp.eq.u64 %%gp0, %%gr4, %d;", gpumap.NoExist)
+			g.f("@%%gp0 bra %s;", end)
+			g.label(cp)
+			g.f("add.s64 %%gt3, %%gt3, %d;", gpumap.BucketHeaderSize+gpumap.Round8(m.KeySize))
+		}
+		g.copyBytes(ci.args[2], "%gr3", "%gt3", 0, int(m.ValueSize))
+		g.f("mov.b64 %%gr0, 0;")
+	case HelperMapDelete:
+		g.loadKey(ci.args[1], "%gr2", int(m.KeySize))
+		g.hashCall(mi, m, false, "0")
+		g.f("mov.b64 %%gr0, %d;", -gpumap.ENOENT)
+		g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
+		g.f("@%%gp0 bra %s;", end)
+		g.f("st.release.sys.global.u32 [%%gt3], %d;", gpumap.StateDeleted)
+		g.f("atom.global.add.u64 %%gt0, [%%gbase+%d], -1;", m.Offset+gpumap.OffCount)
+		g.f("mov.b64 %%gr0, 0;")
+	case HelperMapAdd:
+		g.loadKey(ci.args[1], "%gr2", int(m.KeySize))
+		if m.Type.IsArray() {
+			g.arrayElem(m)
+		} else {
+			g.hashCall(mi, m, true, "0")
+			g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
+			g.f("add.s64 %%gt3, %%gt3, %d;", gpumap.BucketHeaderSize+gpumap.Round8(m.KeySize))
+			g.f("@%%gp0 mov.b64 %%gt3, 0;")
+		}
+		g.f("mov.b64 %%gr0, %d;", -gpumap.E2BIG)
+		g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
+		g.f("@%%gp0 bra %s;", end)
+		g.f("atom.global.add.u64 %%gt0, [%%gt3], %%gr3;")
+		g.f("mov.b64 %%gr0, 0;")
+	case HelperRingbufOutput:
+		g.f("{")
+		g.f(".param .b64 __gx_p0;")
+		g.f("st.param.b64 [__gx_p0], %%gbase;")
+		g.f(".param .b64 __gx_pr;")
+		g.f("call (__gx_pr), %s, (__gx_p0);", ringFuncName(mi))
+		g.f("ld.param.b64 %%gt1, [__gx_pr];")
+		g.f("}")
+		g.f("mov.b64 %%gr0, %d;", -gpumap.ENOSPC)
+		g.f("setp.eq.u64 %%gp0, %%gt1, 0;")
+		g.f("@%%gp0 bra %s;", end)
+		g.f("add.s64 %%gt2, %%gt1, -1;")
+		g.f("rem.u64 %%gt2, %%gt2, %d;", m.Slots)
+		g.f("mul.lo.u64 %%gt2, %%gt2, %d;", m.Stride)
+		g.f("add.s64 %%gt2, %%gt2, %%gbase;")
+		g.f("add.s64 %%gt2, %%gt2, %d;", m.DataOffset())
+		g.copyBytes(ci.args[1], "%gr2", "%gt2", gpumap.RecHeaderSize, int(ci.size))
+		g.f("mov.b32 %%gw0, %d;", ci.size)
+		g.f("st.global.u32 [%%gt2], %%gw0;")
+		g.f("membar.sys;")
+		g.f("cvt.u32.u64 %%gw0, %%gt1;")
+		g.f("st.volatile.global.u32 [%%gt2+4], %%gw0;")
+		g.f("mov.b64 %%gr0, 0;")
+	default:
+		return fmt.Errorf("program %s: insn %d: no code for helper %d", g.p.Name, in.Raw, in.Imm)
+	}
+	g.label(end)
+	return nil
+}
+
+// hashFunc emits the lookup/insert function of hash map mi (gpumap.HashFind on the GPU).
+func (g *gen) hashFunc(mi int, m gpumap.Map) {
+	words := int(gpumap.Round8(m.KeySize) / 8)
+	vwords := int(gpumap.Round8(m.ValueSize) / 8)
+	n := min(uint64(m.Slots), gpumap.MaxProbes)
+	l := func(s string) string { return fmt.Sprintf("$GXH%d_%s", mi, s) }
+	fmt.Fprintf(&g.b, "\n// %s: find (and insert) a key of hash map %s\n", hashFuncName(mi), m.Name)
+	ps := []string{".param .b64 __gx_base"}
+	for j := 0; j < words; j++ {
+		ps = append(ps, fmt.Sprintf(".param .b64 __gx_k%d", j))
+	}
+	ps = append(ps, ".param .b32 __gx_ins", ".param .b64 __gx_val")
+	fmt.Fprintf(&g.b, ".func (.param .b64 __gx_ret) %s(%s)\n{\n", hashFuncName(mi), strings.Join(ps, ", "))
+	g.f(".reg .b64 %%hk<%d>;", words)
+	g.f(".reg .b64 %%hb, %%hh, %%ht, %%hi, %%hd, %%hf, %%hx, %%hv;")
+	g.f(".reg .b32 %%hs, %%hins, %%hspin, %%htry, %%hold;")
+	g.f(".reg .pred %%hp, %%hq;")
+	g.f("ld.param.b64 %%hb, [__gx_base];")
+	for j := 0; j < words; j++ {
+		g.f("ld.param.b64 %%hk%d, [__gx_k%d];", j, j)
+	}
+	g.f("ld.param.b32 %%hins, [__gx_ins];")
+	g.f("ld.param.b64 %%hv, [__gx_val];")
+	g.f("mov.b64 %%hh, %d;", int64(-3750763034362895579))
+	for j := 0; j < words; j++ {
+		g.f("xor.b64 %%hh, %%hh, %%hk%d;", j)
+		g.f("mul.lo.u64 %%hh, %%hh, 1099511628211;")
+	}
+	g.f("shr.u64 %%ht, %%hh, 33;")
+	g.f("xor.b64 %%hh, %%hh, %%ht;")
+	g.f("mul.lo.u64 %%hh, %%hh, %d;", int64(-49064778989728563))
+	g.f("shr.u64 %%ht, %%hh, 33;")
+	g.f("xor.b64 %%hh, %%hh, %%ht;")
+	g.f("add.s64 %%hd, %%hb, %d;", m.DataOffset())
+	g.f("mov.u32 %%htry, 0;")
+	g.label(l("RETRY"))
+	g.f("mov.b64 %%hf, 0;")
+	g.f("mov.b64 %%hi, 0;")
+	g.label(l("LOOP"))
+	g.f("setp.ge.u64 %%hp, %%hi, %d;", n)
+	g.f("@%%hp bra %s;", l("END"))
+	g.f("add.s64 %%ht, %%hh, %%hi;")
+	g.f("and.b64 %%ht, %%ht, %d;", m.Slots-1)
+	g.f("mul.lo.u64 %%ht, %%ht, %d;", m.Stride)
+	g.f("add.s64 %%hx, %%hd, %%ht;")
+	g.f("mov.u32 %%hspin, 0;")
+	g.label(l("STATE"))
+	g.f("ld.acquire.sys.global.u32 %%hs, [%%hx];")
+	g.f("setp.ne.u32 %%hp, %%hs, %d;", gpumap.StateBusy)
+	g.f("@%%hp bra %s;", l("NOTBUSY"))
+	g.f("add.u32 %%hspin, %%hspin, 1;")
+	g.f("setp.lt.u32 %%hp, %%hspin, 1000;")
+	g.f("@%%hp bra %s;", l("STATE"))
+	g.f("bra %s;", l("NEXT"))
+	g.label(l("NOTBUSY"))
+	g.f("setp.ne.u32 %%hp, %%hs, %d;", gpumap.StateFull)
+	g.f("@%%hp bra %s;", l("NOTFULL"))
+	for j := 0; j < words; j++ {
+		g.f("ld.volatile.global.u64 %%ht, [%%hx+%d];", gpumap.BucketHeaderSize+8*j)
+		g.f("setp.ne.u64 %%hp, %%ht, %%hk%d;", j)
+		g.f("@%%hp bra %s;", l("NEXT"))
+	}
+	g.f("st.param.b64 [__gx_ret], %%hx;")
+	g.f("ret;")
+	g.label(l("NOTFULL"))
+	g.f("setp.eq.u64 %%hq, %%hf, 0;")
+	g.f("setp.eq.u32 %%hp, %%hs, %d;", gpumap.StateDeleted)
+	g.f("@%%hp bra %s;", l("TOMB"))
+	g.f("setp.ne.u32 %%hp, %%hs, %d;", gpumap.StateEmpty)
+	g.f("@%%hp bra %s;", l("NEXT"))
+	g.f("@%%hq mov.b64 %%hf, %%hx;")
+	g.f("bra %s;", l("END"))
+	g.label(l("TOMB"))
+	g.f("@%%hq mov.b64 %%hf, %%hx;")
+	g.label(l("NEXT"))
+	g.f("add.s64 %%hi, %%hi, 1;")
+	g.f("bra %s;", l("LOOP"))
+	g.label(l("END"))
+	g.f("setp.eq.u32 %%hp, %%hins, 0;")
+	g.f("@%%hp bra %s;", l("NONE"))
+	g.f("setp.eq.u64 %%hp, %%hf, 0;")
+	g.f("@%%hp bra %s;", l("FULL"))
+	g.f("ld.volatile.global.u32 %%hs, [%%hf];")
+	g.f("setp.eq.u32 %%hp, %%hs, %d;", gpumap.StateEmpty)
+	g.f("setp.eq.u32 %%hq, %%hs, %d;", gpumap.StateDeleted)
+	g.f("or.pred %%hp, %%hp, %%hq;")
+	g.f("@!%%hp bra %s;", l("AGAIN"))
+	g.f("atom.global.cas.b32 %%hold, [%%hf], %%hs, %d;", gpumap.StateBusy)
+	g.f("setp.ne.u32 %%hp, %%hold, %%hs;")
+	g.f("@%%hp bra %s;", l("AGAIN"))
+	for j := 0; j < words; j++ {
+		g.f("st.global.u64 [%%hf+%d], %%hk%d;", gpumap.BucketHeaderSize+8*j, j)
+	}
+	g.f("mov.b64 %%ht, 0;")
+	for j := 0; j < vwords; j++ {
+		g.f("st.global.u64 [%%hf+%d], %%ht;", gpumap.BucketHeaderSize+8*words+8*j)
+	}
+	if al := g.hashValAlign[mi]; al > 0 {
+		// the value, before the key becomes visible
+		g.f("setp.eq.u64 %%hp, %%hv, 0;")
+		g.f("@%%hp bra %s;", l("PUBLISH"))
+		g.copyGeneric("%hv", "%hf", gpumap.BucketHeaderSize+8*words, int(m.ValueSize), al)
+		g.label(l("PUBLISH"))
+	}
+	g.f("st.release.sys.global.u32 [%%hf], %d;", gpumap.StateFull)
+	g.f("atom.global.add.u64 %%ht, [%%hb+%d], 1;", m.Offset+gpumap.OffCount)
+	g.f("or.b64 %%hf, %%hf, 1;") // bit 0: inserted by this call
+	g.f("st.param.b64 [__gx_ret], %%hf;")
+	g.f("ret;")
+	g.label(l("AGAIN"))
+	g.f("add.u32 %%htry, %%htry, 1;")
+	g.f("setp.lt.u32 %%hp, %%htry, 8;")
+	g.f("@%%hp bra %s;", l("RETRY"))
+	g.label(l("FULL"))
+	g.f("atom.global.add.u64 %%ht, [%%hb+%d], 1;", m.Offset+gpumap.OffDrops)
+	g.label(l("NONE"))
+	g.f("mov.b64 %%ht, 0;")
+	g.f("st.param.b64 [__gx_ret], %%ht;")
+	g.f("ret;")
+	g.b.WriteString("}\n")
+}
+
+// ringFunc emits the reservation function of ring mi: it returns the
+// record index + 1, or 0 when the ring is full (a drop is counted). The
+// lanes that call it together reserve together: the lowest one takes as
+// many consecutive records as fit for all of them with one atom.cas (retried
+// with a growing nanosleep under contention, at most RingTries times), and
+// each lane gets its rank's record; the lanes that did not fit count drops.
+func (g *gen) ringFunc(mi int, m gpumap.Map) {
+	l := func(s string) string { return fmt.Sprintf("$GXR%d_%s", mi, s) }
+	fmt.Fprintf(&g.b, "\n// %s: reserve a record of ring %s\n", ringFuncName(mi), m.Name)
+	fmt.Fprintf(&g.b, ".func (.param .b64 __gx_ret) %s(.param .b64 __gx_base)\n{\n", ringFuncName(mi))
+	g.f(".reg .b64 %%xb, %%xh, %%xt, %%xd, %%xo, %%xk, %%xbase;")
+	g.f(".reg .b32 %%xtry, %%xm, %%xn, %%xr, %%xl, %%xlead, %%xgot, %%xlo, %%xhi, %%xns;")
+	g.f(".reg .pred %%xp, %%xq;")
+	g.f("ld.param.b64 %%xb, [__gx_base];")
+	g.f("add.s64 %%xb, %%xb, %d;", m.Offset)
+	g.f("activemask.b32 %%xm;")
+	g.f("popc.b32 %%xn, %%xm;")
+	g.f("mov.u32 %%xl, %%lanemask_lt;")
+	g.f("and.b32 %%xl, %%xl, %%xm;")
+	g.f("popc.b32 %%xr, %%xl;") // rank among the callers
+	g.f("neg.s32 %%xl, %%xm;")
+	g.f("and.b32 %%xl, %%xl, %%xm;")
+	g.f("bfind.u32 %%xlead, %%xl;")
+	g.f("mov.u32 %%xl, %%laneid;")
+	g.f("mov.u32 %%xgot, 0;")
+	g.f("mov.b64 %%xh, 0;")
+	g.f("setp.ne.u32 %%xq, %%xl, %%xlead;")
+	g.f("@%%xq bra %s;", l("SHARE"))
+	g.f("mov.u32 %%xtry, 0;")
+	g.f("mov.u32 %%xns, 32;")
+	g.label(l("LOOP"))
+	g.f("ld.volatile.global.u64 %%xh, [%%xb+%d];", gpumap.OffHead)
+	g.f("ld.volatile.global.u64 %%xt, [%%xb+%d];", gpumap.OffTail)
+	g.f("sub.s64 %%xd, %%xh, %%xt;")
+	g.f("mov.b64 %%xk, 0;")
+	g.f("setp.lt.u64 %%xp, %%xd, %d;", m.Slots)
+	g.f("@%%xp sub.s64 %%xk, %d, %%xd;", m.Slots) // free records
+	g.f("cvt.u64.u32 %%xd, %%xn;")
+	g.f("min.u64 %%xk, %%xk, %%xd;")
+	g.f("setp.eq.u64 %%xp, %%xk, 0;")
+	g.f("@%%xp bra %s;", l("DROP"))
+	g.f("add.s64 %%xd, %%xh, %%xk;")
+	g.f("atom.global.cas.b64 %%xo, [%%xb+%d], %%xh, %%xd;", gpumap.OffHead)
+	g.f("setp.eq.u64 %%xp, %%xo, %%xh;")
+	g.f("@%%xp bra %s;", l("GOT"))
+	g.f("add.u32 %%xtry, %%xtry, 1;")
+	g.f("setp.ge.u32 %%xp, %%xtry, %d;", RingTries)
+	g.f("@%%xp bra %s;", l("DROP"))
+	g.f("nanosleep.u32 %%xns;")
+	g.f("shl.b32 %%xns, %%xns, 1;")
+	g.f("min.u32 %%xns, %%xns, 4096;")
+	g.f("bra %s;", l("LOOP"))
+	g.label(l("GOT"))
+	g.f("cvt.u32.u64 %%xgot, %%xk;")
+	g.label(l("DROP"))
+	g.f("sub.s32 %%xl, %%xn, %%xgot;")
+	g.f("setp.ne.u32 %%xp, %%xl, 0;")
+	g.f("cvt.u64.u32 %%xd, %%xl;")
+	g.f("@%%xp atom.global.add.u64 %%xo, [%%xb+%d], %%xd;", gpumap.OffDrops)
+	g.label(l("SHARE"))
+	g.f("mov.b64 {%%xlo, %%xhi}, %%xh;")
+	g.f("shfl.sync.idx.b32 %%xlo, %%xlo, %%xlead, 31, %%xm;")
+	g.f("shfl.sync.idx.b32 %%xhi, %%xhi, %%xlead, 31, %%xm;")
+	g.f("shfl.sync.idx.b32 %%xgot, %%xgot, %%xlead, 31, %%xm;")
+	g.f("mov.b64 %%xbase, {%%xlo, %%xhi};")
+	g.f("mov.b64 %%xd, 0;")
+	g.f("setp.lt.u32 %%xp, %%xr, %%xgot;")
+	g.f("cvt.u64.u32 %%xk, %%xr;")
+	g.f("add.s64 %%xk, %%xk, %%xbase;")
+	g.f("@%%xp add.s64 %%xd, %%xk, 1;")
+	g.f("st.param.b64 [__gx_ret], %%xd;")
+	g.f("ret;")
+	g.b.WriteString("}\n")
+}
+
+// RingTries bounds the atom.cas attempts of one ring reservation.
+const RingTries = 256
