@@ -1072,8 +1072,8 @@ struct gpuext_dev_block {
 	__u32 threads;    /* threads of the block */
 };
 
-/* launch_latency: the first warp (global warp 0) of a launch started
- * (ring gx_launch_ring). 24 bytes. */
+/* launch_latency: thread 0 of block 0 of a launch started (ring
+ * gx_launch_ring). 24 bytes. */
 struct gpuext_dev_launch {
 	__u64 kernel_id;
 	__u64 start_ns;
@@ -1083,8 +1083,8 @@ struct gpuext_dev_launch {
 
 /* sm_load: per-SM totals (per-SM array gx_sm, key 0). 24 bytes. */
 struct gpuext_dev_sm {
-	__u64 blocks;     /* blocks whose first warp started on the SM */
-	__u64 warps;      /* warps that started on the SM */
+	__u64 blocks;     /* blocks whose thread 0 started on the SM */
+	__u64 threads;    /* threads that started on the SM */
 	__u64 lane_ns;    /* sum over exits of (ns since the warp's entry) x lanes */
 };
 
@@ -1097,7 +1097,7 @@ struct gpuext_dev_occ_key {
 };
 
 struct gpuext_dev_occ {
-	__u64 entries;    /* warps that entered in the bucket */
+	__u64 threads;    /* threads that entered in the bucket */
 	__u64 lane_ns;    /* (ns since entry) x lanes of the warps that exited in it */
 };
 
