@@ -22,13 +22,13 @@ deps:
 
 # Generated code: BPF objects and their Go bindings, mdatagen packages.
 generate: deps
-	$(GO) generate ./bpf/... ./receiver/... ./processor/...
+	$(GO) generate ./bpf/... ./devrt/jit/ ./receiver/... ./processor/...
 
 # make test fails when the committed generated files differ from a fresh run.
 check-generated: generate
-	@if ! git diff --quiet -- bpf receiver processor; then \
+	@if ! git diff --quiet -- bpf devrt/jit receiver processor; then \
 		echo "generated files are stale; run 'make generate' and commit:"; \
-		git diff --stat -- bpf receiver processor; exit 1; fi
+		git diff --stat -- bpf devrt/jit receiver processor; exit 1; fi
 
 fakecuda: deps
 	$(MAKE) -C testdata/fakecuda OUT=$(FAKECUDA)
