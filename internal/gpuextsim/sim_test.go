@@ -309,3 +309,79 @@ func TestBenchHook(t *testing.T) {
 		t.Logf("%s: %.1f ns/call (no policy, qemu TCG)", HookNames[h], ns)
 	}
 }
+
+// TestGarbageNeverHurts throws seeded random bytes at every entry of the
+// device (configs, records, result buffers, unknown ioctls), mixing in
+// valid requests, and then checks that a known trace still gives its exact
+// result: bad input is refused, never crashes the kernel or corrupts a
+// session. (A crash ends the VM run: no EXIT line.)
+func TestGarbageNeverHurts(t *testing.T) {
+	s := needSim(t)
+	r := rng(2026)
+	fill := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		// Small numbers pass the first checks more often.
+		if n >= 8 && r.IntN(2) == 0 {
+			le.PutUint32(b[0:], uint32(r.IntN(70000)))
+			le.PutUint32(b[4:], uint32(r.IntN(3)))
+		}
+		return b
+	}
+	reqs := []struct {
+		name string
+		req  uintptr
+		size int
+	}{
+		{"MEM_RESET", iocMemReset, memConfigSize}, {"MEM_RESULT", iocMemResult, memResultSize},
+		{"SCHED_RESET", iocSchedReset, schedConfigSize}, {"SCHED_RUN", iocSchedRun, schedResultSize},
+		{"BENCH", iocBench, benchSize},
+	}
+	var accepted, refused int
+	for i := 0; i < 3000; i++ {
+		var err error
+		switch r.IntN(4) {
+		case 0:
+			q := reqs[r.IntN(len(reqs))]
+			if q.req == iocBench {
+				b := fill(q.size)
+				le.PutUint64(b[8:], uint64(r.IntN(4096))) // keep it quick
+				err = s.ioctl(q.name, q.req, b)
+			} else {
+				err = s.ioctl(q.name, q.req, fill(q.size))
+			}
+		case 1:
+			_, err = unix.Write(int(s.f.Fd()), fill(r.IntN(4*jobSize)+1))
+		case 2:
+			err = s.ioctl("random", ioc(uintptr(r.IntN(4)), uintptr(r.IntN(16)), uintptr(r.IntN(64)+8)), make([]byte, 72))
+		case 3: // a valid step now and then, so later garbage meets live sessions
+			if r.IntN(2) == 0 {
+				err = s.ResetMem(MemConfig{CapacityChunks: uint32(r.IntN(8) + 1)})
+				if err == nil {
+					err = s.Replay(Random(uint64(i), uint32(r.IntN(3)+1), blockA, 4*BlockPages, 200))
+				}
+			} else {
+				err = s.ResetSched(SchedConfig{DefaultTimesliceUS: 1000, SwitchNS: 100}, []Task{{PID: 1}, {PID: 2}})
+				if err == nil {
+					err = s.Queue([]Job{{Task: 0, DurationNS: 5000}, {Task: 1, SubmitNS: 100, DurationNS: 7000}})
+				}
+			}
+			require.NoError(t, err, "a valid step after garbage")
+		}
+		if err == nil {
+			accepted++
+		} else {
+			refused++
+		}
+	}
+	t.Logf("%d requests accepted, %d refused", accepted, refused)
+	require.Greater(t, refused, 1000)
+
+	got, err := ReplayMem(MemConfig{CapacityChunks: 2, NoPrefetch: true},
+		[]Access{acc(blockA, 1), acc(blockB, 1), acc(blockA, 1), acc(blockC, 1), acc(blockB, 1)})
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), got.Faults)
+	require.Equal(t, uint64(2), got.Evictions)
+}

@@ -145,3 +145,21 @@ func uitoa(v uint64) string {
 	}
 	return string(d)
 }
+
+// FuzzDecodeResults: the result decoders take any bytes the kernel could
+// return without panicking, and refuse counts beyond the records' arrays.
+func FuzzDecodeResults(f *testing.F) {
+	f.Add(make([]byte, memResultSize))
+	f.Add(make([]byte, schedResultSize))
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if m, err := decodeMemResult(b); err == nil {
+			require.Len(t, b, memResultSize)
+			require.LessOrEqual(t, len(m.Tenants), MaxTenants)
+		}
+		if s, err := decodeSchedResult(b); err == nil {
+			require.Len(t, b, schedResultSize)
+			require.LessOrEqual(t, len(s.Tasks), MaxTasks)
+		}
+	})
+}
