@@ -40,11 +40,13 @@ static __u32 reg_count;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
- * Per thread, the stubs it has seen written (direct-mapped by hash): the
- * launches of a hot kernel skip the table, whose 512 KiB of slots and
- * scattered entries cost cache misses on every launch.  Valid while
- * reg_epoch is the one it was filled under: a stub registered again (a new
- * entry to write), or a fork, moves the epoch on.
+ * Per thread, the launch handles it found written or not in the table at
+ * all (direct-mapped by hash): the launches of a hot kernel skip the table,
+ * whose 512 KiB of slots and scattered entries cost cache misses on every
+ * launch.  CUDA 13's stubs launch with a cudaKernel_t, never a registered
+ * stub, so for PyTorch every lookup misses: the misses are remembered too.
+ * Valid while reg_epoch is the one it was filled under: any registration
+ * (a new entry, or a new record for a stub) and a fork move it on.
  */
 #define SEEN_SLOTS 64
 static __u32 reg_epoch = 1;
@@ -106,14 +108,13 @@ int devrt_reg_keep(const void *stub, const struct gpuext_named_event *ne)
 					 __ATOMIC_RELEASE);
 			break;
 		}
-		if (old->stub == stub) {
-			/* A new record for a stub some thread may have
-			 * seen written. */
-			__atomic_add_fetch(&reg_epoch, 1, __ATOMIC_RELEASE);
+		if (old->stub == stub)
 			break;
-		}
 	}
 	__atomic_store_n(&reg_tab[i], r, __ATOMIC_RELEASE);
+	/* After the entry: a thread that remembered the stub as written,
+	 * or as absent, looks again. */
+	__atomic_add_fetch(&reg_epoch, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&reg_lock);
 	return 0;
 }
@@ -138,8 +139,10 @@ void devrt_reg_launch(const void *stub)
 		return;
 	for (i = h;; i = (i + 1) & (REG_SLOTS - 1)) {
 		r = __atomic_load_n(&reg_tab[i], __ATOMIC_ACQUIRE);
-		if (!r)
+		if (!r) {
+			seen_add(h, stub, epoch);	/* not registered */
 			return;
+		}
 		if (r->stub == stub)
 			break;
 	}

@@ -2,8 +2,9 @@
 /*
  * reg_test - registration records (src/reg.c) without CUDA: a stub's
  * record is written at its first launch only, also when a thread's cache of
- * written stubs answers; a stub registered again writes its new record at
- * its next launch; a record the ring refused is written at the next launch;
+ * written stubs answers; a handle launched before it was registered (the
+ * cache remembers it absent) writes its record once registered; a stub
+ * registered again writes its new record at its next launch; a record the ring refused is written at the next launch;
  * after fork every record is written again; a thread of its own sees the
  * same.
  *
@@ -100,6 +101,15 @@ int main(void)
 	for (i = 2; i < (int)sizeof(stubs); i++)
 		launches(&stubs[i], 2, 1, NULL, "first launches of each other stub");
 	launches(&stubs[0], 2, 0, NULL, "a after its cache slot was taken");
+	/* Launched unregistered (CUDA 13's cudaKernel_t handles never are),
+	 * then registered: written at the next launch. */
+	{
+		static char late;
+
+		launches(&late, 3, 0, NULL, "launches of an unregistered handle");
+		keep(&late, "late");
+		launches(&late, 3, 1, "late", "launches once registered");
+	}
 	/* Registered again: the new record, at the next launch only. */
 	keep(&stubs[0], "a2");
 	launches(&stubs[0], 3, 1, "a2", "launches of a registered again");
