@@ -83,11 +83,11 @@ func TestKernelBench(t *testing.T) {
 	}{
 		{"scan 6 blocks x5", 4, cyclic(1, 6, 5), false, pols("lru", params(gpuext.EvictLRU, 0), "mru", params(gpuext.EvictMRU, 0), "fifo", params(gpuext.EvictFIFO, 0))},
 		{"hot set (4 hot, cold scans)", 6, sim.HotSet(7, 100, base, 4, 64, 4, 3, 40), false, pols("lfu", params(gpuext.EvictLFU, 0), "mru", params(gpuext.EvictMRU, 0))},
-		{"sequential 4 blocks", 4, sim.Sequential(5, base, 4*sim.BlockPages), true, pols("none", params(0, gpuext.PrefetchNone), "always-max", params(0, gpuext.PrefetchAlwaysMax),
+		{"sequential 4 blocks", 4, sim.Sequential(5, base, 4*sim.BlockPages), true, pols("none", params(0, gpuext.PrefetchNone), "always_max", params(0, gpuext.PrefetchAlwaysMax),
 			"sequential 64", params(0, gpuext.PrefetchSequential, func(p *gpuext.MemParams) { p.SequentialPages = 64 }),
 			"threshold 10%", params(0, gpuext.PrefetchThreshold, func(p *gpuext.MemParams) { p.ThresholdPercent = 10 }))},
-		{"stride 16 pages, 8 blocks", 8, sim.Stride(9, base, 16, 256), true, pols("stride ahead 4", params(0, gpuext.PrefetchStride), "always-max", params(0, gpuext.PrefetchAlwaysMax))},
-		{"random 2048 pages of 4 blocks", 4, sim.Random(3, 4, base, 4*sim.BlockPages, 2048), true, pols("none", params(0, gpuext.PrefetchNone), "always-max", params(0, gpuext.PrefetchAlwaysMax))},
+		{"stride 16 pages, 8 blocks", 8, sim.Stride(9, base, 16, 256), true, pols("stride ahead 4", params(0, gpuext.PrefetchStride), "always_max", params(0, gpuext.PrefetchAlwaysMax))},
+		{"random 2048 pages of 4 blocks", 4, sim.Random(3, 4, base, 4*sim.BlockPages, 2048), true, pols("none", params(0, gpuext.PrefetchNone), "always_max", params(0, gpuext.PrefetchAlwaysMax))},
 	} {
 		cfg := sim.MemConfig{CapacityChunks: sc.capacity, NoPrefetch: !sc.prefetch}
 		r, _ := replay(t, l, nil, nil, cfg, sc.accesses)

@@ -83,6 +83,14 @@ int BPF_PROG(mem_evict_prepare, struct gpuext_mem_ctx *c)
 	return 0;
 }
 
+/* The prefetch algorithm for this fault: the pid's own, else the config's. */
+static __always_inline __u32 prefetch_algo(const struct gpuext_prefetch_ctx *c, const struct gpuext_mem_cfg *cfg)
+{
+	__u32 pid = c->pid, *algo = bpf_map_lookup_elem(&prefetch_pid, &pid);
+
+	return algo ? *algo : cfg->prefetch;
+}
+
 SEC("struct_ops/page_prefetch")
 int BPF_PROG(mem_page_prefetch, struct gpuext_prefetch_ctx *c)
 {
@@ -91,7 +99,7 @@ int BPF_PROG(mem_page_prefetch, struct gpuext_prefetch_ctx *c)
 	mem_stat(GPUEXT_MEM_STAT_PREFETCH);
 	if (!cfg)
 		return GPUEXT_ACTION_DEFAULT;
-	switch (cfg->prefetch) {
+	switch (prefetch_algo(c, cfg)) {
 	case GPUEXT_PREFETCH_NONE: return prefetch_none(c);
 	case GPUEXT_PREFETCH_ALWAYS_MAX: return prefetch_always_max(c);
 	case GPUEXT_PREFETCH_SEQUENTIAL: return prefetch_sequential(c, cfg);
@@ -106,7 +114,7 @@ int BPF_PROG(mem_page_prefetch_iter, struct gpuext_prefetch_ctx *c)
 {
 	struct gpuext_mem_cfg *cfg = mem_config();
 
-	if (cfg && cfg->prefetch == GPUEXT_PREFETCH_THRESHOLD)
+	if (cfg && prefetch_algo(c, cfg) == GPUEXT_PREFETCH_THRESHOLD)
 		prefetch_threshold_iter(c, cfg);
 	return 0;
 }

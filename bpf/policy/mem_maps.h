@@ -32,6 +32,16 @@ struct {
 	__type(value, __u32);
 } prio_cgroup SEC(".maps");
 
+/* Per-process prefetch algorithm (enum gpuext_prefetch_algo), overriding
+ * mem_cfg.prefetch for that pid's faults: what the gpupolicy processor
+ * advises for one process it can enforce for that process alone. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GPUEXT_POLICY_TABLE_ENTRIES);
+	__type(key, __u32);
+	__type(value, __u32);
+} prefetch_pid SEC(".maps");
+
 /* What the policy did (enum gpuext_mem_stat), summed over CPUs by the loader. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

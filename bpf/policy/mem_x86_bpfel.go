@@ -71,6 +71,7 @@ type MemMapSpecs struct {
 	MemCfg      *ebpf.MapSpec `ebpf:"mem_cfg"`
 	MemClock    *ebpf.MapSpec `ebpf:"mem_clock"`
 	MemStats    *ebpf.MapSpec `ebpf:"mem_stats"`
+	PrefetchPid *ebpf.MapSpec `ebpf:"prefetch_pid"`
 	PrioCgroup  *ebpf.MapSpec `ebpf:"prio_cgroup"`
 	PrioPid     *ebpf.MapSpec `ebpf:"prio_pid"`
 	StrideState *ebpf.MapSpec `ebpf:"stride_state"`
@@ -108,6 +109,7 @@ type MemMaps struct {
 	MemCfg      *ebpf.Map `ebpf:"mem_cfg"`
 	MemClock    *ebpf.Map `ebpf:"mem_clock"`
 	MemStats    *ebpf.Map `ebpf:"mem_stats"`
+	PrefetchPid *ebpf.Map `ebpf:"prefetch_pid"`
 	PrioCgroup  *ebpf.Map `ebpf:"prio_cgroup"`
 	PrioPid     *ebpf.Map `ebpf:"prio_pid"`
 	StrideState *ebpf.Map `ebpf:"stride_state"`
@@ -121,6 +123,7 @@ func (m *MemMaps) Close() error {
 		m.MemCfg,
 		m.MemClock,
 		m.MemStats,
+		m.PrefetchPid,
 		m.PrioCgroup,
 		m.PrioPid,
 		m.StrideState,

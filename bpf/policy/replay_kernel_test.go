@@ -176,7 +176,7 @@ func TestKernelPrefetch(t *testing.T) {
 		// Only the faulting page: every page faults.
 		{"none", params(gpuext.EvictLRU, gpuext.PrefetchNone), nblocks * sim.BlockPages},
 		// The whole block on its first fault.
-		{"always-max", params(gpuext.EvictLRU, gpuext.PrefetchAlwaysMax), nblocks},
+		{"always_max", params(gpuext.EvictLRU, gpuext.PrefetchAlwaysMax), nblocks},
 		// To the block's end, then 64 pages at a time.
 		{"sequential to end", params(gpuext.EvictLRU, gpuext.PrefetchSequential), nblocks},
 		{"sequential 64", params(gpuext.EvictLRU, gpuext.PrefetchSequential, func(p *gpuext.MemParams) { p.SequentialPages = 64 }), nblocks * sim.BlockPages / 64},
@@ -232,4 +232,44 @@ func TestKernelStridePrefetch(t *testing.T) {
 			require.Less(t, got.Faults, none.Faults)
 		})
 	}
+}
+
+// TestKernelPrefetchPerPID: a per-process prefetch algorithm (what the
+// gpupolicy processor advises one process) applies to that process's faults
+// only: pid 10 reads 2 blocks in order with always_max, pid 20 reads random
+// pages of 2 other blocks under the policy-wide none.
+func TestKernelPrefetchPerPID(t *testing.T) {
+	l := needSim(t)
+	seq := sim.Sequential(10, base, 2*sim.BlockPages)
+	rnd := sim.Random(4, 20, base+4*sim.BlockSize, 2*sim.BlockPages, 600)
+	var trace []sim.Access
+	for i := range seq {
+		trace = append(trace, seq[i])
+		if i < len(rnd) {
+			trace = append(trace, rnd[i])
+		}
+	}
+	distinct := map[uint64]bool{}
+	for _, a := range rnd {
+		distinct[a.VA] = true
+	}
+	require.NoError(t, l.AttachMem("per_pid", *params(gpuext.EvictLRU, gpuext.PrefetchNone)))
+	defer func() { require.NoError(t, l.Detach(gpuext.Mem)) }()
+	require.NoError(t, l.SetPrefetchFor(10, gpuext.PrefetchAlwaysMax))
+	st, err := l.Status()
+	require.NoError(t, err)
+	require.Equal(t, map[uint32]gpuext.Prefetch{10: gpuext.PrefetchAlwaysMax}, st.Mem.Prefetch)
+
+	got, err := sim.ReplayMem(sim.MemConfig{CapacityChunks: 4}, trace)
+	require.NoError(t, err)
+	require.Equal(t, uint32(10), got.Tenants[0].PID)
+	require.Equal(t, uint64(2), got.Tenants[0].Faults, "one fault a block")
+	require.Equal(t, uint64(2*(sim.BlockPages-1)*sim.PageSize), got.Tenants[0].PrefetchedBytes)
+	require.Equal(t, uint64(len(distinct)), got.Tenants[1].Faults, "one fault a distinct page")
+	require.Zero(t, got.Tenants[1].PrefetchedBytes)
+
+	require.NoError(t, l.ClearPrefetchFor(10))
+	got, err = sim.ReplayMem(sim.MemConfig{CapacityChunks: 4}, trace)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2*sim.BlockPages), got.Tenants[0].Faults, "none again: every page")
 }

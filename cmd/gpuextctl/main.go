@@ -119,12 +119,14 @@ type memFlags struct {
 	eviction, prefetch string
 	p                  gpuext.MemParams
 	priorities, unset  list
+	pidPrefetch        list
+	noPidPrefetch      list
 }
 
 func newMemFlags(fs *flag.FlagSet, p gpuext.MemParams) *memFlags {
 	m := &memFlags{p: p}
 	fs.StringVar(&m.eviction, "eviction", p.Eviction.String(), "lru, lfu, mru, fifo or priority")
-	fs.StringVar(&m.prefetch, "prefetch", p.Prefetch.String(), "default, none, always-max, sequential, stride or threshold")
+	fs.StringVar(&m.prefetch, "prefetch", p.Prefetch.String(), "default, none, always_max, sequential, stride or threshold")
 	u32 := func(v *uint32, name, help string) {
 		fs.Func(name, help, func(s string) error { return parseU32(s, v) })
 	}
@@ -137,6 +139,7 @@ func newMemFlags(fs *flag.FlagSet, p gpuext.MemParams) *memFlags {
 	u32(&m.p.ProtectPriority, "protect", "priority: spare chunks of owners at or above this priority (1..7)")
 	u32(&m.p.DefaultPriority, "default-priority", "priority: of owners without an entry (0..7)")
 	fs.Var(&m.priorities, "priority", "pid:<pid>=<0..7> or cgroup:<id>=<0..7> (repeatable)")
+	fs.Var(&m.pidPrefetch, "pid-prefetch", "pid:<pid>=<algorithm>: that process's own prefetch (repeatable)")
 	return m
 }
 
@@ -151,7 +154,48 @@ func (m *memFlags) params() (gpuext.MemParams, error) {
 	return m.p, m.p.Validate()
 }
 
-func (m *memFlags) applyPriorities(l *gpuext.Loader) error {
+// check parses the table flags before anything is attached or written.
+func (m *memFlags) check() error {
+	for _, s := range m.priorities {
+		if _, _, err := parsePriority(s); err != nil {
+			return err
+		}
+	}
+	for _, s := range m.pidPrefetch {
+		if _, _, err := parsePidPrefetch(s); err != nil {
+			return err
+		}
+	}
+	for _, s := range m.unset {
+		if _, err := parseOwner(s); err != nil {
+			return err
+		}
+	}
+	for _, s := range m.noPidPrefetch {
+		if _, err := parseTarget(s, false); err != nil {
+			return fmt.Errorf("no-pid-prefetch %w", err)
+		}
+	}
+	return nil
+}
+
+// applyTables writes the priority and per-pid prefetch flags.
+func (m *memFlags) applyTables(l *gpuext.Loader) error {
+	for _, s := range m.noPidPrefetch {
+		t, _ := parseTarget(s, false)
+		if t.PID == 0 {
+			return fmt.Errorf("no-pid-prefetch %q: want pid:<pid>", s)
+		}
+		if err := l.ClearPrefetchFor(t.PID); err != nil {
+			return err
+		}
+	}
+	for _, s := range m.pidPrefetch {
+		pid, p, _ := parsePidPrefetch(s)
+		if err := l.SetPrefetchFor(pid, p); err != nil {
+			return err
+		}
+	}
 	for _, s := range m.unset {
 		o, err := parseOwner(s)
 		if err != nil {
@@ -212,15 +256,13 @@ func loadMem(args []string, stdout, stderr io.Writer, l *gpuext.Loader) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range m.priorities { // check before attaching
-		if _, _, err := parsePriority(s); err != nil {
-			return err
-		}
+	if err := m.check(); err != nil {
+		return err
 	}
 	if err := l.AttachMem(*name, p); err != nil {
 		return err
 	}
-	if err := m.applyPriorities(l); err != nil {
+	if err := m.applyTables(l); err != nil {
 		return fmt.Errorf("memory policy %s attached, but: %w", *name, err)
 	}
 	fmt.Fprintf(stdout, "mem policy %s attached: eviction %s, prefetch %s\n", *name, p.Eviction, p.Prefetch)
@@ -235,6 +277,7 @@ func setMem(args []string, stdout, stderr io.Writer, l *gpuext.Loader) error {
 	fs := flagSet("set mem", stderr)
 	m := newMemFlags(fs, cur)
 	fs.Var(&m.unset, "no-priority", "pid:<pid> or cgroup:<id>: drop its priority (repeatable)")
+	fs.Var(&m.noPidPrefetch, "no-pid-prefetch", "pid:<pid>: back to the policy-wide prefetch (repeatable)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -242,10 +285,13 @@ func setMem(args []string, stdout, stderr io.Writer, l *gpuext.Loader) error {
 	if err != nil {
 		return err
 	}
+	if err := m.check(); err != nil {
+		return err
+	}
 	if err := l.SetMem(p); err != nil {
 		return err
 	}
-	if err := m.applyPriorities(l); err != nil {
+	if err := m.applyTables(l); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "mem policy updated: eviction %s, prefetch %s\n", p.Eviction, p.Prefetch)

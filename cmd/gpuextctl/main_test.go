@@ -39,6 +39,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"load", "mem", "--eviction", "random"}, 1, "gpuextctl: eviction \"random\": want one of lru, lfu, mru, fifo, priority\n"},
 		{[]string{"load", "mem", "--threshold", "120"}, 1, "gpuextctl: threshold 120%: want 0..100\n"},
 		{[]string{"load", "mem", "--priority", "pid:1=9"}, 1, "gpuextctl: priority \"pid:1=9\": want 0..7 after =\n"},
+		{[]string{"load", "mem", "--pid-prefetch", "pid:1=all"}, 1, "gpuextctl: pid prefetch \"pid:1=all\": prefetch \"all\": want one of"},
 		{[]string{"load", "sched", "--class", "be=50"}, 1, "gpuextctl: class be: timeslice 50 µs: want 0 or 100..10000000\n"},
 		{[]string{"load", "sched", "--rule", "pid:1"}, 1, "gpuextctl: rule \"pid:1\": want pid:<pid>=<class>"},
 		{[]string{"load", "mem"}, 1, "gpuextctl: gpu_ext kernel module is not loaded (no " + dir + "/gpu_ext; insmod gpu_ext.ko first)\n"},
@@ -68,7 +69,9 @@ func TestKernelCLI(t *testing.T) {
 	require.Contains(t, errOut, "a policy of this kind is already attached")
 
 	rc, out, errOut = ctl(l, "set", "mem", "--prefetch", "threshold", "--threshold", "20", "--no-priority", "pid:100",
-		"--priority", "cgroup:7=2")
+		"--priority", "cgroup:7=2", "--pid-prefetch", "pid:55=always_max", "--pid-prefetch", "pid:56=none")
+	require.Equal(t, 0, rc, errOut)
+	rc, out, errOut = ctl(l, "set", "mem", "--no-pid-prefetch", "pid:56")
 	require.Equal(t, 0, rc, errOut)
 	require.Equal(t, "mem policy updated: eviction lfu, prefetch threshold\n", out)
 
@@ -84,6 +87,7 @@ func TestKernelCLI(t *testing.T) {
 	require.Equal(t, 0, rc, errOut)
 	require.Equal(t, `module: mem_policy gpuext_mem, sched_policy lcbe
 `+hookLines+`mem: eviction lfu prefetch threshold seq_pages 0 stride_conf 2 stride_ahead 8 threshold 20% lfu_hot 2 lfu_decay 0 protect 1 default_prio 0
+mem: prefetch pid 55 = always_max
 mem: priority cgroup 7 = 2
 mem: stats activate 0 access 0 evict 0 spared 0 prefetch 0 region 0 stride_hit 0 table_full 0
 sched: default class be

@@ -11,6 +11,7 @@ import (
 // The command-line forms of the policies' table entries:
 //
 //	priority  pid:<pid>=<0..7>  cgroup:<id>=<0..7>
+//	prefetch  pid:<pid>=<algorithm>
 //	rule      pid:<pid>=<class>  cgroup:<id>=<class>  comm:<comm>=<class>
 //	class     <class>=<timeslice µs>[,interleave=<level>][,reject]
 
@@ -118,4 +119,21 @@ func parseClass(s string) (gpuext.Class, gpuext.ClassParams, error) {
 		}
 	}
 	return c, p, nil
+}
+
+// parsePidPrefetch parses pid:<pid>=<prefetch algorithm>.
+func parsePidPrefetch(s string) (uint32, gpuext.Prefetch, error) {
+	target, val, ok := strings.Cut(s, "=")
+	if !ok {
+		return 0, 0, fmt.Errorf("pid prefetch %q: want pid:<pid>=<algorithm>", s)
+	}
+	t, err := parseTarget(target, false)
+	if err != nil || t.PID == 0 {
+		return 0, 0, fmt.Errorf("pid prefetch %q: want pid:<pid>=<algorithm>", s)
+	}
+	p, err := gpuext.ParsePrefetch(val)
+	if err != nil {
+		return 0, 0, fmt.Errorf("pid prefetch %q: %w", s, err)
+	}
+	return t.PID, p, nil
 }

@@ -65,6 +65,22 @@ func TestParsePriority(t *testing.T) {
 	}
 }
 
+func TestParsePidPrefetch(t *testing.T) {
+	pid, p, err := parsePidPrefetch("pid:31=always_max")
+	require.NoError(t, err)
+	require.Equal(t, uint32(31), pid)
+	require.Equal(t, gpuext.PrefetchAlwaysMax, p)
+	for in, msg := range map[string]string{
+		"pid:31":        `pid prefetch "pid:31": want pid:<pid>=<algorithm>`,
+		"cgroup:4=none": `pid prefetch "cgroup:4=none": want pid:<pid>=<algorithm>`,
+		"pid:0=none":    `pid prefetch "pid:0=none": want pid:<pid>=<algorithm>`,
+		"pid:3=max":     `pid prefetch "pid:3=max": prefetch "max": want one of default, none, always_max, sequential, stride, threshold`,
+	} {
+		_, _, err := parsePidPrefetch(in)
+		require.EqualError(t, err, msg)
+	}
+}
+
 func TestParseClass(t *testing.T) {
 	for _, tc := range []struct {
 		in    string
@@ -98,7 +114,7 @@ func TestParseClass(t *testing.T) {
 // FuzzSpecs: no input crashes a parser, and whatever parses is valid for the loader.
 func FuzzSpecs(f *testing.F) {
 	for _, s := range []string{"pid:1=lc", "cgroup:2=be", "comm:py=3", "lc=100,interleave=high,reject",
-		"pid:1=7", "=", ":", "pid:=", "comm:=", "lc=,", "be=18446744073709551615"} {
+		"pid:1=7", "pid:2=stride", "=", ":", "pid:=", "comm:=", "lc=,", "be=18446744073709551615"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -108,6 +124,10 @@ func FuzzSpecs(f *testing.F) {
 		if o, prio, err := parsePriority(s); err == nil {
 			require.True(t, (o.PID == 0) != (o.Cgroup == 0))
 			require.LessOrEqual(t, prio, uint32(gpuext.MaxPriority))
+		}
+		if pid, p, err := parsePidPrefetch(s); err == nil {
+			require.NotZero(t, pid)
+			require.Less(t, p, gpuext.PrefetchThreshold+1)
 		}
 		if c, _, err := parseClass(s); err == nil {
 			require.Less(t, c, gpuext.Class(gpuext.SchedClasses))

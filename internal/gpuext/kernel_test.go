@@ -40,7 +40,7 @@ func TestKernelMemLifecycle(t *testing.T) {
 		pins = append(pins, e.Name())
 	}
 	require.ElementsMatch(t, []string{"link", "mem_cfg", "prio_pid", "prio_cgroup", "mem_stats", "lfu_count",
-		"fifo_seq", "fifo_order", "mem_clock", "stride_state"}, pins)
+		"fifo_seq", "fifo_order", "mem_clock", "stride_state", "prefetch_pid"}, pins)
 
 	// The pins keep it: a second attach is refused by the pins, and one
 	// with other pins by the module (-EEXIST).
@@ -78,6 +78,14 @@ func TestKernelMemLifecycle(t *testing.T) {
 	for i, h := range st.Hooks {
 		require.Equal(t, gpuextsim.HookNames[i], h.Hook)
 	}
+	require.NoError(t, l.SetPrefetchFor(42, PrefetchStride))
+	require.EqualError(t, l.SetPrefetchFor(0, PrefetchStride), "pid: want a number > 0")
+	require.EqualError(t, l.SetPrefetchFor(42, 9), "prefetch 9: want one of default, none, always_max, sequential, stride, threshold")
+	st, err = l.Status()
+	require.NoError(t, err)
+	require.Equal(t, map[uint32]Prefetch{42: PrefetchStride}, st.Mem.Prefetch)
+	require.NoError(t, l.ClearPrefetchFor(42))
+	require.NoError(t, l.ClearPrefetchFor(42), "clearing twice is fine")
 	require.NoError(t, l.DeletePriority(Owner{PID: 42}))
 	st, err = l.Status()
 	require.NoError(t, err)

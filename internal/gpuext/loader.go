@@ -252,6 +252,36 @@ func (l *Loader) withPrioMap(o Owner, do func(*ebpf.Map, any) error) error {
 	return nil
 }
 
+// SetPrefetchFor makes pid's faults use prefetch algorithm p whatever the
+// policy-wide one is (the gpupolicy processor's per-process advice).
+func (l *Loader) SetPrefetchFor(pid uint32, p Prefetch) error {
+	if pid == 0 {
+		return errors.New("pid: want a number > 0")
+	}
+	if p >= prefetchMax {
+		return fmt.Errorf("prefetch %d: want one of %s", p, strings.Join(prefetchNames, ", "))
+	}
+	m, err := l.pinnedMap(Mem, "prefetch_pid")
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	return m.Put(pid, uint32(p))
+}
+
+// ClearPrefetchFor gives pid the policy-wide prefetch algorithm again.
+func (l *Loader) ClearPrefetchFor(pid uint32) error {
+	m, err := l.pinnedMap(Mem, "prefetch_pid")
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := m.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("pid %d: %w", pid, err)
+	}
+	return nil
+}
+
 // SetSched replaces every parameter of the running scheduling policy: rules
 // not in p are removed.
 func (l *Loader) SetSched(p SchedParams) error {

@@ -54,7 +54,7 @@ const (
 	prefetchMax        = Prefetch(policy.ParamsGpuextPrefetchAlgoGPUEXT_PREFETCH_MAX)
 )
 
-var prefetchNames = []string{"default", "none", "always-max", "sequential", "stride", "threshold"}
+var prefetchNames = []string{"default", "none", "always_max", "sequential", "stride", "threshold"}
 
 func (p Prefetch) String() string {
 	if p < prefetchMax {
@@ -63,7 +63,8 @@ func (p Prefetch) String() string {
 	return "prefetch(" + strconv.FormatUint(uint64(p), 10) + ")"
 }
 
-// ParsePrefetch accepts default, none, always-max, sequential, stride, threshold.
+// ParsePrefetch accepts default, none, always_max, sequential, stride,
+// threshold: the names the gpupolicy processor advises with.
 func ParsePrefetch(s string) (Prefetch, error) {
 	for i, n := range prefetchNames {
 		if s == n {

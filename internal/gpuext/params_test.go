@@ -15,7 +15,7 @@ func TestParseNames(t *testing.T) {
 		require.Equal(t, Eviction(i), e)
 		require.Equal(t, n, e.String())
 	}
-	for i, n := range []string{"default", "none", "always-max", "sequential", "stride", "threshold"} {
+	for i, n := range []string{"default", "none", "always_max", "sequential", "stride", "threshold"} {
 		p, err := ParsePrefetch(n)
 		require.NoError(t, err)
 		require.Equal(t, Prefetch(i), p)
@@ -37,7 +37,7 @@ func TestParseNames(t *testing.T) {
 		msg   string
 	}{
 		{func(s string) error { _, err := ParseEviction(s); return err }, "LRU", `eviction "LRU": want one of lru, lfu, mru, fifo, priority`},
-		{func(s string) error { _, err := ParsePrefetch(s); return err }, "max", `prefetch "max": want one of default, none, always-max, sequential, stride, threshold`},
+		{func(s string) error { _, err := ParsePrefetch(s); return err }, "max", `prefetch "max": want one of default, none, always_max, sequential, stride, threshold`},
 		{func(s string) error { _, err := ParseInterleave(s); return err }, "4", `interleave "4": want one of default, low, medium, high`},
 		{func(s string) error { _, err := ParseClass(s); return err }, "8", `class "8": want default, lc, be or 0..7`},
 		{func(s string) error { _, err := ParseKind(s); return err }, "both", `policy kind "both": want mem or sched`},
@@ -57,7 +57,7 @@ func TestMemParamsValidate(t *testing.T) {
 		msg  string
 	}{
 		{"eviction", func(p *MemParams) { p.Eviction = 5 }, "eviction 5: want one of lru, lfu, mru, fifo, priority"},
-		{"prefetch", func(p *MemParams) { p.Prefetch = 6 }, "prefetch 6: want one of default, none, always-max, sequential, stride, threshold"},
+		{"prefetch", func(p *MemParams) { p.Prefetch = 6 }, "prefetch 6: want one of default, none, always_max, sequential, stride, threshold"},
 		{"seq", func(p *MemParams) { p.SequentialPages = 513 }, "sequential pages 513: want 0..512"},
 		{"conf0", func(p *MemParams) { p.StrideMinConfidence = 0 }, "stride confidence 0: want 1..15"},
 		{"conf16", func(p *MemParams) { p.StrideMinConfidence = 16 }, "stride confidence 16: want 1..15"},

@@ -25,6 +25,7 @@ type MemStatus struct {
 	Params     MemParams
 	Stats      map[string]uint64 // MemStatNames, summed over CPUs
 	Priorities map[Owner]uint32
+	Prefetch   map[uint32]Prefetch // per-pid prefetch algorithms
 }
 
 // SchedStatus is what the pinned scheduling policy holds.
@@ -89,23 +90,29 @@ func (l *Loader) memStatus() (*MemStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	ms := &MemStatus{Params: p, Priorities: map[Owner]uint32{}}
+	ms := &MemStatus{Params: p, Priorities: map[Owner]uint32{}, Prefetch: map[uint32]Prefetch{}}
 	if ms.Stats, err = l.perCPUCounters(Mem, "mem_stats", MemStatNames); err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"prio_pid", "prio_cgroup"} {
+	for _, name := range []string{"prio_pid", "prio_cgroup", "prefetch_pid"} {
 		m, err := l.pinnedMap(Mem, name)
 		if err != nil {
 			return nil, err
 		}
 		it := m.Iterate()
 		var prio uint32
-		if name == "prio_pid" {
+		switch name {
+		case "prio_pid":
 			var pid uint32
 			for it.Next(&pid, &prio) {
 				ms.Priorities[Owner{PID: pid}] = prio
 			}
-		} else {
+		case "prefetch_pid":
+			var pid, algo uint32
+			for it.Next(&pid, &algo) {
+				ms.Prefetch[pid] = Prefetch(algo)
+			}
+		default:
 			var cg uint64
 			for it.Next(&cg, &prio) {
 				ms.Priorities[Owner{Cgroup: cg}] = prio
@@ -222,6 +229,9 @@ func (s Status) String() string {
 		var lines []string
 		for o, pr := range s.Mem.Priorities {
 			lines = append(lines, fmt.Sprintf("mem: priority %s = %d", o, pr))
+		}
+		for pid, pf := range s.Mem.Prefetch {
+			lines = append(lines, fmt.Sprintf("mem: prefetch pid %d = %s", pid, pf))
 		}
 		writeSorted(&b, lines)
 		b.WriteString("mem: stats")
