@@ -38,6 +38,13 @@
 	D(cuLibraryUnload)			\
 	D(cuLibraryGetKernel)			\
 	D(cuKernelGetFunction)			\
+	D(cuModuleGetGlobal_v2)		\
+	D(cuLibraryGetGlobal)			\
+	D(cuMemHostRegister_v2)		\
+	D(cuMemHostUnregister)			\
+	D(cuMemHostGetDevicePointer_v2)	\
+	D(cuCtxGetDevice)			\
+	D(cuDeviceGetAttribute)		\
 	D(cuStreamCreate)			\
 	D(cuStreamDestroy_v2)			\
 	D(cuStreamSynchronize)			\

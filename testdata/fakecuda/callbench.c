@@ -13,6 +13,11 @@
  * CLOCK_MONOTONIC time from before the first call to after the last.
  * Run with FAKECUDA_COUNT=0 so the fake driver's own bookkeeping stays
  * out of the measurement.
+ *
+ * The module has two kernels, _Z6vecAddPfS_S_i (launched) and _Z5otherv;
+ * CALLBENCH_KERNEL names the one to launch, CALLBENCH_PTX a PTX file to
+ * load instead (device probe injection's benchmarks: a patched kernel, an
+ * unpatched one beside it, the patch time of real modules).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -45,7 +50,12 @@ int main(int argc, char **argv)
 	CUmodule mod;
 	CUfunction fn;
 	/* PTX text, which the fake driver accepts as a module image. */
-	static const char image[] = ".version 8.0\n.target sm_90\n";
+	static const char builtin[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n"
+		".visible .entry _Z6vecAddPfS_S_i()\n{\n\tret;\n}\n"
+		".visible .entry _Z5otherv()\n{\n\tret;\n}\n";
+	const char *image = builtin, *kernel = getenv("CALLBENCH_KERNEL");
+	const char *file = getenv("CALLBENCH_PTX");
 	long n, rate = 0;
 	double t0, t1;
 
@@ -61,8 +71,24 @@ int main(int argc, char **argv)
 	check(cuInit(0), "cuInit");
 	check(cuDevicePrimaryCtxRetain(&ctx, 0), "cuDevicePrimaryCtxRetain");
 	check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	if (file && *file) {
+		FILE *f = fopen(file, "re");
+		static char buf[1 << 22];
+		size_t got;
+
+		if (!f) {
+			perror(file);
+			return 1;
+		}
+		got = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[got] = '\0';
+		image = buf;
+	}
 	check(cuModuleLoadData(&mod, image), "cuModuleLoadData");
-	check(cuModuleGetFunction(&fn, mod, "_Z6vecAddPfS_S_i"), "cuModuleGetFunction");
+	check(cuModuleGetFunction(&fn, mod, kernel && *kernel ? kernel :
+						"_Z6vecAddPfS_S_i"),
+	      "cuModuleGetFunction");
 
 	t0 = now_ns();
 	if (rate <= 0) {

@@ -58,6 +58,18 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 			   void **libraryOptionValues,
 			   unsigned int numLibraryOptions);
 CUresult cuLibraryUnload(CUlibrary library);
+/* What devrt's device probe injection uses (module globals, mapped host
+ * memory, the device's compute capability). */
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+			      const char *name);
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
+			    CUlibrary library, const char *name);
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostUnregister(void *p);
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p,
+				      unsigned int Flags);
+CUresult cuCtxGetDevice(CUdevice *device);
+CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev);
 CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
 			    const char *name);
 CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);

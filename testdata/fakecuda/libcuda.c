@@ -107,6 +107,10 @@ static unsigned long long fc_kernel_ns;
 static unsigned long long fc_copy_ns;
 static int fc_async;
 static char *fc_counts_file;
+static char *fc_launch_file;	/* FAKECUDA_LAUNCH_FILE */
+/* Module contents (below): what launches and copies tell them. */
+static void mod_launched(const void *f);
+static void mod_global_write(CUdeviceptr dst, const void *src, size_t n);
 
 static unsigned long long env_ull(const char *name, unsigned long long def)
 {
@@ -139,6 +143,8 @@ __attribute__((constructor)) static void fc_load(void)
 	fc_async = fc_kernel_ns || fc_copy_ns;
 	if (getenv("FAKECUDA_COUNTS_FILE") && *getenv("FAKECUDA_COUNTS_FILE"))
 		fc_counts_file = strdup(getenv("FAKECUDA_COUNTS_FILE"));
+	if (getenv("FAKECUDA_LAUNCH_FILE") && *getenv("FAKECUDA_LAUNCH_FILE"))
+		fc_launch_file = strdup(getenv("FAKECUDA_LAUNCH_FILE"));
 }
 
 static unsigned long long now_ns(void)
@@ -764,7 +770,10 @@ static CUresult launch_check(CUfunction f, unsigned int gx, unsigned int gy,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (params && extra)
 		return CUDA_ERROR_INVALID_VALUE;
-	return check_stream(s);
+	r = check_stream(s);
+	if (!r)
+		mod_launched(f);
+	return r;
 }
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f,
@@ -816,7 +825,10 @@ static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n,
 		return r;
 	if (!src)
 		return CUDA_ERROR_INVALID_VALUE;
-	return check_dev(dst, n);
+	r = check_dev(dst, n);
+	if (!r)
+		mod_global_write(dst, src, n);
+	return r;
 }
 
 static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
@@ -1223,6 +1235,441 @@ FC_API CUresult cuCtxSynchronize(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Module contents, for devrt's device probe injection tests                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A module or library loaded from an image with PTX (text, or the first
+ * uncompressed PTX entry of a fat binary) keeps that PTX: its .entry names
+ * are the only kernels cuModuleGetFunction / cuLibraryGetKernel find, each
+ * with one handle for the module's life (as the real driver); a module whose
+ * PTX declares the .global __gpuext_shared has that global (8 bytes of
+ * device memory whose writes through cuMemcpyHtoD are kept).  Images
+ * without PTX (cubins, empty fat binaries) keep the old behaviour: any name
+ * resolves, to a new handle each time.  Scanning is plain text search: this
+ * is a test double, not a PTX parser.
+ *
+ * FAKECUDA_LAUNCH_FILE (%p: the pid): at unload, one JSON line per kernel
+ * handed out: module, kernel name, handle, launches of it (any launch
+ * call), whether its module's PTX declares __gpuext_shared ("patched"),
+ * the value written to that global and the size of the registered,
+ * device-mapped host range it pointed into when written (0: none).
+ */
+#define FC_MAX_MODS	1024
+#define FC_MAX_KERNELS	64
+#define FC_SHARED_NAME	"__gpuext_shared"
+
+struct fc_kernel {
+	char *name;
+	void *handle;			/* CUfunction, or CUkernel for a library */
+	unsigned long long launches;
+};
+
+struct fc_mod {
+	void *handle;			/* CUmodule or CUlibrary */
+	int lib, unloaded;
+	unsigned int nkernels;
+	struct fc_kernel kernels[FC_MAX_KERNELS];
+	int has_shared;
+	CUdeviceptr shared;		/* the global, once asked for */
+	unsigned long long shared_val;
+	size_t shared_reg;		/* registered range it pointed into then */
+};
+
+struct fc_hostreg {
+	char *p;
+	size_t size;
+	unsigned int flags;
+};
+
+static pthread_mutex_t fc_mod_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fc_mod *fc_mods[FC_MAX_MODS];
+static unsigned int fc_nmods;
+static struct fc_hostreg fc_regs[64];
+static unsigned int fc_nregs;
+
+/* The PTX of an image, or NULL. */
+static const char *image_ptx(const void *image)
+{
+	const unsigned char *p = image, *e, *end;
+	unsigned long long size;
+	uint32_t magic;
+	uint16_t hsize;
+
+	memcpy(&magic, p, sizeof(magic));
+	if (magic != FATBIN_DATA_MAGIC)
+		return p[0] == 0x7f ? NULL : (const char *)p;
+	memcpy(&hsize, p + 6, 2);
+	memcpy(&size, p + 8, 8);
+	end = p + hsize + size;
+	for (e = p + hsize; e + 64 <= end;) {
+		uint16_t kind;
+		uint32_t ehdr;
+		unsigned long long esize, flags;
+
+		memcpy(&kind, e, 2);
+		memcpy(&ehdr, e + 4, 4);
+		memcpy(&esize, e + 8, 8);
+		memcpy(&flags, e + 48, 8);
+		if (kind == 1 && !(flags & 0x2000))
+			return (const char *)e + ehdr;
+		e += ehdr + esize;
+	}
+	return NULL;
+}
+
+static void mod_register(void *handle, int lib, const void *image)
+{
+	const char *ptx = image_ptx(image), *s;
+	struct fc_mod *m;
+	size_t n;
+
+	if (!ptx || !strstr(ptx, ".entry"))
+		return;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return;
+	m->handle = handle;
+	m->lib = lib;
+	for (s = strstr(ptx, ".entry"); s && m->nkernels < FC_MAX_KERNELS;
+	     s = strstr(s, ".entry")) {
+		s += 6;
+		while (*s == ' ' || *s == '\t' || *s == '\n')
+			s++;
+		n = strcspn(s, " \t\n(");
+		if (n)
+			m->kernels[m->nkernels++].name = strndup(s, n);
+	}
+	s = strstr(ptx, FC_SHARED_NAME);
+	m->has_shared = s && strstr(ptx, ".global") != NULL;
+	pthread_mutex_lock(&fc_mod_lock);
+	if (fc_nmods < FC_MAX_MODS)
+		fc_mods[fc_nmods++] = m;
+	else
+		m->nkernels = 0;	/* table full: the old behaviour */
+	pthread_mutex_unlock(&fc_mod_lock);
+}
+
+/* Caller holds fc_mod_lock. */
+static struct fc_mod *mod_find(const void *handle)
+{
+	unsigned int i;
+
+	for (i = 0; i < fc_nmods; i++)
+		if (fc_mods[i]->handle == handle && !fc_mods[i]->unloaded)
+			return fc_mods[i];
+	return NULL;
+}
+
+static void mod_unloaded(const void *handle)
+{
+	struct fc_mod *m;
+
+	pthread_mutex_lock(&fc_mod_lock);
+	m = mod_find(handle);
+	if (m)
+		m->unloaded = 1;
+	pthread_mutex_unlock(&fc_mod_lock);
+}
+
+/*
+ * A kernel of a module with PTX: 1 with *out its handle (made at the first
+ * lookup), 0 if the module keeps no PTX (the caller decides), -1 if the
+ * name is not one of its kernels.
+ */
+static int mod_kernel(const void *handle, const char *name, enum hkind kind,
+		      void **out)
+{
+	struct fc_mod *m;
+	unsigned int i;
+	int r = 0;
+
+	pthread_mutex_lock(&fc_mod_lock);
+	m = mod_find(handle);
+	if (m) {
+		r = -1;
+		for (i = 0; i < m->nkernels; i++) {
+			if (strcmp(m->kernels[i].name, name))
+				continue;
+			if (!m->kernels[i].handle)
+				m->kernels[i].handle = handle_new(kind);
+			*out = m->kernels[i].handle;
+			r = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fc_mod_lock);
+	return r;
+}
+
+static CUresult mod_global(CUdeviceptr *dptr, size_t *bytes,
+			   const void *handle, const char *name)
+{
+	CUresult r = CUDA_ERROR_NOT_FOUND;
+	struct fc_mod *m;
+	CUdeviceptr g;
+
+	if (!dptr || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc_mod_lock);
+	m = mod_find(handle);
+	if (m && m->has_shared && !strcmp(name, FC_SHARED_NAME)) {
+		if (!m->shared && dev_alloc(&g, 8, MK_DEVICE) == CUDA_SUCCESS)
+			m->shared = g;
+		if (m->shared) {
+			*dptr = m->shared;
+			if (bytes)
+				*bytes = 8;
+			r = CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&fc_mod_lock);
+	return r;
+}
+
+/* The size of the registered, device-mapped range holding p, or 0.
+ * Caller holds fc_mod_lock. */
+static size_t hostreg_size(unsigned long long p)
+{
+	unsigned int i;
+
+	for (i = 0; i < fc_nregs; i++)
+		if (p >= (uintptr_t)fc_regs[i].p &&
+		    p < (uintptr_t)fc_regs[i].p + fc_regs[i].size &&
+		    (fc_regs[i].flags & 0x02))
+			return fc_regs[i].size;
+	return 0;
+}
+
+/* A copy to the device that lands on a module's global is kept. */
+static void mod_global_write(CUdeviceptr dst, const void *src, size_t n)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&fc_mod_lock);
+	for (i = 0; i < fc_nmods; i++) {
+		struct fc_mod *m = fc_mods[i];
+
+		if (m->shared && dst == m->shared && n == 8) {
+			memcpy(&m->shared_val, src, 8);
+			m->shared_reg = hostreg_size(m->shared_val);
+		}
+	}
+	pthread_mutex_unlock(&fc_mod_lock);
+}
+
+/* A launch of f: counted against the kernel it is (a library kernel's
+ * CUfunction has the CUkernel's sequence number). */
+static void mod_launched(const void *f)
+{
+	unsigned int i, k;
+
+	if (!fc_launch_file)
+		return;
+	pthread_mutex_lock(&fc_mod_lock);
+	for (i = 0; i < fc_nmods; i++) {
+		struct fc_mod *m = fc_mods[i];
+
+		for (k = 0; k < m->nkernels; k++) {
+			void *h = m->kernels[k].handle;
+
+			if (h && (h == f || (m->lib && handle_seq(h) ==
+						       handle_seq(f)))) {
+				m->kernels[k].launches++;
+				goto out;
+			}
+		}
+	}
+out:
+	pthread_mutex_unlock(&fc_mod_lock);
+}
+
+static void write_launches(void)
+{
+	const char *p = strstr(fc_launch_file, "%p");
+	char path[4096];
+	unsigned int i, k;
+	FILE *f;
+
+	if (p)
+		snprintf(path, sizeof(path), "%.*s%d%s",
+			 (int)(p - fc_launch_file), fc_launch_file,
+			 (int)getpid(), p + 2);
+	else
+		snprintf(path, sizeof(path), "%s", fc_launch_file);
+	f = fopen(path, "we");
+	if (!f)
+		return;
+	for (i = 0; i < fc_nmods; i++) {
+		struct fc_mod *m = fc_mods[i];
+
+		for (k = 0; k < m->nkernels; k++) {
+			if (!m->kernels[k].handle)
+				continue;
+			fprintf(f, "{\"module\":\"%p\",\"lib\":%s,\"unloaded\":%s,"
+				"\"name\":\"%s\",\"handle\":\"%p\",\"launches\":%llu,"
+				"\"patched\":%s,\"shared\":\"0x%llx\","
+				"\"shared_registered\":%zu}\n",
+				m->handle, m->lib ? "true" : "false",
+				m->unloaded ? "true" : "false",
+				m->kernels[k].name, m->kernels[k].handle,
+				m->kernels[k].launches,
+				m->has_shared ? "true" : "false", m->shared_val,
+				m->shared_reg);
+		}
+	}
+	fclose(f);
+}
+
+static void mods_free(void)
+{
+	unsigned int i, k;
+
+	if (fc_launch_file) {
+		write_launches();
+		free(fc_launch_file);
+		fc_launch_file = NULL;
+	}
+	for (i = 0; i < fc_nmods; i++) {
+		for (k = 0; k < fc_mods[i]->nkernels; k++)
+			free(fc_mods[i]->kernels[k].name);
+		free(fc_mods[i]);
+	}
+	fc_nmods = 0;
+}
+
+FC_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes,
+				     CUmodule hmod, const char *name)
+{
+	CUresult r;
+
+	ENTER(cuModuleGetGlobal_v2);
+	if ((r = need_ctx()))
+		return r;
+	if (handle_kind(hmod) != HK_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return mod_global(dptr, bytes, hmod, name);
+}
+
+FC_API CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
+				   CUlibrary library, const char *name)
+{
+	CUresult r;
+
+	ENTER(cuLibraryGetGlobal);
+	if ((r = need_ctx()))
+		return r;
+	if (handle_kind(library) != HK_LIBRARY)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return mod_global(dptr, bytes, library, name);
+}
+
+/* Host ranges registered for the device; with DEVICEMAP (0x02) their
+ * device pointer is their host address (unified addressing). */
+FC_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize,
+				     unsigned int Flags)
+{
+	CUresult r = CUDA_SUCCESS;
+	unsigned int i;
+
+	ENTER(cuMemHostRegister_v2);
+	if ((r = need_ctx()))
+		return r;
+	if (!p || !bytesize || (Flags & ~0x0fU))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc_mod_lock);
+	for (i = 0; i < fc_nregs; i++)
+		if ((char *)p < fc_regs[i].p + fc_regs[i].size &&
+		    fc_regs[i].p < (char *)p + bytesize)
+			r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	if (!r && fc_nregs == sizeof(fc_regs) / sizeof(fc_regs[0]))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r)
+		fc_regs[fc_nregs++] = (struct fc_hostreg){ p, bytesize, Flags };
+	pthread_mutex_unlock(&fc_mod_lock);
+	return r;
+}
+
+FC_API CUresult cuMemHostUnregister(void *p)
+{
+	CUresult r = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	unsigned int i;
+
+	ENTER(cuMemHostUnregister);
+	if ((r = need_ctx()))
+		return r;
+	r = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	pthread_mutex_lock(&fc_mod_lock);
+	for (i = 0; i < fc_nregs; i++) {
+		if (fc_regs[i].p != p)
+			continue;
+		fc_regs[i] = fc_regs[--fc_nregs];
+		r = CUDA_SUCCESS;
+		break;
+	}
+	pthread_mutex_unlock(&fc_mod_lock);
+	return r;
+}
+
+FC_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p,
+					     unsigned int Flags)
+{
+	CUresult r;
+
+	ENTER(cuMemHostGetDevicePointer_v2);
+	if ((r = need_ctx()))
+		return r;
+	if (!pdptr || !p || Flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc_mod_lock);
+	r = hostreg_size((uintptr_t)p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_unlock(&fc_mod_lock);
+	if (!r)
+		*pdptr = (CUdeviceptr)(uintptr_t)p;
+	return r;
+}
+
+FC_API CUresult cuCtxGetDevice(CUdevice *device)
+{
+	CUresult r;
+
+	ENTER(cuCtxGetDevice);
+	if ((r = need_ctx()))
+		return r;
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	*device = 0;
+	return CUDA_SUCCESS;
+}
+
+/* An sm_90 device with 132 SMs; other attributes are not modelled. */
+FC_API CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev)
+{
+	CUresult r;
+
+	ENTER(cuDeviceGetAttribute);
+	if ((r = need_init()))
+		return r;
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	switch (attrib) {
+	case 16:	/* MULTIPROCESSOR_COUNT */
+		*pi = 132;
+		return CUDA_SUCCESS;
+	case 75:	/* COMPUTE_CAPABILITY_MAJOR */
+		*pi = 9;
+		return CUDA_SUCCESS;
+	case 76:	/* COMPUTE_CAPABILITY_MINOR */
+		*pi = 0;
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
 /* Modules, libraries, kernels                                              */
 /* ------------------------------------------------------------------------ */
 
@@ -1237,6 +1684,7 @@ static CUresult module_load(CUmodule *module, const void *image)
 	if ((r = check_image(image)))
 		return r;
 	*module = handle_new(HK_MODULE);
+	mod_register(*module, 0, image);
 	return CUDA_SUCCESS;
 }
 
@@ -1275,14 +1723,17 @@ FC_API CUresult cuModuleUnload(CUmodule hmod)
 	ENTER(cuModuleUnload);
 	if ((r = need_ctx()))
 		return r;
-	return handle_kind(hmod) == HK_MODULE ? CUDA_SUCCESS :
-						CUDA_ERROR_INVALID_HANDLE;
+	if (handle_kind(hmod) != HK_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	mod_unloaded(hmod);
+	return CUDA_SUCCESS;
 }
 
 FC_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 				    const char *name)
 {
 	CUresult r;
+	void *h;
 
 	ENTER(cuModuleGetFunction);
 	if ((r = need_ctx()))
@@ -1293,6 +1744,13 @@ FC_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (name_missing(name))
 		return CUDA_ERROR_NOT_FOUND;
+	switch (mod_kernel(hmod, name, HK_FUNCTION, &h)) {
+	case 1:
+		*hfunc = h;
+		return CUDA_SUCCESS;
+	case -1:
+		return CUDA_ERROR_NOT_FOUND;
+	}
 	*hfunc = handle_new(HK_FUNCTION);
 	return CUDA_SUCCESS;
 }
@@ -1319,6 +1777,7 @@ FC_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 	if ((r = check_image(code)))
 		return r;
 	*library = handle_new(HK_LIBRARY);
+	mod_register(*library, 1, code);
 	return CUDA_SUCCESS;
 }
 
@@ -1329,14 +1788,17 @@ FC_API CUresult cuLibraryUnload(CUlibrary library)
 	ENTER(cuLibraryUnload);
 	if ((r = need_init()))
 		return r;
-	return handle_kind(library) == HK_LIBRARY ? CUDA_SUCCESS :
-						    CUDA_ERROR_INVALID_HANDLE;
+	if (handle_kind(library) != HK_LIBRARY)
+		return CUDA_ERROR_INVALID_HANDLE;
+	mod_unloaded(library);
+	return CUDA_SUCCESS;
 }
 
 FC_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
 				   const char *name)
 {
 	CUresult r;
+	void *h;
 
 	ENTER(cuLibraryGetKernel);
 	if ((r = need_init()))
@@ -1347,6 +1809,13 @@ FC_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (name_missing(name))
 		return CUDA_ERROR_NOT_FOUND;
+	switch (mod_kernel(library, name, HK_KERNEL, &h)) {
+	case 1:
+		*pKernel = h;
+		return CUDA_SUCCESS;
+	case -1:
+		return CUDA_ERROR_NOT_FOUND;
+	}
 	*pKernel = handle_new(HK_KERNEL);
 	return CUDA_SUCCESS;
 }
@@ -2573,6 +3042,13 @@ static const struct proc_entry fc_procs[] = {
 	PROC("cuLibraryUnload", 12000, cuLibraryUnload),
 	PROC("cuLibraryGetKernel", 12000, cuLibraryGetKernel),
 	PROC("cuKernelGetFunction", 12000, cuKernelGetFunction),
+	PROC("cuModuleGetGlobal", 3020, cuModuleGetGlobal_v2),
+	PROC("cuLibraryGetGlobal", 12000, cuLibraryGetGlobal),
+	PROC("cuMemHostRegister", 6050, cuMemHostRegister_v2),
+	PROC("cuMemHostUnregister", 4000, cuMemHostUnregister),
+	PROC("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),
+	PROC("cuCtxGetDevice", 2000, cuCtxGetDevice),
+	PROC("cuDeviceGetAttribute", 2000, cuDeviceGetAttribute),
 
 	PROC("cuStreamCreate", 2000, cuStreamCreate),
 	PROC("cuStreamDestroy", 4000, cuStreamDestroy_v2),
@@ -2775,6 +3251,7 @@ __attribute__((destructor)) static void fc_unload(void)
 		free(fc_counts_file);
 		fc_counts_file = NULL;
 	}
+	mods_free();
 
 	pthread_mutex_lock(&fc_mem_lock);
 	for (i = 0; i < fc_nhosts; i++)

@@ -169,7 +169,9 @@
  *   Calls every exported driver and runtime function, all succeeding.
  *   Direct calls: each once, except cuCtxDestroy_v2 3, cuModuleUnload 3,
  *   cuMemFree_v2 3, cuMemAlloc_v2 2, cuEventCreate 2, cuEventDestroy_v2 2,
- *   cuMemFreeHost 2.  The runtime part adds, at the driver, 3 each of
+ *   cuMemFreeHost 2 (module 1 and the library load vecAdd with the
+ *   __gpuext_shared global, which cuModuleGetGlobal_v2 and
+ *   cuLibraryGetGlobal find).  The runtime part adds, at the driver, 3 each of
  *   cuLaunchKernel and cuLaunchKernel_ptsz (cudaLaunchKernel[_ptsz],
  *   cudaLaunchKernelExC[_ptsz] and __cudaLaunchKernel[_ptsz]), 1 each of
  *   cuModuleLoadData,
@@ -197,6 +199,21 @@
  *   cuMemFree_v2 1, cuStreamDestroy_v2 2, cuModuleUnload 1; teardown.
  *   Launches 3N + 1; pieces of GPU work 3N + 4, all back to back on their
  *   stream, so each starts when the one before it on that stream ends.
+ *
+ * inject [N=10]
+ *   What device probe injection handles (devrt/src/inject.c): setup;
+ *   cuModuleLoadData 2 (vecAdd PTX; an ELF cubin), cuModuleLoadDataEx 1
+ *   (vecAdd PTX again), cuModuleLoadFatBinary 1 (a fat binary of the scale
+ *   kernel's PTX for sm_80 and a cubin), cuModuleGetFunction 4,
+ *   cuLibraryLoadData 1 (add_kernel PTX), cuLibraryGetKernel 1,
+ *   cuKernelGetFunction 1; N x (cuLaunchKernel, cuLaunchKernel_ptsz,
+ *   cuLaunchKernelEx, cuLaunchCooperativeKernel, cuLaunchKernel of the
+ *   library's function); the runtime: __cudaRegisterFatBinary 1 (the same
+ *   fat binary), __cudaRegisterFunction 1 (the saxpy stub as scale),
+ *   __cudaRegisterFatBinaryEnd 1, N x cudaLaunchKernel, cudaDeviceSynchronize
+ *   1, __cudaUnregisterFatBinary 1; cuCtxSynchronize 1; cuModuleUnload 4,
+ *   cuLibraryUnload 1; teardown.  The JSON's "handles" are the handles the
+ *   program got.
  *
  * all
  *   launch-storm 100, alloc-leak, copies, errors, runtime 10, procaddr 10 in
@@ -453,6 +470,87 @@ static struct fatbin_wrapper saxpy_wrapper = {
 };
 
 static char saxpy_device_name[] = "_Z11saxpyKernelfPKfPf";
+
+/* vecAdd with the global device probes reach their maps through
+ * (devrt/src/inject.c): what a patched module declares. */
+static const char vecadd_probed_ptx[] =
+	"//\n// fakecuda workload: vecAdd as a patched module declares it\n//\n"
+	".version 8.0\n"
+	".target sm_90\n"
+	".address_size 64\n"
+	"\n"
+	".visible .global .align 8 .u64 __gpuext_shared;\n"
+	"\n"
+	".visible .entry " KERNEL_NAME "(\n"
+	"\t.param .u64 a,\n\t.param .u64 b,\n\t.param .u64 c,\n"
+	"\t.param .u32 n\n"
+	")\n{\n\tret;\n}\n";
+
+/* The kernels of the inject scenario's fat binary and library. */
+#define SCALE_NAME	"_Z5scalePfi"
+#define LIB_NAME	"add_kernel"
+
+static const char scale_ptx[] =
+	"//\n// fakecuda workload: scale, the PTX entry of a fat binary\n//\n"
+	".version 8.0\n.target sm_80\n.address_size 64\n\n"
+	".visible .entry " SCALE_NAME "(\n\t.param .u64 x,\n\t.param .u32 n\n"
+	")\n{\n\tret;\n}\n";
+
+static const char lib_ptx[] =
+	"//\n// fakecuda workload: a Triton-style library kernel\n//\n"
+	".version 8.0\n.target sm_90a\n.address_size 64\n\n"
+	".visible .entry " LIB_NAME "(\n\t.param .u64 x,\n\t.param .u64 y\n"
+	")\n.maxntid 128, 1, 1\n{\n\tret;\n}\n";
+
+/* An ELF cubin as far as anyone looks without a GPU: the ELF magic. */
+static const unsigned char sass_cubin[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
+
+/*
+ * A fat binary of a PTX entry (ptx, for sm_<arch>) and an ELF entry (the
+ * cubin above, sm_90), laid out as nvcc does: 16-byte header, then per
+ * entry a 64-byte header {kind 1 PTX / 2 ELF, 0x0101, header size, payload
+ * size, compressed size, options offset, minor, major, arch, name offset,
+ * name length, flags (64-bit | Linux), 0, decompressed size} and the
+ * payload, padded to 8 bytes.  Returns the bytes, 8-aligned (static).
+ */
+static const void *build_fatbin(const char *ptx, unsigned int arch)
+{
+	static unsigned long long buf[1024];
+	unsigned char *b = (unsigned char *)buf, *e;
+	size_t plen = (strlen(ptx) + 1 + 7) & ~(size_t)7, off = 16;
+	unsigned long long size, flags = 0x11;
+	unsigned int u32;
+	unsigned short u16;
+
+	memset(buf, 0, sizeof(buf));
+	u32 = 0xba55ed50u, memcpy(b, &u32, 4);
+	u16 = 1, memcpy(b + 4, &u16, 2);
+	u16 = 16, memcpy(b + 6, &u16, 2);
+	/* PTX */
+	e = b + off;
+	u16 = 1, memcpy(e, &u16, 2);
+	u16 = 0x0101, memcpy(e + 2, &u16, 2);
+	u32 = 64, memcpy(e + 4, &u32, 4);
+	size = plen, memcpy(e + 8, &size, 8);
+	u32 = 0x40, memcpy(e + 20, &u32, 4);
+	u16 = 8, memcpy(e + 26, &u16, 2);
+	memcpy(e + 28, &arch, 4);
+	memcpy(e + 48, &flags, 8);
+	memcpy(e + 64, ptx, strlen(ptx));
+	off += 64 + plen;
+	/* ELF */
+	e = b + off;
+	u16 = 2, memcpy(e, &u16, 2);
+	u16 = 0x0101, memcpy(e + 2, &u16, 2);
+	u32 = 64, memcpy(e + 4, &u32, 4);
+	size = sizeof(sass_cubin), memcpy(e + 8, &size, 8);
+	u32 = 90, memcpy(e + 28, &u32, 4);
+	memcpy(e + 48, &flags, 8);
+	memcpy(e + 64, sass_cubin, sizeof(sass_cubin));
+	off += 64 + sizeof(sass_cubin);
+	size = off - 16, memcpy(b + 8, &size, 8);
+	return buf;
+}
 
 /* Kernel arguments: placeholders, the fake driver does not read them. */
 struct vecadd_args {
@@ -1234,7 +1332,9 @@ static void sc_procaddr_table(struct run *r)
 static void sc_every_api(struct run *r)
 {
 	static const char host_src[4096];
-	CUdeviceptr d1 = 0, d2 = 0, m = 0, a1 = 0, a2 = 0;
+	static char host_reg[8192] __attribute__((aligned(4096)));
+	CUdeviceptr d1 = 0, d2 = 0, m = 0, a1 = 0, a2 = 0, gp = 0;
+	size_t gsize = 0;
 	CUmodule m1 = NULL, m2 = NULL, m3 = NULL;
 	CUcontext ctx, c2 = NULL, c3 = NULL, c4 = NULL, cur = NULL;
 	CUmemLocation dev0 = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
@@ -1283,14 +1383,32 @@ static void sc_every_api(struct run *r)
 	CU(r, CUDA_SUCCESS, cuCtxDestroy_v2, c4);
 
 	/* modules, libraries, kernels */
-	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m1, vecadd_ptx);
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m1, vecadd_probed_ptx);
 	CU(r, CUDA_SUCCESS, cuModuleLoadDataEx, &m2, vecadd_ptx, 0, NULL, NULL);
 	CU(r, CUDA_SUCCESS, cuModuleLoadFatBinary, &m3, saxpy_fatbin);
 	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f, m1, KERNEL_NAME);
-	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, vecadd_ptx, NULL, NULL, 0,
-	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, vecadd_probed_ptx, NULL,
+	   NULL, 0, NULL, NULL, 0);
 	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, KERNEL_NAME);
 	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &kf, kern);
+
+	/* module globals, mapped host memory, the device */
+	if (CU(r, CUDA_SUCCESS, cuModuleGetGlobal_v2, &gp, &gsize, m1,
+	       "__gpuext_shared"))
+		EXPECT(r, gsize == 8);
+	if (CU(r, CUDA_SUCCESS, cuLibraryGetGlobal, &gp, &gsize, lib,
+	       "__gpuext_shared"))
+		EXPECT(r, gsize == 8);
+	CU(r, CUDA_SUCCESS, cuMemHostRegister_v2, (void *)host_reg,
+	   sizeof(host_reg), 0x02);
+	if (CU(r, CUDA_SUCCESS, cuMemHostGetDevicePointer_v2, &gp,
+	       (void *)host_reg, 0))
+		EXPECT(r, gp == (CUdeviceptr)(uintptr_t)host_reg);
+	CU(r, CUDA_SUCCESS, cuMemHostUnregister, (void *)host_reg);
+	if (CU(r, CUDA_SUCCESS, cuCtxGetDevice, &dev))
+		EXPECT(r, dev == 0);
+	if (CU(r, CUDA_SUCCESS, cuDeviceGetAttribute, &v, 75, dev))
+		EXPECT(r, v == 9);
 
 	/* streams, events, launches, graphs */
 	CU(r, CUDA_SUCCESS, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
@@ -1612,6 +1730,101 @@ static void sc_timed(struct run *r)
 /* Running and reporting                                                    */
 /* ------------------------------------------------------------------------ */
 
+
+/*
+ * inject [N=10]: module loads of every kind device probe injection handles
+ * (devrt/src/inject.c), N launches of each kernel, unloads.  The kernels'
+ * handles go into the JSON ("handles": what the program got), so a test can
+ * tell them from the handles the driver saw launched (FAKECUDA_LAUNCH_FILE).
+ */
+static void sc_inject(struct run *r)
+{
+	CUmodule m1 = NULL, m2 = NULL, m3 = NULL, m4 = NULL;
+	CUfunction f1 = NULL, f2 = NULL, f3 = NULL, f4 = NULL, kf = NULL;
+	const void *fatbin = build_fatbin(scale_ptx, 80);
+	struct fatbin_wrapper wrapper = {
+		.magic = FATBINC_MAGIC, .version = 1, .data = fatbin,
+	};
+	unsigned long i, n = r->args[0];
+	struct vecadd_args k;
+	CUlaunchConfig cfg;
+	CUlibrary lib = NULL;
+	CUkernel kern = NULL;
+	void **handle;
+
+	setup(r);
+	vecadd_args_init(&k);
+	/* PTX text, twice (the second is the collector's cache hit) */
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m1, vecadd_ptx);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f1, m1, KERNEL_NAME);
+	CU(r, CUDA_SUCCESS, cuModuleLoadDataEx, &m2, vecadd_ptx, 0, NULL, NULL);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f2, m2, KERNEL_NAME);
+	/* a fat binary of PTX and SASS */
+	CU(r, CUDA_SUCCESS, cuModuleLoadFatBinary, &m3, fatbin);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f3, m3, SCALE_NAME);
+	/* SASS only */
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m4, sass_cubin);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f4, m4, "sass_kernel");
+	/* a library, launched through its kernel's function */
+	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, lib_ptx, NULL, NULL, 0,
+	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
+	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &kf, kern);
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.gridDimX = 8, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+	cfg.blockDimX = 128, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+	for (i = 0; i < n; i++) {
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, f1, 128, 1, 1, 256, 1, 1,
+		   0, NULL, k.params, NULL);
+		CU(r, CUDA_SUCCESS, cuLaunchKernel_ptsz, f2, 128, 1, 1, 256, 1,
+		   1, 0, NULL, k.params, NULL);
+		CU(r, CUDA_SUCCESS, cuLaunchKernelEx, &cfg, f3, k.params, NULL);
+		CU(r, CUDA_SUCCESS, cuLaunchCooperativeKernel, f4, 4, 1, 1, 32,
+		   1, 1, 0, NULL, k.params);
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, kf, 2, 1, 1, 64, 1, 1, 0,
+		   NULL, k.params, NULL);
+	}
+	add(&r->launches, 5 * n);
+
+	/* the runtime: the same fat binary, the saxpy stub naming scale */
+	handle = __cudaRegisterFatBinary(&wrapper);
+	COUNT(r, __cudaRegisterFatBinary);
+	if (EXPECT(r, handle != NULL)) {
+		__cudaRegisterFunction(handle, (const char *)saxpy_stub,
+				       (char *)SCALE_NAME, SCALE_NAME, -1,
+				       NULL, NULL, NULL, NULL, NULL);
+		COUNT(r, __cudaRegisterFunction);
+		__cudaRegisterFatBinaryEnd(handle);
+		COUNT(r, __cudaRegisterFatBinaryEnd);
+		stub_run = r;
+		stub_grid = (dim3){ 4, 1, 1 };
+		stub_block = (dim3){ 32, 1, 1 };
+		stub_shmem = 0;
+		stub_ptsz = stub_ex = stub_tramp = 0;
+		for (i = 0; i < n; i++)
+			saxpy_stub(2.0f, NULL, NULL);
+		add(&r->launches, n);
+		CU(r, cudaSuccess, cudaDeviceSynchronize);
+		__cudaUnregisterFatBinary(handle);
+		COUNT(r, __cudaUnregisterFatBinary);
+	}
+
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m1);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m2);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m3);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m4);
+	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
+	extra_appendf(r, ",\"handles\":{\"f1\":\"%p\",\"f2\":\"%p\",\"f3\":\"%p\","
+		      "\"f4\":\"%p\",\"kf\":\"%p\",\"kern\":\"%p\",\"m1\":\"%p\","
+		      "\"m2\":\"%p\",\"m3\":\"%p\",\"m4\":\"%p\",\"lib\":\"%p\"}",
+		      (void *)f1, (void *)f2, (void *)f3, (void *)f4, (void *)kf,
+		      (void *)kern, (void *)m1, (void *)m2, (void *)m3,
+		      (void *)m4, (void *)lib);
+	teardown(r);
+}
+
 static const struct scenario scenarios[] = {
 	{ "launch-storm", sc_launch_storm, 1, { 1000 } },
 	{ "alloc-leak", sc_alloc_leak, 0, { 0 } },
@@ -1630,6 +1843,7 @@ static const struct scenario scenarios[] = {
 	{ "procaddr-table", sc_procaddr_table, 0, { 0 } },
 	{ "every-api", sc_every_api, 0, { 0 } },
 	{ "timed", sc_timed, 1, { 8 } },
+	{ "inject", sc_inject, 1, { 10 } },
 };
 
 /* The parts of "all", with their arguments. */
