@@ -1,0 +1,152 @@
+// Package injecttest gives tests of device probe injection a Patcher that
+// changes nothing a kernel does, so the whole path (devrt's request, the
+// server, the driver's load of the patched module, the shared region, the
+// redirected launches) runs without the PTX rewriter and the probe
+// compiler: it adds a comment and the declaration of the shared global
+// after the module's header directives, and reports every .entry devrt
+// named as patched.
+package injecttest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
+)
+
+// Marker is the comment the Patcher adds.
+const Marker = "// patched by injecttest (no probe calls)"
+
+// MarkValue is what Mark stores: "GEXT_OK!" as a little-endian u64.
+const MarkValue = 0x214b4f5f54584547
+
+// markBlock is Mark's code, %s: a label unique in the kernel.
+const markBlock = `
+{
+	.reg .b64 %%gxd<3>;
+	.reg .b32 %%gxr<3>;
+	.reg .pred %%gxp;
+	mov.u32 %%gxr1, %%tid.x;
+	mov.u32 %%gxr2, %%ctaid.x;
+	or.b32 %%gxr1, %%gxr1, %%gxr2;
+	setp.ne.u32 %%gxp, %%gxr1, 0;
+	@%%gxp bra %s;
+	ld.global.u64 %%gxd1, [__gpuext_shared];
+	mov.u64 %%gxd2, 0x%x;
+	st.global.u64 [%%gxd1], %%gxd2;
+%s:
+}
+`
+
+// Patcher is a devrtinject.Patcher for tests.
+type Patcher struct {
+	// SharedSize is the shared region each patched module asks for.
+	SharedSize uint64
+	// Reject and Unchanged list kernel names whose modules are answered
+	// REJECTED (with the reason "rejected: <name>") or UNCHANGED.
+	Reject, Unchanged map[string]bool
+	// Delay makes each Patch wait this long first (or until cancelled).
+	Delay time.Duration
+	// Only, if set, limits the kernels reported patched to these (the
+	// others stay in the module and run unredirected).
+	Only map[string]bool
+	// Mark makes each kernel's thread (0,0) store MarkValue at the start
+	// of the shared region, through __gpuext_shared: a GPU test's proof
+	// that the region is bound and reachable from device code. It adds a
+	// scope of its own registers after the kernel's opening brace (plain
+	// text search: kernels with one body brace after .entry).
+	Mark bool
+
+	calls atomic.Int64
+	mu    sync.Mutex
+	seen  map[[32]byte]int
+}
+
+// Version is the probe set's: fixed.
+func (p *Patcher) Version() uint64 { return 7 }
+
+// Calls is how many times Patch ran.
+func (p *Patcher) Calls() int64 { return p.calls.Load() }
+
+// Seen is how many times Patch ran for the PTX of this hash.
+func (p *Patcher) Seen(h [32]byte) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[h]
+}
+
+var directives = [][]byte{[]byte(".version"), []byte(".target"), []byte(".address_size")}
+
+// Patch adds the marker and the global after the last header directive.
+func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject.Result, error) {
+	p.calls.Add(1)
+	p.mu.Lock()
+	if p.seen == nil {
+		p.seen = map[[32]byte]int{}
+	}
+	p.seen[m.Hash]++
+	p.mu.Unlock()
+	if p.Delay > 0 {
+		select {
+		case <-time.After(p.Delay):
+		case <-ctx.Done():
+			return devrtinject.Result{}, ctx.Err()
+		}
+	}
+	if len(m.Kernels) == 0 {
+		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no kernels"}, nil
+	}
+	for _, k := range m.Kernels {
+		if p.Reject[k] {
+			return devrtinject.Result{Status: devrtinject.StatusRejected, Reason: "rejected: " + k}, nil
+		}
+		if p.Unchanged[k] {
+			return devrtinject.Result{Status: devrtinject.StatusUnchanged}, nil
+		}
+	}
+	at := -1
+	for _, d := range directives {
+		if i := bytes.Index(m.PTX, d); i >= 0 {
+			if j := bytes.IndexByte(m.PTX[i:], '\n'); j >= 0 && i+j+1 > at {
+				at = i + j + 1
+			}
+		}
+	}
+	if at < 0 {
+		return devrtinject.Result{}, fmt.Errorf("no header directives")
+	}
+	var out bytes.Buffer
+	out.Write(m.PTX[:at])
+	fmt.Fprintf(&out, "%s\n.visible .global .align 8 .u64 %s;\n", Marker, devrtinject.SharedGlobal)
+	rest := m.PTX[at:]
+	for n := 0; p.Mark; n++ {
+		e := bytes.Index(rest, []byte(".entry"))
+		if e < 0 {
+			break
+		}
+		b := bytes.IndexByte(rest[e:], '{')
+		if b < 0 {
+			break
+		}
+		out.Write(rest[:e+b+1])
+		label := fmt.Sprintf("$GX_SKIP_%d", n)
+		fmt.Fprintf(&out, markBlock, label, uint64(MarkValue), label)
+		rest = rest[e+b+1:]
+	}
+	out.Write(rest)
+	var kernels []string
+	for _, k := range m.Kernels {
+		if p.Only == nil || p.Only[k] {
+			kernels = append(kernels, k)
+		}
+	}
+	if len(kernels) == 0 {
+		return devrtinject.Result{Status: devrtinject.StatusUnchanged}, nil
+	}
+	return devrtinject.Result{Status: devrtinject.StatusPatched, PTX: out.Bytes(),
+		Kernels: kernels, SharedSize: p.SharedSize}, nil
+}
