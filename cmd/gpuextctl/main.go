@@ -143,7 +143,15 @@ func newMemFlags(fs *flag.FlagSet, p gpuext.MemParams) *memFlags {
 	return m
 }
 
-func (m *memFlags) params() (gpuext.MemParams, error) {
+// parse parses the command line into the parameters and checks the table
+// flags, before anything is attached or written.
+func (m *memFlags) parse(fs *flag.FlagSet, args []string) (gpuext.MemParams, error) {
+	if err := parse(fs, args); err != nil {
+		return m.p, err
+	}
+	if err := m.check(); err != nil {
+		return m.p, err
+	}
 	var err error
 	if m.p.Eviction, err = gpuext.ParseEviction(m.eviction); err != nil {
 		return m.p, err
@@ -154,7 +162,7 @@ func (m *memFlags) params() (gpuext.MemParams, error) {
 	return m.p, m.p.Validate()
 }
 
-// check parses the table flags before anything is attached or written.
+// check parses the table flags.
 func (m *memFlags) check() error {
 	for _, s := range m.priorities {
 		if _, _, err := parsePriority(s); err != nil {
@@ -249,14 +257,8 @@ func loadMem(args []string, stdout, stderr io.Writer, l *gpuext.Loader) error {
 	fs := flagSet("load mem", stderr)
 	name := fs.String("name", policy.DefaultMemName, "the name the module shows (1..15 of a-z, 0-9, _)")
 	m := newMemFlags(fs, gpuext.DefaultMemParams())
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	p, err := m.params()
+	p, err := m.parse(fs, args)
 	if err != nil {
-		return err
-	}
-	if err := m.check(); err != nil {
 		return err
 	}
 	if err := l.AttachMem(*name, p); err != nil {
@@ -278,14 +280,8 @@ func setMem(args []string, stdout, stderr io.Writer, l *gpuext.Loader) error {
 	m := newMemFlags(fs, cur)
 	fs.Var(&m.unset, "no-priority", "pid:<pid> or cgroup:<id>: drop its priority (repeatable)")
 	fs.Var(&m.noPidPrefetch, "no-pid-prefetch", "pid:<pid>: back to the policy-wide prefetch (repeatable)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	p, err := m.params()
+	p, err := m.parse(fs, args)
 	if err != nil {
-		return err
-	}
-	if err := m.check(); err != nil {
 		return err
 	}
 	if err := l.SetMem(p); err != nil {
