@@ -198,13 +198,16 @@
 	X(cuCtxCreate_v4, cuCtxCreate_v4, CK_OUT(1), 0, (CUcontext *p, CUctxCreateParams *params, unsigned int flags, CUdevice dev), (p, params, flags, dev)) \
 	X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, CK_OUT(1), 0, (CUcontext *p, CUdevice dev), (p, dev)) \
 	X(cuCtxDestroy_v2, cuCtxDestroy, 0, 0, (CUcontext ctx), (ctx)) \
-	X(cuModuleLoadData, cuModuleLoadData, CK_OUT(1), 0, (CUmodule *m, const void *image), (m, image)) \
-	X(cuModuleLoadDataEx, cuModuleLoadDataEx, CK_OUT(1), 0, (CUmodule *m, const void *image, unsigned int n, CUjit_option *opts, void **vals), (m, image, n, opts, vals)) \
-	X(cuModuleLoadFatBinary, cuModuleLoadFatBinary, CK_OUT(1), 0, (CUmodule *m, const void *fatbin), (m, fatbin)) \
-	X(cuLibraryLoadData, cuLibraryLoadData, CK_OUT(1), 0, (CUlibrary *l, const void *code, CUjit_option *jo, void **jv, unsigned int jn, CUlibraryOption *lo, void **lv, unsigned int ln), (l, code, jo, jv, jn, lo, lv, ln)) \
+	H(cuModuleLoadData, cuModuleLoadData, CK_OUT(1), 0) \
+	H(cuModuleLoadDataEx, cuModuleLoadDataEx, CK_OUT(1), 0) \
+	H(cuModuleLoadFatBinary, cuModuleLoadFatBinary, CK_OUT(1), 0) \
+	H(cuLibraryLoadData, cuLibraryLoadData, CK_OUT(1), 0) \
 	X(cuModuleGetFunction, cuModuleGetFunction, CK_OUT(1) | CK_NAME(3), 0, (CUfunction *f, CUmodule m, const char *name), (f, m, name)) \
 	X(cuLibraryGetKernel, cuLibraryGetKernel, CK_OUT(1) | CK_NAME(3), 0, (CUkernel *k, CUlibrary l, const char *name), (k, l, name)) \
 	X(cuKernelGetFunction, cuKernelGetFunction, CK_OUT(1), 0, (CUfunction *f, CUkernel k), (f, k)) \
+	/* unloads: not reported; injection unloads the patched twin (inject.c) */ \
+	H(cuModuleUnload, NONE, 0, 0) \
+	H(cuLibraryUnload, NONE, 0, 0) \
 	/* driver entry points: interposed, not reported */ \
 	H(cuGetProcAddress, NONE, 0, DF_ENTRY) \
 	H(cuGetProcAddress_v2, NONE, 0, DF_ENTRY) \

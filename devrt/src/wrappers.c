@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "devrt.h"
+#include "inject.h"
 
 /* ---- arguments as the registers hold them ------------------------------- */
 
@@ -81,8 +82,11 @@ DEVRT_EXPORT CUresult sym params					\
 									\
 	if (unlikely(!real_))						\
 		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
-	if (!devrt_begin(&call_, DEVRT_SYM_##sym, args_, NELEM(args_)))	\
+	if (!devrt_begin(&call_, DEVRT_SYM_##sym, args_, NELEM(args_))) { \
+		DEVRT_INJECT_REDIRECT(sym)				\
 		return real_ names;					\
+	}								\
+	DEVRT_INJECT_REDIRECT(sym)					\
 	res_ = real_ names;						\
 	devrt_end(&call_, res_);					\
 	return res_;							\

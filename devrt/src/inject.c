@@ -1,0 +1,691 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * inject.c - device probe injection: patched modules and the launches
+ * redirected to them (issue 7).
+ *
+ * When a program loads a module (cuModuleLoadData[Ex], cuModuleLoadFatBinary,
+ * cuLibraryLoadData, and through them the CUDA runtime's fat binaries, which
+ * since CUDA 12 are loaded with the driver entry points devrt hands out),
+ * the program's load happens first and exactly as asked: the program gets
+ * the original module whatever follows.  Then, if the collector listens on
+ * the injection socket, devrt finds the PTX (fatbin.c), asks the collector
+ * for a patched PTX (inject_ask.c) and, on PATCHED:
+ *
+ *   1. loads it with the real cuModuleLoadDataEx / cuLibraryLoadData (the
+ *      driver JITs it; load_ns in the record);
+ *   2. creates the shared region the probes' maps live in as a file beside
+ *      the ring, <dir>/gpuext-devmaps-<pid>-<created_ns>.maps, of the size
+ *      the collector asked for, maps it shared, registers it with
+ *      cuMemHostRegister(DEVICEMAP) and writes its device pointer into the
+ *      patched module's __gpuext_shared global (cuModuleGetGlobal or
+ *      cuLibraryGetGlobal, then cuMemcpyHtoD);
+ *   3. resolves each patched kernel in both modules and enters original ->
+ *      patched in the redirect table, which every launch wrapper consults
+ *      (devrt_inject_fn in inject.h: one relaxed load while nothing is
+ *      patched; otherwise a lock-free probe of an open-addressing table).
+ *
+ * cuModuleGetFunction is not touched: the program only ever sees original
+ * handles.  cuModuleUnload / cuLibraryUnload of an original removes its
+ * redirects, then unloads the patched twin and the region.
+ *
+ * Fail open: any failure (no answer in time, a broken answer, a driver that
+ * refuses the patched PTX, a missing global or kernel) undoes what was done
+ * and keeps the original; every load with a socket present leaves one
+ * struct gpuext_inject_event in the ring saying what happened and why.
+ * Without the socket nothing is asked, hashed or written.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "inject.h"
+
+__u32 devrt_inj_live;
+
+/* ---- configuration -------------------------------------------------------- */
+
+static struct {
+	int off;                /* GPUEXT_DEVRT_INJECT=0 */
+	__u32 timeout_ms;       /* GPUEXT_DEVRT_INJECT_TIMEOUT_MS */
+	char sock[600];         /* GPUEXT_DEVRT_INJECT_SOCK */
+} icfg;
+
+static pthread_once_t icfg_once = PTHREAD_ONCE_INIT;
+
+static void icfg_read(void)
+{
+	const char *s = getenv("GPUEXT_DEVRT_INJECT_SOCK");
+	const char *t = getenv("GPUEXT_DEVRT_INJECT_TIMEOUT_MS");
+	const char *o = getenv("GPUEXT_DEVRT_INJECT");
+	char *end;
+
+	icfg.off = o && !strcmp(o, "0");
+	icfg.timeout_ms = GPUEXT_INJ_TIMEOUT_MS;
+	if (t && *t) {
+		unsigned long v = strtoul(t, &end, 10);
+
+		if (!*end && v && v <= 600000)
+			icfg.timeout_ms = (__u32)v;
+		else
+			devrt_debug("ignoring GPUEXT_DEVRT_INJECT_TIMEOUT_MS=%s", t);
+	}
+	if (s && *s)
+		snprintf(icfg.sock, sizeof(icfg.sock), "%s", s);
+	else
+		snprintf(icfg.sock, sizeof(icfg.sock), "%s/%s", devrt.cfg.dir,
+			 GPUEXT_INJ_SOCK_NAME);
+}
+
+/* ---- driver functions injection calls -------------------------------------- */
+
+typedef CUresult (*ld_ex_fn)(CUmodule *, const void *, unsigned int,
+			     CUjit_option *, void **);
+typedef CUresult (*lib_ld_fn)(CUlibrary *, const void *, CUjit_option *,
+			      void **, unsigned int, CUlibraryOption *,
+			      void **, unsigned int);
+typedef CUresult (*get_fn_fn)(CUfunction *, CUmodule, const char *);
+typedef CUresult (*get_kern_fn)(CUkernel *, CUlibrary, const char *);
+typedef CUresult (*kern_fn_fn)(CUfunction *, CUkernel);
+typedef CUresult (*unload_fn)(void *);
+typedef CUresult (*htod_fn)(CUdeviceptr, const void *, size_t);
+
+static struct {
+	CUresult (*ctx_get_device)(CUdevice *);
+	CUresult (*dev_attr)(int *, int, CUdevice);
+	CUresult (*mod_global)(CUdeviceptr *, size_t *, CUmodule, const char *);
+	CUresult (*lib_global)(CUdeviceptr *, size_t *, CUlibrary, const char *);
+	CUresult (*host_register)(void *, size_t, unsigned int);
+	CUresult (*host_unregister)(void *);
+	CUresult (*host_dptr)(CUdeviceptr *, void *, unsigned int);
+} idrv;
+
+static pthread_once_t idrv_once = PTHREAD_ONCE_INIT;
+
+static void idrv_load(void)
+{
+	void *p;
+
+#define IDRV(field, name)						\
+	do {								\
+		p = devrt_driver_sym(name);				\
+		memcpy(&idrv.field, &p, sizeof(p));			\
+	} while (0)
+	IDRV(ctx_get_device, "cuCtxGetDevice");
+	IDRV(dev_attr, "cuDeviceGetAttribute");
+	IDRV(mod_global, "cuModuleGetGlobal_v2");
+	IDRV(lib_global, "cuLibraryGetGlobal");
+	IDRV(host_register, "cuMemHostRegister_v2");
+	IDRV(host_unregister, "cuMemHostUnregister");
+	IDRV(host_dptr, "cuMemHostGetDevicePointer_v2");
+#undef IDRV
+}
+
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
+
+/* Compute capability of the current context's device, major * 10 + minor. */
+static __u32 sm_arch(void)
+{
+	CUdevice dev;
+	int major = 0, minor = 0;
+
+	if (!idrv.ctx_get_device || !idrv.dev_attr ||
+	    idrv.ctx_get_device(&dev) != CUDA_SUCCESS ||
+	    idrv.dev_attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+			  dev) != CUDA_SUCCESS ||
+	    idrv.dev_attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+			  dev) != CUDA_SUCCESS ||
+	    major < 0 || major > 100 || minor < 0 || minor > 9)
+		return 0;
+	return (__u32)(major * 10 + minor);
+}
+
+/* ---- the redirect table ---------------------------------------------------- */
+
+/*
+ * Open addressing, keyed by the original CUfunction (or CUkernel, which
+ * cuLaunchKernel also takes), written under inj_lock, read without a lock.
+ * A key is never removed: unloading sets its value to NULL (launches of it
+ * run as they are), and a later patch of the same handle sets it again.
+ * At most 3/4 full, so a probe always ends at an empty slot.
+ */
+#define RD_SLOTS (1U << 16)
+#define RD_MAX (RD_SLOTS / 4 * 3)
+
+struct rd_slot {
+	void *key;
+	void *val;
+};
+
+static struct rd_slot rd_tab[RD_SLOTS];
+static __u32 rd_keys;
+static pthread_mutex_t inj_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline __u32 rd_hash(const void *p)
+{
+	__u64 x = (__u64)(uintptr_t)p;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (__u32)x & (RD_SLOTS - 1);
+}
+
+void *devrt_inject_lookup(void *fn)
+{
+	__u32 i;
+	void *k, *v;
+
+	for (i = rd_hash(fn);; i = (i + 1) & (RD_SLOTS - 1)) {
+		k = __atomic_load_n(&rd_tab[i].key, __ATOMIC_ACQUIRE);
+		if (!k)
+			return fn;
+		if (k == fn) {
+			v = __atomic_load_n(&rd_tab[i].val, __ATOMIC_ACQUIRE);
+			return v ? v : fn;
+		}
+	}
+}
+
+/* Caller holds inj_lock.  val NULL clears key.  -1 if the table is full. */
+static int rd_set(void *key, void *val)
+{
+	__u32 i;
+	void *old;
+
+	for (i = rd_hash(key);; i = (i + 1) & (RD_SLOTS - 1)) {
+		if (rd_tab[i].key == key) {
+			old = rd_tab[i].val;
+			__atomic_store_n(&rd_tab[i].val, val, __ATOMIC_RELEASE);
+			if (old && !val)
+				__atomic_sub_fetch(&devrt_inj_live, 1,
+						   __ATOMIC_RELEASE);
+			else if (!old && val)
+				__atomic_add_fetch(&devrt_inj_live, 1,
+						   __ATOMIC_RELEASE);
+			return 0;
+		}
+		if (!rd_tab[i].key)
+			break;
+	}
+	if (!val)
+		return 0;
+	if (rd_keys >= RD_MAX)
+		return -1;
+	rd_keys++;
+	__atomic_store_n(&rd_tab[i].val, val, __ATOMIC_RELAXED);
+	__atomic_store_n(&rd_tab[i].key, key, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&devrt_inj_live, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ---- patched modules -------------------------------------------------------- */
+
+struct inj_mod {
+	struct inj_mod *next;
+	void *orig;             /* what the program got */
+	void *patched;          /* devrt's twin */
+	int lib;                /* CUlibrary handles */
+	__u32 nkeys;
+	void **keys;            /* redirected originals */
+	void *region;           /* the shared region, or NULL */
+	size_t region_size;
+	char path[640];         /* its file */
+};
+
+static struct inj_mod *mods;
+
+static void region_free(struct inj_mod *m)
+{
+	if (!m->region)
+		return;
+	if (idrv.host_unregister)
+		idrv.host_unregister(m->region);
+	munmap(m->region, m->region_size);
+	unlink(m->path);
+	m->region = NULL;
+}
+
+static void patched_unload(struct inj_mod *m)
+{
+	unload_fn fn;
+
+	if (!m->patched)
+		return;
+	fn = (unload_fn)devrt_real(m->lib ? DEVRT_SYM_cuLibraryUnload :
+					    DEVRT_SYM_cuModuleUnload);
+	if (fn)
+		fn(m->patched);
+	m->patched = NULL;
+}
+
+static void mod_free(struct inj_mod *m)
+{
+	region_free(m);
+	patched_unload(m);
+	free(m->keys);
+	free(m);
+}
+
+/* ---- one module load -------------------------------------------------------- */
+
+struct inj_try {
+	struct gpuext_inject_event ev;
+	__u64 t0;
+};
+
+static void emit(struct inj_try *x, __u32 outcome, __u32 reason)
+{
+	struct gpuext_inject_event *e = &x->ev;
+
+	e->outcome = outcome;
+	e->reason = reason;
+	e->ts_ns = devrt_now();
+	e->total_ns = e->ts_ns - x->t0;
+	devrt_ring_write(e, sizeof(*e));
+}
+
+/* The region: a file beside the ring, shared, mapped for the device. */
+static int region_make(struct inj_mod *m, __u64 size, CUdeviceptr *dptr,
+		       CUresult *res)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)((size + (__u64)pg - 1) & ~((__u64)pg - 1));
+	void *p;
+	int fd;
+
+	if (!idrv.host_register || !idrv.host_dptr)
+		return -1;
+	snprintf(m->path, sizeof(m->path), "%s/gpuext-devmaps-%d-%llu.maps",
+		 devrt.cfg.dir, (int)devrt.pid,
+		 (unsigned long long)devrt_now());
+	fd = open(m->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)len) < 0) {
+		close(fd);
+		unlink(m->path);
+		return -1;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		unlink(m->path);
+		return -1;
+	}
+	m->region = p;
+	m->region_size = len;
+	*res = idrv.host_register(p, len, CU_MEMHOSTREGISTER_DEVICEMAP);
+	if (*res != CUDA_SUCCESS) {
+		munmap(p, len);
+		unlink(m->path);
+		m->region = NULL;
+		return -1;
+	}
+	*res = idrv.host_dptr(dptr, p, 0);
+	if (*res != CUDA_SUCCESS) {
+		region_free(m);
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes dptr into the patched module's __gpuext_shared. */
+static int region_bind(struct inj_mod *m, CUdeviceptr dptr, CUresult *res)
+{
+	htod_fn htod = (htod_fn)devrt_real(DEVRT_SYM_cuMemcpyHtoD_v2);
+	CUdeviceptr g = 0;
+	size_t gsize = 0;
+
+	if (!htod || !(m->lib ? (void *)idrv.lib_global : (void *)idrv.mod_global))
+		return -1;
+	*res = m->lib ? idrv.lib_global(&g, &gsize, m->patched,
+					GPUEXT_INJ_SHARED_GLOBAL) :
+			idrv.mod_global(&g, &gsize, m->patched,
+					GPUEXT_INJ_SHARED_GLOBAL);
+	if (*res != CUDA_SUCCESS)
+		return -1;
+	if (gsize != sizeof(dptr)) {
+		*res = 1; /* CUDA_ERROR_INVALID_VALUE: not a .u64 */
+		return -1;
+	}
+	*res = htod(g, &dptr, sizeof(dptr));
+	return *res == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* Original -> patched for each name; 0, or -1 with what failed in *res. */
+static int resolve(struct inj_mod *m, const char *names, __u32 n,
+		   CUresult *res)
+{
+	get_fn_fn get_fn = (get_fn_fn)devrt_real(DEVRT_SYM_cuModuleGetFunction);
+	get_kern_fn get_kern = (get_kern_fn)devrt_real(DEVRT_SYM_cuLibraryGetKernel);
+	kern_fn_fn kern_fn = (kern_fn_fn)devrt_real(DEVRT_SYM_cuKernelGetFunction);
+	const char *s = names;
+	__u32 i;
+
+	/* A library kernel is launched by its CUkernel or by the CUfunction
+	 * of the current context: both are keys (two pairs per kernel). */
+	m->keys = calloc((size_t)n * 4, sizeof(void *));
+	if (!m->keys || (m->lib ? !get_kern : !get_fn))
+		return -1;
+	for (i = 0; i < n; i++, s += strlen(s) + 1) {
+		void *o = NULL, *p = NULL;
+
+		*res = m->lib ? get_kern((CUkernel *)&o, m->orig, s) :
+				get_fn((CUfunction *)&o, m->orig, s);
+		if (*res == CUDA_SUCCESS)
+			*res = m->lib ? get_kern((CUkernel *)&p, m->patched, s) :
+					get_fn((CUfunction *)&p, m->patched, s);
+		if (*res != CUDA_SUCCESS || !o || !p)
+			return -1;
+		m->keys[m->nkeys++] = o;
+		m->keys[m->nkeys++] = p;
+		if (m->lib && kern_fn) {
+			void *of = NULL, *pf = NULL;
+
+			if (kern_fn((CUfunction *)&of, o) == CUDA_SUCCESS &&
+			    kern_fn((CUfunction *)&pf, p) == CUDA_SUCCESS &&
+			    of && pf) {
+				m->keys[m->nkeys++] = of;
+				m->keys[m->nkeys++] = pf;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Enters the pairs of m->keys and m into the tables; -1 if full. */
+static int publish(struct inj_mod *m)
+{
+	__u32 i, j;
+
+	pthread_mutex_lock(&inj_lock);
+	for (i = 0; i < m->nkeys; i += 2) {
+		if (rd_set(m->keys[i], m->keys[i + 1])) {
+			for (j = 0; j < i; j += 2)
+				rd_set(m->keys[j], NULL);
+			pthread_mutex_unlock(&inj_lock);
+			return -1;
+		}
+	}
+	/* Keep only the originals: unload clears them. */
+	for (i = 0, j = 0; i < m->nkeys; i += 2)
+		m->keys[j++] = m->keys[i];
+	m->nkeys = j;
+	m->next = mods;
+	mods = m;
+	pthread_mutex_unlock(&inj_lock);
+	return 0;
+}
+
+static int socket_present(void)
+{
+	struct stat st;
+
+	return stat(icfg.sock, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
+		  int lib)
+{
+	struct gpuext_inject_event *e = &x->ev;
+	struct inj_mod *m = calloc(1, sizeof(*m));
+	CUdeviceptr dptr = 0;
+	CUresult r = CUDA_SUCCESS;
+	__u64 t;
+
+	if (!m) {
+		emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_NO_MEMORY);
+		return;
+	}
+	m->orig = orig;
+	m->lib = lib;
+	t = devrt_now();
+	if (lib) {
+		lib_ld_fn ld = (lib_ld_fn)devrt_real(DEVRT_SYM_cuLibraryLoadData);
+
+		r = ld ? ld((CUlibrary *)&m->patched, a->ptx, NULL, NULL, 0,
+			    NULL, NULL, 0) :
+			 CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	} else {
+		ld_ex_fn ld = (ld_ex_fn)devrt_real(DEVRT_SYM_cuModuleLoadDataEx);
+
+		r = ld ? ld((CUmodule *)&m->patched, a->ptx, 0, NULL, NULL) :
+			 CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	}
+	e->load_ns = devrt_now() - t;
+	if (r != CUDA_SUCCESS || !m->patched) {
+		m->patched = NULL;
+		e->cuda_result = r;
+		mod_free(m);
+		emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_LOAD);
+		return;
+	}
+	if (a->shared_size) {
+		if (region_make(m, a->shared_size, &dptr, &r) ||
+		    region_bind(m, dptr, &r)) {
+			e->cuda_result = r;
+			mod_free(m);
+			emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_SHARED);
+			return;
+		}
+	}
+	if (resolve(m, a->names, a->nkernels, &r)) {
+		e->cuda_result = r;
+		mod_free(m);
+		emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_FUNCTION);
+		return;
+	}
+	if (publish(m)) {
+		mod_free(m);
+		emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_TABLE_FULL);
+		return;
+	}
+	e->patched = (__u64)(uintptr_t)m->patched;
+	e->shared_dptr = dptr;
+	e->shared_size = m->region_size;
+	e->kernels = a->nkernels;
+	emit(x, GPUEXT_INJ_OUT_PATCHED, GPUEXT_INJ_R_NONE);
+}
+
+void devrt_inject_module(__u16 api, void *mod, const void *image, int lib)
+{
+	struct devrt_thread *t = &devrt_t;
+	struct gpuext_inj_req req;
+	struct devrt_inj_answer a;
+	struct devrt_ptx px;
+	struct inj_try x;
+	__u8 sum[32];
+	char *names = NULL;
+	size_t nlen = 0;
+	__u64 ask;
+
+	if (!mod || t->busy ||
+	    __atomic_load_n(&devrt.state, __ATOMIC_ACQUIRE) != DEVRT_ACTIVE)
+		return;
+	pthread_once(&icfg_once, icfg_read);
+	if (icfg.off || !socket_present())
+		return;
+	t->busy++;
+	pthread_once(&idrv_once, idrv_load);
+	memset(&x, 0, sizeof(x));
+	x.t0 = devrt_now();
+	x.ev.kind = GPUEXT_KIND_INJECT;
+	x.ev.api = api;
+	x.ev.source = GPUEXT_SOURCE_DEVRT;
+	x.ev.flags = lib ? GPUEXT_IF_LIBRARY : 0;
+	x.ev.pid = (__u32)devrt.pid;
+	x.ev.tid = devrt_tid();
+	x.ev.module = (__u64)(uintptr_t)mod;
+	x.ev.sm_arch = sm_arch();
+
+	if (devrt_image_ptx(image, x.ev.sm_arch, &px)) {
+		emit(&x, px.reason == GPUEXT_INJ_R_NO_MEMORY ?
+			 GPUEXT_INJ_OUT_FAILED : GPUEXT_INJ_OUT_NOT_INSTRUMENTABLE,
+		     px.reason);
+		goto out;
+	}
+	x.ev.ptx_len = px.len;
+	devrt_sha256(px.ptx, px.len, sum);
+	memcpy(x.ev.sha256, sum, sizeof(x.ev.sha256));
+	names = malloc(px.len + 1);
+	if (!names) {
+		emit(&x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_NO_MEMORY);
+		goto out;
+	}
+	memset(&req, 0, sizeof(req));
+	req.magic = GPUEXT_INJ_REQ_MAGIC;
+	req.version = GPUEXT_INJ_VERSION;
+	req.hdr_size = sizeof(req);
+	req.pid = (__u32)devrt.pid;
+	req.sm_arch = x.ev.sm_arch;
+	req.ptx_len = px.len;
+	req.nkernels = devrt_ptx_entries(px.ptx, px.len, names,
+					 px.len + 1 < GPUEXT_INJ_MAX_NAMES ?
+						 px.len + 1 : GPUEXT_INJ_MAX_NAMES,
+					 &nlen);
+	req.names_len = (__u32)nlen;
+	req.api = api;
+	req.image = px.image;
+	memcpy(req.sha256, sum, sizeof(sum));
+
+	ask = devrt_now();
+	if (devrt_inject_ask(icfg.sock, icfg.timeout_ms, &req, px.ptx, names,
+			     &a)) {
+		x.ev.ask_ns = devrt_now() - ask;
+		emit(&x, GPUEXT_INJ_OUT_FAILED, a.reason);
+		goto out;
+	}
+	x.ev.ask_ns = devrt_now() - ask;
+	if (a.flags & GPUEXT_INJ_RF_CACHED)
+		x.ev.flags |= GPUEXT_IF_COLLECTOR_CACHE;
+	memcpy(x.ev.text, a.text, sizeof(x.ev.text) - 1);
+	switch (a.status) {
+	case GPUEXT_INJ_PATCHED:
+		patch(&x, &a, mod, lib);
+		break;
+	case GPUEXT_INJ_UNCHANGED:
+		emit(&x, GPUEXT_INJ_OUT_UNCHANGED, GPUEXT_INJ_R_NONE);
+		break;
+	case GPUEXT_INJ_REJECTED:
+		emit(&x, GPUEXT_INJ_OUT_REJECTED, GPUEXT_INJ_R_NONE);
+		break;
+	default:
+		emit(&x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_SERVER);
+		break;
+	}
+	devrt_inject_answer_free(&a);
+out:
+	free(names);
+	free(px.owned);
+	t->busy--;
+}
+
+void devrt_inject_unload(void *mod)
+{
+	struct inj_mod **pp, *m = NULL;
+	__u32 i;
+
+	if (!mod || !__atomic_load_n(&mods, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&inj_lock);
+	for (pp = &mods; *pp; pp = &(*pp)->next) {
+		if ((*pp)->orig == mod) {
+			m = *pp;
+			*pp = m->next;
+			break;
+		}
+	}
+	if (m)
+		for (i = 0; i < m->nkeys; i++)
+			rd_set(m->keys[i], NULL);
+	pthread_mutex_unlock(&inj_lock);
+	if (m) {
+		devrt_t.busy++;
+		mod_free(m);
+		devrt_t.busy--;
+	}
+}
+
+/* A forked child keeps its parent's tables (the same handles are as good
+ * or as bad in it as the modules themselves); only the lock starts over. */
+static void inject_atfork_child(void)
+{
+	pthread_mutex_init(&inj_lock, NULL);
+}
+
+__attribute__((constructor)) static void inject_init(void)
+{
+	pthread_atfork(NULL, NULL, inject_atfork_child);
+}
+
+/* ---- the wrappers of module loads and unloads ------------------------------- */
+
+static inline __u64 w(const void *p) { return (__u64)(uintptr_t)p; }
+
+#define INJ_UNPAREN(...) __VA_ARGS__
+
+/* A reported load (as the generated wrappers do it), then injection. */
+#define LOAD_WRAPPER(sym, lib, params, names, argv, out, image)	\
+DEVRT_EXPORT CUresult sym params					\
+{									\
+	__typeof__(&sym) real_ =					\
+		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
+	const __u64 a_[] = { INJ_UNPAREN argv };			\
+	struct devrt_call c_;						\
+	CUresult r_;							\
+									\
+	if (unlikely(!real_))						\
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
+	if (devrt_begin(&c_, DEVRT_SYM_##sym, a_,			\
+			sizeof(a_) / sizeof(a_[0]))) {			\
+		r_ = real_ names;					\
+		devrt_end(&c_, r_);					\
+	} else {							\
+		r_ = real_ names;					\
+	}								\
+	if (r_ == CUDA_SUCCESS && out)					\
+		devrt_inject_module(GPUEXT_API_##sym, *out, image, lib); \
+	return r_;							\
+}
+
+LOAD_WRAPPER(cuModuleLoadData, 0, (CUmodule *m, const void *image),
+	     (m, image), (w(m), w(image)), m, image)
+LOAD_WRAPPER(cuModuleLoadDataEx, 0,
+	     (CUmodule *m, const void *image, unsigned int n,
+	      CUjit_option *opts, void **vals),
+	     (m, image, n, opts, vals),
+	     (w(m), w(image), n, w(opts), w(vals)), m, image)
+LOAD_WRAPPER(cuModuleLoadFatBinary, 0, (CUmodule *m, const void *fatbin),
+	     (m, fatbin), (w(m), w(fatbin)), m, fatbin)
+LOAD_WRAPPER(cuLibraryLoadData, 1,
+	     (CUlibrary *l, const void *code, CUjit_option *jo, void **jv,
+	      unsigned int jn, CUlibraryOption *lo, void **lv,
+	      unsigned int ln),
+	     (l, code, jo, jv, jn, lo, lv, ln),
+	     (w(l), w(code), w(jo), w(jv), jn, w(lo), w(lv), ln), l, code)
+
+/* Not reported (the uprobes do not probe them either): the patched twin
+ * goes first, then the program's module. */
+#define UNLOAD_WRAPPER(sym, type)					\
+DEVRT_EXPORT CUresult sym(type h)					\
+{									\
+	__typeof__(&sym) real =						\
+		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
+									\
+	if (unlikely(!real))						\
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
+	devrt_inject_unload(h);						\
+	return real(h);							\
+}
+
+UNLOAD_WRAPPER(cuModuleUnload, CUmodule)
+UNLOAD_WRAPPER(cuLibraryUnload, CUlibrary)

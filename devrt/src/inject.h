@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * inject.h - device probe injection (issue 7): what the rest of devrt sees.
+ *
+ *   inject.c     module loads: ask the collector for a patched PTX, load
+ *                it beside the original, bind the shared region, and the
+ *                table that redirects launches (original -> patched)
+ *   inject_ask.c the unix-socket client of the injection protocol
+ *   fatbin.c     finding the PTX in an image (PTX text, fat binary,
+ *                compressed entries; cubins are not instrumentable)
+ *   sha256.c     the content hash the collector's cache is keyed by
+ *
+ * The protocol and the status record: the "devrt injection protocol"
+ * section of bpf/include/gpuext_abi.h.  README.md ("Device probe
+ * injection") says how it behaves.
+ */
+#ifndef DEVRT_INJECT_H
+#define DEVRT_INJECT_H
+
+#include "devrt.h"
+
+/* ---- the launch hot path ------------------------------------------------- */
+
+/* Patched kernels that launches are redirected to, in this process. */
+extern __u32 devrt_inj_live;
+
+void *devrt_inject_lookup(void *fn);
+
+/*
+ * The function a launch of f must run: f itself unless f is a kernel of a
+ * module devrt patched.  With nothing patched, one relaxed load.
+ */
+static inline CUfunction devrt_inject_fn(CUfunction f)
+{
+	if (likely(!__atomic_load_n(&devrt_inj_live, __ATOMIC_RELAXED)))
+		return f;
+	return (CUfunction)devrt_inject_lookup((void *)f);
+}
+
+/*
+ * DEVRT_INJECT_REDIRECT(sym) in a generated wrapper (wrappers.c): for the
+ * launch rows below, whose CUfunction parameter is f, redirect f after the
+ * record captured the original (the collector names kernels by it); for
+ * every other row, nothing.  A row is selected by defining
+ * DEVRT_INJ_RD_<sym> as "~, 1".
+ */
+#define DEVRT_INJ_RD_cuLaunchKernel ~, 1
+#define DEVRT_INJ_RD_cuLaunchKernel_ptsz ~, 1
+#define DEVRT_INJ_RD_cuLaunchKernelEx ~, 1
+#define DEVRT_INJ_RD_cuLaunchKernelEx_ptsz ~, 1
+#define DEVRT_INJ_RD_cuLaunchCooperativeKernel ~, 1
+#define DEVRT_INJ_RD_cuLaunchCooperativeKernel_ptsz ~, 1
+
+#define DEVRT_INJ_SECOND_(a, b, ...) b
+#define DEVRT_INJ_SECOND(...) DEVRT_INJ_SECOND_(__VA_ARGS__)
+#define DEVRT_INJ_IF__(c) DEVRT_INJ_IF_##c
+#define DEVRT_INJ_IF_(c) DEVRT_INJ_IF__(c)
+#define DEVRT_INJ_IF_0(...)
+#define DEVRT_INJ_IF_1(...) __VA_ARGS__
+#define DEVRT_INJECT_REDIRECT(sym)					\
+	DEVRT_INJ_IF_(DEVRT_INJ_SECOND(DEVRT_INJ_RD_##sym, 0, ~))(	\
+		f = devrt_inject_fn(f);)
+
+/* ---- module loads (inject.c) --------------------------------------------- */
+
+/* The wrappers of the loads and unloads (api_table.h rows H). */
+CUresult cuModuleLoadData(CUmodule *m, const void *image);
+CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n,
+			    CUjit_option *opts, void **vals);
+CUresult cuModuleLoadFatBinary(CUmodule *m, const void *fatbin);
+CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *jo,
+			   void **jv, unsigned int jn, CUlibraryOption *lo,
+			   void **lv, unsigned int ln);
+CUresult cuModuleUnload(CUmodule m);
+CUresult cuLibraryUnload(CUlibrary l);
+
+/* After a successful load of image into *mod (a CUmodule, or a CUlibrary
+ * with lib set) by the call api: patch it if the collector wants to. */
+void devrt_inject_module(__u16 api, void *mod, const void *image, int lib);
+/* Before the program unloads mod: unload its patched twin too. */
+void devrt_inject_unload(void *mod);
+void devrt_inject_fork_child(void);
+
+/* ---- PTX in an image (fatbin.c) ------------------------------------------ */
+
+struct devrt_ptx {
+	const char *ptx;  /* the PTX text (not NUL-terminated), or NULL */
+	size_t len;
+	__u16 image;      /* enum gpuext_inj_image */
+	__u32 reason;     /* enum gpuext_inj_reason when ptx is NULL */
+	char *owned;      /* decompressed copy to free, or NULL */
+};
+
+/* Finds the PTX to patch in a module image for a device of sm_arch
+ * (major * 10 + minor; 0: unknown, the newest PTX).  0, or -1 with reason. */
+int devrt_image_ptx(const void *image, __u32 sm_arch, struct devrt_ptx *out);
+/* LZ4-style block decompression of a compressed fat binary entry: bytes
+ * written, or -1 if in is malformed or does not fill exactly out_len. */
+long devrt_fatbin_decompress(const unsigned char *in, size_t in_len,
+			     unsigned char *out, size_t out_len);
+/* Up to max .entry names of PTX text, NUL-separated into buf (size cap):
+ * returns the count, *used the bytes. */
+__u32 devrt_ptx_entries(const char *ptx, size_t len, char *buf, size_t cap,
+			size_t *used);
+
+/* ---- SHA-256 (sha256.c) -------------------------------------------------- */
+
+void devrt_sha256(const void *data, size_t len, __u8 out[32]);
+
+/* ---- asking the collector (inject_ask.c) --------------------------------- */
+
+struct devrt_inj_answer {
+	__u32 status;       /* enum gpuext_inj_status; 0: no answer (reason) */
+	__u32 reason;       /* enum gpuext_inj_reason */
+	__u32 flags;        /* GPUEXT_INJ_RF_* */
+	__u32 nkernels;
+	__u64 shared_size;
+	char *ptx;          /* NUL-terminated patched PTX (malloc'd), PATCHED */
+	size_t ptx_len;
+	char *names;        /* nkernels NUL-terminated names (malloc'd) */
+	char text[48];      /* the reason text, NUL-terminated, truncated */
+};
+
+int devrt_inject_ask(const char *sock, __u32 timeout_ms,
+		     const struct gpuext_inj_req *req, const char *ptx,
+		     const char *names, struct devrt_inj_answer *ans);
+void devrt_inject_answer_free(struct devrt_inj_answer *ans);
+
+#endif /* DEVRT_INJECT_H */
