@@ -1,0 +1,462 @@
+package devrttest
+
+// Device probe injection (devrt/src/inject.c) against the fake driver and
+// the collector's injection server (internal/devrtinject): the workload's
+// "inject" scenario loads a PTX module twice, a fat binary of PTX and SASS,
+// a cubin, a library and (through the runtime) the fat binary again, and
+// launches each kernel N times through five launch calls. The fake driver
+// counts launches by the handle it was given (FAKECUDA_LAUNCH_FILE), so the
+// tests see where launches went, and what devrt wrote into each patched
+// module's __gpuext_shared.
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject/injecttest"
+	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+)
+
+// The inject scenario's modules, as workload.c has them.
+const (
+	vecaddPTX = "//\n// fakecuda workload: one kernel, no body worth running\n//\n" +
+		".version 8.0\n.target sm_90\n.address_size 64\n\n" +
+		".visible .entry _Z6vecAddPfS_S_i(\n\t.param .u64 a,\n\t.param .u64 b,\n\t.param .u64 c,\n" +
+		"\t.param .u32 n\n)\n{\n\tret;\n}\n"
+	scalePTX = "//\n// fakecuda workload: scale, the PTX entry of a fat binary\n//\n" +
+		".version 8.0\n.target sm_80\n.address_size 64\n\n" +
+		".visible .entry _Z5scalePfi(\n\t.param .u64 x,\n\t.param .u32 n\n)\n{\n\tret;\n}\n"
+	libPTX = "//\n// fakecuda workload: a Triton-style library kernel\n//\n" +
+		".version 8.0\n.target sm_90a\n.address_size 64\n\n" +
+		".visible .entry add_kernel(\n\t.param .u64 x,\n\t.param .u64 y\n)\n.maxntid 128, 1, 1\n{\n\tret;\n}\n"
+	injectN = 10
+)
+
+// launched is a line of the fake driver's launch file.
+type launched struct {
+	Module     string `json:"module"`
+	Lib        bool   `json:"lib"`
+	Unloaded   bool   `json:"unloaded"`
+	Name       string `json:"name"`
+	Handle     string `json:"handle"`
+	Launches   int    `json:"launches"`
+	Patched    bool   `json:"patched"`
+	Shared     string `json:"shared"`
+	Registered int    `json:"shared_registered"`
+}
+
+// injectRun is one run of the inject scenario.
+type injectRun struct {
+	raw      string
+	handles  map[string]string // what the program got
+	launches []launched
+	events   []devrtinject.Event
+	calls    []ev.Event
+	dir      string
+}
+
+// runInject runs "workload inject N" with devrt (or without, if !devrt),
+// its ring in dir and env added.
+func runInject(t *testing.T, h *harness, devrt bool, dir string, env ...string) *injectRun {
+	t.Helper()
+	lf := filepath.Join(t.TempDir(), "launches.json")
+	env = append(env, "FAKECUDA_LAUNCH_FILE="+lf)
+	if devrt {
+		env = append(env, "GPUEXT_DEVRT_DIR="+dir)
+	}
+	cmd, r := h.command(opts{devrt: devrt, env: env}, "inject", strconv.Itoa(injectN))
+	out, err := cmd.Output()
+	require.NoError(t, err, "workload: %s", out)
+	h.finish(r, out)
+	ir := &injectRun{raw: r.raw, dir: dir}
+	var m struct {
+		Handles map[string]string `json:"handles"`
+	}
+	require.NoError(t, json.Unmarshal(out, &m))
+	ir.handles = m.Handles
+	f, err := os.Open(lf)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l launched
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l), sc.Text())
+		ir.launches = append(ir.launches, l)
+	}
+	if devrt {
+		paths, err := filepath.Glob(filepath.Join(dir, "gpuext-devrt-*.ring"))
+		require.NoError(t, err)
+		require.Len(t, paths, 1)
+		ir.readRing(t, paths[0])
+		maps, err := filepath.Glob(filepath.Join(dir, "gpuext-devmaps-*.maps"))
+		require.NoError(t, err)
+		require.Empty(t, maps, "regions are removed with their modules")
+	}
+	return ir
+}
+
+func (ir *injectRun) readRing(t *testing.T, path string) { ir.readRingTB(t, path) }
+
+func (ir *injectRun) readRingTB(t testing.TB, path string) {
+	t.Helper()
+	rr, err := devring.Open(path)
+	require.NoError(t, err)
+	defer rr.Close()
+	for {
+		n, err := rr.Drain(func(b []byte) error {
+			if binary.LittleEndian.Uint16(b) == devrtinject.KindInject {
+				var e devrtinject.Event
+				if err := devrtinject.DecodeEvent(b, &e); err != nil {
+					return err
+				}
+				ir.events = append(ir.events, e)
+				return nil
+			}
+			if ev.Kind(binary.LittleEndian.Uint16(b)) == ev.KindGPUExec {
+				return nil
+			}
+			var e ev.Event
+			if err := ev.Decode(b, &e); err != nil {
+				return err
+			}
+			ir.calls = append(ir.calls, e)
+			return nil
+		})
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+	}
+}
+
+// launchesOf sums the launches of kernel name: of the program's handles
+// (original) and of the others (devrt's patched twins).
+func (ir *injectRun) launchesOf(name string) (orig, other int) {
+	mine := map[string]bool{}
+	for _, h := range ir.handles {
+		mine[h] = true
+	}
+	for _, l := range ir.launches {
+		if l.Name != name {
+			continue
+		}
+		if mine[l.Handle] {
+			orig += l.Launches
+		} else {
+			other += l.Launches
+		}
+	}
+	return orig, other
+}
+
+// sameRun is what must not change when devrt patches modules: the
+// program's calls, results and launches (not its handles' values, which
+// count the driver's handles, devrt's twins included).
+func sameRun(t *testing.T, raw string) map[string]any {
+	m := comparable(t, raw)
+	delete(m, "handles")
+	return m
+}
+
+// shortSocketDir is a directory whose socket path fits sun_path.
+func shortSocketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "inj")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func serve(t *testing.T, dir string, p devrtinject.Patcher) *devrtinject.Server {
+	t.Helper()
+	s, err := devrtinject.Listen(devrtinject.Config{
+		Path: filepath.Join(dir, devrtinject.SocketName), Patcher: p})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func sum16(s string) [16]byte {
+	full := sha256.Sum256([]byte(s))
+	var out [16]byte
+	copy(out[:], full[:16])
+	return out
+}
+
+func TestInjectPatched(t *testing.T) {
+	h := newHarness(t)
+	plain := runInject(t, h, false, "")
+	dir := shortSocketDir(t)
+	p := &injecttest.Patcher{SharedSize: 5000}
+	srv := serve(t, dir, p)
+	ir := runInject(t, h, true, dir)
+
+	// The program did and got the same.
+	require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+
+	// One record per module load, in order.
+	type want struct {
+		api     ev.API
+		outcome devrtinject.Outcome
+		reason  devrtinject.Reason
+		flags   uint16
+		module  string
+		ptx     string
+	}
+	wants := []want{
+		{ev.APICuModuleLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, 0, ir.handles["m1"], vecaddPTX},
+		{ev.APICuModuleLoadDataEx, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache, ir.handles["m2"], vecaddPTX},
+		{ev.APICuModuleLoadFatBinary, devrtinject.OutPatched, devrtinject.ReasonNone, 0, ir.handles["m3"], scalePTX},
+		{ev.APICuModuleLoadData, devrtinject.OutNotInstrumentable, devrtinject.ReasonSASSOnly, 0, ir.handles["m4"], ""},
+		{ev.APICuLibraryLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagLibrary, ir.handles["lib"], libPTX},
+		{ev.APICuModuleLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache, "", scalePTX},
+	}
+	require.Len(t, ir.events, len(wants))
+	for i, w := range wants {
+		e := ir.events[i]
+		require.Equal(t, uint16(w.api), e.API, "event %d", i)
+		require.Equal(t, w.outcome, e.Outcome, "event %d", i)
+		require.Equal(t, w.reason, e.Reason, "event %d", i)
+		require.Equal(t, w.flags, e.Flags, "event %d", i)
+		if w.module != "" {
+			require.Equal(t, w.module, "0x"+strconv.FormatUint(e.Module, 16), "event %d", i)
+		}
+		require.Equal(t, uint32(90), e.SMArch)
+		require.Equal(t, uint16(ev.SourceDevrt), e.Source)
+		require.NotZero(t, e.TotalNS)
+		if w.outcome != devrtinject.OutPatched {
+			require.Zero(t, e.Patched)
+			require.Zero(t, e.PTXLen)
+			continue
+		}
+		require.Equal(t, uint64(len(w.ptx)), e.PTXLen, "event %d", i)
+		require.Equal(t, sum16(w.ptx), e.SHA256, "event %d", i)
+		require.Equal(t, uint32(1), e.Kernels)
+		require.NotZero(t, e.Patched)
+		require.NotZero(t, e.SharedDptr)
+		require.Equal(t, uint64(8192), e.SharedSize, "5000 bytes, in whole pages")
+		require.NotZero(t, e.AskNS)
+		require.LessOrEqual(t, e.AskNS+e.LoadNS, e.TotalNS)
+	}
+	// Three distinct PTX: three patches, two answers from the cache.
+	require.Equal(t, int64(3), p.Calls())
+	st := srv.Stats()
+	require.Equal(t, devrtinject.Stats{Requests: 5, Patched: 5, CacheHits: 2, Patches: 3,
+		PatchNanos: st.PatchNanos}, st)
+
+	// Every launch of a patched kernel went to its twin (the fake driver
+	// keeps no kernels for the cubin, whose launches it does not count).
+	for _, k := range []struct {
+		name        string
+		orig, other int
+	}{
+		{"_Z6vecAddPfS_S_i", 0, 2 * injectN}, // two modules, cuLaunchKernel and _ptsz
+		{"_Z5scalePfi", 0, 2 * injectN},      // cuLaunchKernelEx, and the runtime's
+		{"add_kernel", 0, injectN},           // the library's CUfunction
+	} {
+		orig, other := ir.launchesOf(k.name)
+		require.Equal(t, k.orig, orig, k.name)
+		require.Equal(t, k.other, other, k.name)
+	}
+
+	// Each twin's __gpuext_shared holds its region's device pointer, a
+	// registered mapped range; every module was unloaded.
+	dptrs := map[string]bool{}
+	for _, e := range ir.events {
+		if e.Outcome == devrtinject.OutPatched {
+			dptrs["0x"+strconv.FormatUint(e.SharedDptr, 16)] = true
+		}
+	}
+	require.Len(t, dptrs, 5, "one region per patched module")
+	twins := 0
+	for _, l := range ir.launches {
+		require.True(t, l.Unloaded, "%+v", l)
+		if !l.Patched {
+			require.Equal(t, "0x0", l.Shared)
+			continue
+		}
+		twins++
+		require.True(t, dptrs[l.Shared], "%+v", l)
+		require.Equal(t, 8192, l.Registered, "%+v", l)
+	}
+	require.Equal(t, 5, twins)
+
+	// Records name the program's handles, never the twins.
+	mine := map[uint64]bool{}
+	for _, hs := range ir.handles {
+		v, err := strconv.ParseUint(hs[2:], 16, 64)
+		require.NoError(t, err)
+		mine[v] = true
+	}
+	launchRecords := 0
+	for i := range ir.calls {
+		c := &ir.calls[i]
+		switch c.API {
+		case ev.APICuLaunchKernel, ev.APICuLaunchCooperativeKernel:
+			require.True(t, mine[c.Args[0]], "%x", c.Args[0])
+			launchRecords++
+		case ev.APICuLaunchKernelEx:
+			require.True(t, mine[c.Args[1]], "%x", c.Args[1])
+			launchRecords++
+		}
+	}
+	// The program's five launch calls; the runtime's driver launch inside
+	// its reported cudaLaunchKernel is not reported (GPUEXT_CLASS_NESTED).
+	require.Equal(t, 5*injectN, launchRecords)
+}
+
+// renamer answers PATCHED with kernels that are not in the module.
+type renamer struct{ injecttest.Patcher }
+
+func (r *renamer) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject.Result, error) {
+	res, err := r.Patcher.Patch(ctx, m)
+	if res.Status == devrtinject.StatusPatched {
+		res.Kernels = []string{"missing_" + m.Kernels[0]}
+	}
+	return res, err
+}
+
+// listener serves raw connections with fn, as a broken collector would.
+func listener(t *testing.T, dir string, fn func(net.Conn)) {
+	t.Helper()
+	ln, err := net.Listen("unix", filepath.Join(dir, devrtinject.SocketName))
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go fn(c)
+		}
+	}()
+}
+
+func TestInjectFailsOpen(t *testing.T) {
+	h := newHarness(t)
+	plain := runInject(t, h, false, "")
+	ptxLoads := 5
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, dir string)
+		env     []string
+		outcome devrtinject.Outcome
+		reason  devrtinject.Reason
+		text    string
+		records int // 0: none at all
+	}{
+		{name: "no socket", setup: func(*testing.T, string) {}},
+		{name: "stale socket", setup: func(t *testing.T, dir string) {
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, devrtinject.SocketName), Net: "unix"})
+			require.NoError(t, err)
+			ln.SetUnlinkOnClose(false)
+			ln.Close()
+		}, outcome: devrtinject.OutFailed, reason: devrtinject.ReasonConnect, records: 6},
+		{name: "no answer", setup: func(t *testing.T, dir string) {
+			listener(t, dir, func(c net.Conn) { time.Sleep(2 * time.Second); c.Close() })
+		}, env: []string{"GPUEXT_DEVRT_INJECT_TIMEOUT_MS=100"},
+			outcome: devrtinject.OutFailed, reason: devrtinject.ReasonTimeout, records: 6},
+		{name: "garbage", setup: func(t *testing.T, dir string) {
+			listener(t, dir, func(c net.Conn) {
+				defer c.Close()
+				if q, err := devrtinject.ReadRequest(c); err == nil && q != nil {
+					c.Write(make([]byte, devrtinject.RespHeaderSize))
+				}
+			})
+		}, outcome: devrtinject.OutFailed, reason: devrtinject.ReasonBadResponse, records: 6},
+		{name: "closed early", setup: func(t *testing.T, dir string) {
+			listener(t, dir, func(c net.Conn) {
+				devrtinject.ReadRequest(c)
+				c.Close()
+			})
+		}, outcome: devrtinject.OutFailed, reason: devrtinject.ReasonBadResponse, records: 6},
+		{name: "rejected", setup: func(t *testing.T, dir string) {
+			serve(t, dir, &injecttest.Patcher{Reject: map[string]bool{
+				"_Z6vecAddPfS_S_i": true, "_Z5scalePfi": true, "add_kernel": true}})
+		}, outcome: devrtinject.OutRejected, text: "rejected: ", records: 6},
+		{name: "unchanged", setup: func(t *testing.T, dir string) {
+			serve(t, dir, &injecttest.Patcher{Unchanged: map[string]bool{
+				"_Z6vecAddPfS_S_i": true, "_Z5scalePfi": true, "add_kernel": true}})
+		}, outcome: devrtinject.OutUnchanged, records: 6},
+		{name: "kernel missing in the twin", setup: func(t *testing.T, dir string) {
+			serve(t, dir, &renamer{injecttest.Patcher{SharedSize: 64}})
+		}, outcome: devrtinject.OutFailed, reason: devrtinject.ReasonFunction, records: 6},
+		{name: "injection off", setup: func(t *testing.T, dir string) {
+			serve(t, dir, &injecttest.Patcher{SharedSize: 64})
+		}, env: []string{"GPUEXT_DEVRT_INJECT=0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := shortSocketDir(t)
+			tc.setup(t, dir)
+			ir := runInject(t, h, true, dir, tc.env...)
+			require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+			for _, name := range []string{"_Z6vecAddPfS_S_i", "_Z5scalePfi", "add_kernel"} {
+				orig, other := ir.launchesOf(name)
+				want := injectN
+				if name == "_Z6vecAddPfS_S_i" {
+					want = 2 * injectN
+				}
+				if name == "_Z5scalePfi" {
+					orig, other = orig+other, 0 // the runtime's module is not the program's
+					want = 2 * injectN
+				}
+				require.Equal(t, want, orig, name)
+				require.Zero(t, other, name)
+			}
+			for _, l := range ir.launches {
+				require.False(t, l.Patched, "no twin was left loaded: %+v", l)
+			}
+			require.Len(t, ir.events, tc.records)
+			if tc.records == 0 {
+				return
+			}
+			ptx := 0
+			for i, e := range ir.events {
+				if e.Reason == devrtinject.ReasonSASSOnly {
+					require.Equal(t, devrtinject.OutNotInstrumentable, e.Outcome)
+					continue
+				}
+				ptx++
+				require.Equal(t, tc.outcome, e.Outcome, "event %d", i)
+				require.Equal(t, tc.reason, e.Reason, "event %d", i)
+				require.Zero(t, e.Patched)
+				require.Zero(t, e.SharedDptr)
+				if tc.text != "" {
+					require.Contains(t, e.Text, tc.text)
+				}
+				if tc.reason == devrtinject.ReasonTimeout {
+					require.GreaterOrEqual(t, e.AskNS, uint64(100*time.Millisecond))
+					require.Less(t, e.AskNS, uint64(time.Second))
+				}
+				if tc.reason == devrtinject.ReasonFunction {
+					require.Equal(t, int32(500), e.CUDAResult, "CUDA_ERROR_NOT_FOUND")
+				}
+			}
+			require.Equal(t, ptxLoads, ptx)
+		})
+	}
+}
+
+// TestInjectCParts runs devrt's C test of what injection does without a
+// driver: SHA-256, fat binaries, LZ4 blocks against liblz4, .entry names.
+func TestInjectCParts(t *testing.T) {
+	out, err := exec.Command(filepath.Join(devrtDir(t), "inject-test")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "inject-test: ok\n", string(out))
+}
