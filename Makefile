@@ -15,7 +15,7 @@ DEVRT := $(CURDIR)/build/devrt
 .DEFAULT_GOAL := build
 include mk/dist.mk
 
-.PHONY: deps generate check-generated fakecuda devrt kernel-modules kernel-test kernel-bench vet unit test run demo bench clean
+.PHONY: deps generate check-generated fakecuda devrt kernel-modules kernel-test kernel-bench nvidia-patch-check vet unit test run demo bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -50,6 +50,12 @@ kernel-test: kernel-modules
 # Hook cost with and without policies, and the policy replays, as tables.
 kernel-bench: kernel-modules
 	scripts/kernel-test.sh --bench
+
+# The NVIDIA open-module patch series that calls gpu_ext, applied to the
+# pinned upstream tag, built (all of RM, nvidia.ko, nvidia-uvm.ko) and loaded
+# under qemu. Needs github.com once and ~6 minutes: not part of test.
+nvidia-patch-check: kernel-modules
+	kernel-modules/nvidia/scripts/check.sh
 
 vet:
 	$(GO) vet ./...
