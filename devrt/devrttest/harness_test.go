@@ -295,7 +295,13 @@ func countByAPI(calls []ev.Event) map[ev.API]int {
 }
 
 // checkCalls checks what holds for every call record of a ring: devrt's
-// source, the process, times in order, call numbers 1..n each once.
+// source, the process, times in order, call numbers each once, from blocks
+// of DEVRT_CORR_BLOCK per thread: a thread's numbers increase in the order
+// of its calls' starts, and no more numbers are used than its calls and
+// one part-used block per thread explain.
+// corrBlock is DEVRT_CORR_BLOCK (devrt/src/devrt.h).
+const corrBlock = 64
+
 func checkCalls(t testing.TB, rg *ring) {
 	t.Helper()
 	corrs := make([]int, 0, len(rg.calls))
@@ -310,7 +316,26 @@ func checkCalls(t testing.TB, rg *ring) {
 		corrs = append(corrs, int(e.Corr))
 	}
 	sort.Ints(corrs)
+	threads := map[uint32][]*ev.Event{}
+	for i := range rg.calls {
+		e := &rg.calls[i]
+		threads[e.TID] = append(threads[e.TID], e)
+	}
 	for i, c := range corrs {
-		require.Equal(t, i+1, c, "call numbers are 1..n, each once")
+		require.Positive(t, c)
+		if i > 0 {
+			require.NotEqual(t, corrs[i-1], c, "call number %d twice", c)
+		}
+	}
+	if len(corrs) > 0 {
+		require.LessOrEqual(t, corrs[len(corrs)-1], len(corrs)+corrBlock*len(threads), "numbers used")
+	}
+	for tid, es := range threads {
+		sort.SliceStable(es, func(i, j int) bool { return es[i].Start < es[j].Start })
+		for i := 1; i < len(es); i++ {
+			if es[i].Start > es[i-1].Start {
+				require.Greater(t, es[i].Corr, es[i-1].Corr, "thread %d: call numbers in call order", tid)
+			}
+		}
 	}
 }

@@ -64,12 +64,26 @@ static void read_aux(struct gpuext_event *e, __u64 ck)
 	e->flags |= GPUEXT_F_AUX_VALID;
 }
 
-static __u32 next_corr(void)
+/*
+ * The call number: unique in the ring, increasing in each thread.  Threads
+ * take blocks of DEVRT_CORR_BLOCK numbers, so a call makes no atomic
+ * operation on a line all threads share (PyTorch launches from its main
+ * thread and autograd's): numbers are not in call order across threads, and
+ * a block a thread does not finish leaves a gap.
+ */
+static __u32 next_corr(struct devrt_thread *t)
 {
-	__u32 n = __atomic_add_fetch(&devrt.corr, 1, __ATOMIC_RELAXED);
+	if (unlikely(t->corr_next == t->corr_end)) {
+		__u32 end = __atomic_add_fetch(&devrt.corr, DEVRT_CORR_BLOCK,
+					       __ATOMIC_RELAXED);
 
-	/* 0 means "no call number" (the uprobes): skip it when wrapping. */
-	return n ? n : __atomic_add_fetch(&devrt.corr, 1, __ATOMIC_RELAXED);
+		t->corr_next = end - DEVRT_CORR_BLOCK;
+		t->corr_end = end;
+		/* 0 means "no call number" (the uprobes). */
+		if (!t->corr_next)
+			t->corr_next = 1;
+	}
+	return t->corr_next++;
 }
 
 /*
@@ -123,7 +137,7 @@ int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
 	if (s->ck & GPUEXT_CK_STACK)
 		e->flags |= GPUEXT_F_STACK_VALID;
 	read_aux(e, s->ck);
-	e->corr = next_corr();
+	e->corr = next_corr(t);
 	c->sym = s;
 	c->pair = NULL;
 	c->outer = t->outer;

@@ -295,6 +295,7 @@ static void devrt_fork_child(void)
 		devrt_drv_calls[i] = 0;
 	devrt_t.tid = 0;
 	devrt_t.outer = NULL;
+	devrt_t.corr_next = devrt_t.corr_end = 0;
 	__atomic_store_n(&devrt.state, devrt.cfg.off ? DEVRT_OFF : DEVRT_UNINIT,
 			 __ATOMIC_RELEASE);
 }

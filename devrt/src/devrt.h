@@ -110,6 +110,8 @@ struct devrt_config {
 	int off;                 /* GPUEXT_DEVRT_DISABLE=1 */
 };
 
+#define DEVRT_CORR_BLOCK 64
+
 struct devrt_global {
 	int state;                     /* DEVRT_* */
 	__u32 epoch;                   /* counts rings made by this process image */
@@ -123,8 +125,8 @@ struct devrt_global {
 	                                * consistent copy of the control page */
 	char path[640];                /* the ring file */
 	struct devrt_config cfg;
-	/* The call numbers, on a line of their own: every reported call of
-	 * every thread adds to it. */
+	/* The call numbers, on a line of their own: each thread takes
+	 * blocks of DEVRT_CORR_BLOCK from it (call.c). */
 	__u32 corr __attribute__((aligned(64)));
 };
 
@@ -141,6 +143,8 @@ struct devrt_thread {
 	__u32 sample_every;
 	__u32 countdown;    /* timed calls to skip before the next sample */
 	struct devrt_call *outer; /* the timed call this thread is inside */
+	__u32 corr_next;    /* call numbers: the thread's block [next, end) */
+	__u32 corr_end;
 };
 
 extern DEVRT_TLS struct devrt_thread devrt_t;
