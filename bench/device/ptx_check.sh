@@ -53,8 +53,32 @@ for f in devrt/ptx/testdata/golden/*.ptx; do
 		echo "FAIL ptxas golden/$(basename "$f"): $(head -3 "$W/golden.log")"; fails=$((fails+1))
 	fi
 done
-for b in nvcc_kernels:exact nvcc_kernels_lineinfo:exact nvcc_kernels_rdc:exact nvcc_kernels_debug: triton_add:; do
-	if $PY bench/device/ptx/ptx_run.py "$W" ${b%%:*} ${b#*:}; then passes=$((passes+1)); else fails=$((fails+1)); fi
+for b in nvcc_kernels:exact nvcc_kernels_lineinfo:exact nvcc_kernels_rdc:exact nvcc_kernels_debug:entryexit triton_add:entryexit; do
+	n=${b%%:*}
+	if $PY bench/device/ptx/ptx_run.py "$W/$n.ptx" "$W/$n.inst.ptx" "$W/$n.report.json" ${b#*:}; then passes=$((passes+1)); else fails=$((fails+1)); fi
+done
+# the probes devrt/jit ships (its golden fragments of bpf/device), entry
+# probe_0 and exit probe_1, in the nvcc kernels and Triton's add: ptxas,
+# identical outputs, the probes wrote their maps, and kernel time
+for frag in devrt/jit/testdata/golden/device_*.warp.ptx; do
+	[ -f "$frag" ] || continue
+	p=$(basename "$frag" .warp.ptx)
+	size=$(head -1 "$frag" | grep -oE 'shared region [0-9]+' | grep -oE '[0-9]+$')
+	ex=""; grep -q '__gpuext_probe_1(' "$frag" && ex="-exit __gpuext_probe_1"
+	for n in nvcc_kernels triton_add; do
+		arch=sm_90; grep -q "sm_90a" "$W/$n.ptx" && arch=sm_90a
+		o=$W/$p.$n
+		if ! $T instrument -fragment "$frag" -entry __gpuext_probe_0 $ex -report "$o.report.json" -o "$o.inst.ptx" "$W/$n.ptx" 2>"$o.log"; then
+			echo "FAIL ptxtool $p.$n: $(tail -3 "$o.log")"; fails=$((fails+1)); continue
+		fi
+		if ptxas -v -arch=$arch -o /dev/null "$o.inst.ptx" >"$o.ptxas" 2>&1; then
+			echo "PASS ptxas $p.$n.inst"; passes=$((passes+1))
+		else
+			echo "FAIL ptxas $p.$n.inst: $(grep -m3 -i -E "error|fatal" "$o.ptxas")"; fails=$((fails+1)); continue
+		fi
+		join <(regs "$W/$n.ptx.ptxas") <(regs "$o.ptxas") | awk -v b=$p.$n '{printf "regs %s %s: %s -> %s\n", b, $1, $2, $3}'
+		if $PY bench/device/ptx/ptx_run.py "$W/$n.ptx" "$o.inst.ptx" "$o.report.json" outputs "$size"; then passes=$((passes+1)); else fails=$((fails+1)); fi
+	done
 done
 echo "SUMMARY ptx_check: $passes passed, $fails failed"
 } 2>&1 | tee "$OUT/ptx_check.txt"

@@ -10,9 +10,9 @@ atomics included), with identical inputs, and checks:
   - the per-site counters add up to the per-kind ones and match the report.
 Prints PASS/FAIL per case and a summary line; exits 1 on any failure.
 
-usage: ptx_run.py DIR NAME [exact]   (DIR/NAME.ptx original, DIR/NAME.inst.ptx,
-                                      DIR/NAME.report.json; exact: check loads
-                                      and stores too, not only entry/exit)
+usage: see main's doc comment. With real devrt/jit probes (mode outputs) it
+checks identical outputs and that the probes wrote into their region, and
+times a long imbalanced launch original vs instrumented.
 """
 import ctypes
 import json
@@ -81,7 +81,7 @@ def launch(mod, kernel, grid, block, args):
     check(cu.cuCtxSynchronize(), f"sync {kernel}")
 
 
-def run_case(mod, case, region):
+def run_case(mod, case, region, region_size=REGION):
     """Fresh buffers (inputs as given, outputs filled with 0xab), one launch;
     returns every buffer's bytes afterwards, inputs included."""
     bufs = {}
@@ -92,7 +92,7 @@ def run_case(mod, case, region):
     if region is not None:
         g, size = c.c_uint64(), c.c_size_t()
         check(cu.cuModuleGetGlobal_v2(c.byref(g), c.byref(size), mod, b"__gpuext_shared"), "__gpuext_shared")
-        htod(region, b"\0" * REGION)
+        htod(region, b"\0" * region_size)
         htod(g.value, struct.pack("<Q", region))
     launch(mod, case["kernel"], case["grid"], case["block"], args)
     out = b"".join(dtoh(p, n) for p, n in bufs.values())
@@ -152,43 +152,89 @@ def cases():
     ]
 
 
+def time_case(mod, case, region, reps=15):
+    """Median kernel time in microseconds (CUDA events), fresh buffers once."""
+    bufs = {}
+    for name, data in list(case["inputs"].items()) + [(n, b"\xab" * sz) for n, sz in case["outputs"].items()]:
+        bufs[name] = (alloc(len(data)), len(data))
+        htod(bufs[name][0], data)
+    args = [(k, bufs[v][0] if k == "p" else v) for k, v in case["args"]]
+    if region is not None:
+        g, size = c.c_uint64(), c.c_size_t()
+        check(cu.cuModuleGetGlobal_v2(c.byref(g), c.byref(size), mod, b"__gpuext_shared"), "__gpuext_shared")
+        htod(g.value, struct.pack("<Q", region))
+    e0, e1 = c.c_void_p(), c.c_void_p()
+    check(cu.cuEventCreate(c.byref(e0), 0), "cuEventCreate")
+    check(cu.cuEventCreate(c.byref(e1), 0), "cuEventCreate")
+    times = []
+    for _ in range(reps):
+        check(cu.cuEventRecord(e0, None), "cuEventRecord")
+        launch(mod, case["kernel"], case["grid"], case["block"], args)
+        check(cu.cuEventRecord(e1, None), "cuEventRecord")
+        check(cu.cuEventSynchronize(e1), "cuEventSynchronize")
+        ms = c.c_float()
+        check(cu.cuEventElapsedTime(c.byref(ms), e0, e1), "cuEventElapsedTime")
+        times.append(ms.value * 1000)
+    for p, _ in bufs.values():
+        cu.cuMemFree_v2(c.c_uint64(p))
+    times.sort()
+    return times[len(times) // 2]
+
+
 def main():
-    d, name = sys.argv[1], sys.argv[2]
-    exact = len(sys.argv) > 3 and sys.argv[3] == "exact"
-    orig = load(os.path.join(d, name + ".ptx"))
-    inst = load(os.path.join(d, name + ".inst.ptx"))
-    report = json.load(open(os.path.join(d, name + ".report.json")))
+    """ptx_run.py ORIG INST REPORT MODE [REGION_BYTES]
+    MODE exact: outputs identical, all counts of the counting probe exact;
+    entryexit: outputs identical, entry/exit counts exact;
+    outputs: outputs identical and the region written by the probes (real
+    devrt/jit probes, REGION_BYTES of shared region), plus kernel timing."""
+    orig_path, inst_path, report_path, mode = sys.argv[1:5]
+    region_size = int(sys.argv[5]) if len(sys.argv) > 5 else REGION
+    name = os.path.basename(inst_path)
+    orig = load(orig_path)
+    inst = load(inst_path)
+    report = json.load(open(report_path))
     sites = {k["Name"]: k["Sites"] for k in report["Kernels"]}
-    region = alloc(REGION)
-    kernels = set(sites)
+    region = alloc(region_size)
     fails = passes = 0
     for case in cases():
         k = case["kernel"]
-        if k not in kernels:
+        if k not in sites:
             continue
-        outs = [run_case(orig, case, None), run_case(inst, case, region)]
-        slots = struct.unpack("<64Q", dtoh(region, REGION))
-        got = tuple(slots[1:5])
-        want = case["expect"]
+        outs = [run_case(orig, case, None), run_case(inst, case, region, region_size)]
         problems = []
         if outs[0] != outs[1]:
             diff = next(i for i in range(min(len(outs[0]), len(outs[1]))) if outs[0][i] != outs[1][i]) if len(outs[0]) == len(outs[1]) else -1
             problems.append(f"outputs differ (first differing byte {diff})")
-        check_all = exact or case.get("triton")
-        if check_all and got != want or not check_all and got[:2] != want[:2]:
-            problems.append(f"counts entry/exit/load/store {got}, want {want}" + ("" if check_all else " (entry/exit only)"))
-        per_kind = [0] * 5
-        for s in sites[k]:
-            if s["Index"] < 56:
-                per_kind[s["Kind"]] += slots[8 + s["Index"]]
-        if all(s["Index"] < 56 for s in sites[k]) and tuple(per_kind[1:5]) != got:
-            problems.append(f"per-site sums {tuple(per_kind[1:5])} != per-kind {got}")
+        if mode == "outputs":
+            written = sum(1 for b in dtoh(region, region_size) if b)
+            if written == 0:
+                problems.append("the probes wrote nothing into the shared region")
+            detail = f"{written} region bytes written"
+        else:
+            slots = struct.unpack("<64Q", dtoh(region, REGION))
+            got = tuple(slots[1:5])
+            want = case["expect"]
+            check_all = mode == "exact" or case.get("triton")
+            if check_all and got != want or not check_all and got[:2] != want[:2]:
+                problems.append(f"counts entry/exit/load/store {got}, want {want}" + ("" if check_all else " (entry/exit only)"))
+            per_kind = [0] * 5
+            for s in sites[k]:
+                if s["Index"] < 56:
+                    per_kind[s["Kind"]] += slots[8 + s["Index"]]
+            if all(s["Index"] < 56 for s in sites[k]) and tuple(per_kind[1:5]) != got:
+                problems.append(f"per-site sums {tuple(per_kind[1:5])} != per-kind {got}")
+            detail = f"entry/exit/load/store {got}"
         if problems:
             fails += 1
             print(f"FAIL {name} {k}: " + "; ".join(problems))
         else:
             passes += 1
-            print(f"PASS {name} {k}: outputs identical ({len(outs[0])} bytes), entry/exit/load/store {got}, {len(sites[k])} sites")
+            print(f"PASS {name} {k}: outputs identical ({len(outs[0])} bytes), {detail}, {len(sites[k])} sites")
+    if mode == "outputs" and "imbalanced" in sites:
+        big = dict(kernel="imbalanced", grid=132 * 8, block=256, inputs={}, outputs={"out": 4 * 132 * 8 * 256},
+                   args=[("p", "out"), ("i", 200)])
+        t0, t1 = time_case(orig, big, None), time_case(inst, big, region)
+        print(f"TIME {name} imbalanced (1056x256 threads, 200..211200 iterations): original {t0:.1f} us, instrumented {t1:.1f} us, +{(t1 / t0 - 1) * 100:.1f}%")
     print(f"SUMMARY {name}: {passes} passed, {fails} failed")
     sys.exit(1 if fails else 0)
 
