@@ -16,6 +16,9 @@ type Options struct {
 	// Harness also emits __gpuext_run_<N>: the same probe returning r0
 	// (.param .b64), which jitcheck's test kernels call.
 	Harness bool
+	// MaxInsns is the verifier's budget of explored instructions
+	// (0: MaxInsnsExplored).
+	MaxInsns int
 }
 
 // Probe is one compiled probe function.
@@ -84,7 +87,7 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 	for _, o := range objs {
 		for _, p := range o.Programs {
 			p := p
-			f, err := verify(&p, defs)
+			f, err := verify(&p, defs, opt.MaxInsns)
 			if err != nil {
 				return nil, err
 			}

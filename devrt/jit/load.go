@@ -117,7 +117,19 @@ const (
 // LoadObject reads an eBPF ELF object (clang -target bpf) without loading
 // anything into the kernel: its device probe programs (by section name) and
 // its maps as GPU map definitions.
-func LoadObject(r io.ReaderAt) (*Object, error) {
+//
+// A malformed object is an error, never a crash: section sizes and .BTF.ext
+// record counts are checked first (cilium/ebpf allocates what they say) and a
+// panic inside cilium/ebpf's ELF or BTF reader becomes an error.
+func LoadObject(r io.ReaderAt) (obj *Object, err error) {
+	if err := checkELF(r); err != nil {
+		return nil, fmt.Errorf("read eBPF object: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			obj, err = nil, fmt.Errorf("read eBPF object: malformed (%v)", p)
+		}
+	}()
 	spec, err := ebpf.LoadCollectionSpecFromReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("read eBPF object: %w", err)
@@ -195,24 +207,24 @@ func mapDef(ms *ebpf.MapSpec) (gpumap.Def, error) {
 	return d, nil
 }
 
-// marshal encodes cilium's instructions back to raw bytecode and records
-// which raw slot loads which map.
+// marshal encodes cilium's instructions back to raw bytecode (jump and
+// call references resolved) and records which raw slot loads which map.
 func marshal(insns asm.Instructions) ([]byte, map[int]string, error) {
-	var buf bytes.Buffer
+	insns = slices.Clone(insns)
 	refs := map[int]string{}
-	slot := 0
-	for _, ins := range insns {
+	iter := insns.Iterate()
+	for iter.Next() {
+		ins := iter.Ins
 		if ins.IsLoadFromMap() {
-			refs[slot] = ins.Reference()
+			refs[int(iter.Offset)] = ins.Reference()
 		}
 		if ins.IsBuiltinCall() && ins.Constant < 0 {
-			return nil, nil, fmt.Errorf("raw insn %d: helper id %d", slot, ins.Constant)
+			return nil, nil, fmt.Errorf("raw insn %d: helper id %d", iter.Offset, ins.Constant)
 		}
-		n, err := ins.Marshal(&buf, binary.LittleEndian)
-		if err != nil {
-			return nil, nil, fmt.Errorf("raw insn %d: %w", slot, err)
-		}
-		slot += int(n / 8)
+	}
+	var buf bytes.Buffer
+	if err := insns.Marshal(&buf, binary.LittleEndian); err != nil {
+		return nil, nil, err
 	}
 	return buf.Bytes(), refs, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/bpf/device"
@@ -25,11 +27,47 @@ func TestShippedProbesCompile(t *testing.T) {
 			for _, per := range []bool{false, true} {
 				c, err := Compile([]*Object{o}, Options{PerThread: per})
 				require.NoError(t, err)
-				require.NotEmpty(t, c.PTX)
-				if !per {
-					t.Log(c.PTX)
+				require.Contains(t, c.PTX, ".visible .global .align 8 .u64 __gpuext_shared;")
+				for _, p := range c.Probes {
+					require.Contains(t, c.PTX, ".func "+p.Func+"(.param .u64 __gx_ctx)")
 				}
 			}
 		})
 	}
+}
+
+// TestABIMatchesBTF checks the ctx layout and the helper ids against what
+// clang made of gpuext_abi.h.
+func TestABIMatchesBTF(t *testing.T) {
+	spec, err := ebpf.LoadCollectionSpec("check/progs/abi.bpf.o")
+	require.NoError(t, err)
+	var ctx *btf.Struct
+	require.NoError(t, spec.Types.TypeByName("gpuext_dev_ctx", &ctx))
+	require.Equal(t, uint32(CtxSize), ctx.Size)
+	off := map[string]uint32{}
+	for _, m := range ctx.Members {
+		off[m.Name] = m.Offset.Bytes()
+	}
+	require.Equal(t, map[string]uint32{"kind": 0, "site": 4, "addr": 8, "kernel_id": 16}, off)
+
+	var helpers *btf.Enum
+	require.NoError(t, spec.Types.TypeByName("gpuext_dev_helper", &helpers))
+	got := map[int64]bool{}
+	for _, v := range helpers.Values {
+		got[int64(v.Value)] = true
+	}
+	want := map[int64]bool{}
+	for id := range helperNames {
+		want[id] = true
+	}
+	require.Equal(t, want, got, "every helper the verifier accepts is in enum gpuext_dev_helper, and no other")
+
+	var sites *btf.Enum
+	require.NoError(t, spec.Types.TypeByName("gpuext_dev_site", &sites))
+	s := map[string]uint64{}
+	for _, v := range sites.Values {
+		s[v.Name] = v.Value
+	}
+	require.Equal(t, map[string]uint64{"GPUEXT_DEV_SITE_ENTRY": uint64(SiteEntry), "GPUEXT_DEV_SITE_EXIT": uint64(SiteExit),
+		"GPUEXT_DEV_SITE_LOAD": uint64(SiteLoad), "GPUEXT_DEV_SITE_STORE": uint64(SiteStore)}, s)
 }

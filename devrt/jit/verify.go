@@ -19,8 +19,9 @@ import (
 // instruction the facts code generation relies on (which kind of memory an
 // access reaches, which map a helper gets), identical on every path.
 
-// MaxInsnsExplored is the verifier's budget of instructions processed over
-// all paths (the kernel's is 1M too).
+// MaxInsnsExplored is the verifier's default budget of instructions
+// processed over all paths (the kernel's is 1M too; Options.MaxInsns
+// changes it).
 const MaxInsnsExplored = 1_000_000
 
 // StackSize is the eBPF stack of a probe, bytes.
@@ -138,12 +139,16 @@ type verifier struct {
 	f      facts
 	count  []int
 	total  int
+	budget int
 }
 
 // Verify checks p against the maps it may use and returns the facts code
 // generation needs.
-func verify(p *Program, maps []gpumap.Def) (*facts, error) {
-	v := &verifier{prog: p, maps: maps, mapIdx: map[string]int32{}, byRaw: map[int]int{}}
+func verify(p *Program, maps []gpumap.Def, budget int) (*facts, error) {
+	if budget <= 0 {
+		budget = MaxInsnsExplored
+	}
+	v := &verifier{prog: p, maps: maps, mapIdx: map[string]int32{}, byRaw: map[int]int{}, budget: budget}
 	for i, m := range maps {
 		v.mapIdx[m.Name] = int32(i)
 	}
@@ -200,7 +205,7 @@ func verify(p *Program, maps []gpumap.Def) (*facts, error) {
 			}
 			v.total++
 			v.count[s.pc]++
-			if v.total > MaxInsnsExplored {
+			if v.total > v.budget {
 				return nil, v.budgetError()
 			}
 			v.f.visited[s.pc] = true
@@ -217,7 +222,9 @@ func verify(p *Program, maps []gpumap.Def) (*facts, error) {
 			if next == nil {
 				break
 			}
-			s = *next
+			if next != &s {
+				s = *next
+			}
 		}
 	}
 	return &v.f, nil
@@ -234,9 +241,9 @@ func (v *verifier) budgetError() error {
 		}
 	}
 	if best >= 0 {
-		return v.errf(best, "loop not bounded (more than %d instructions explored)", MaxInsnsExplored)
+		return v.errf(best, "loop not bounded (more than %d instructions explored)", v.budget)
 	}
-	return v.errf(0, "program too complex (more than %d instructions explored)", MaxInsnsExplored)
+	return v.errf(0, "program too complex (more than %d instructions explored)", v.budget)
 }
 
 func (v *verifier) errf(i int, format string, args ...any) error {
@@ -1074,14 +1081,14 @@ func (v *verifier) cond(s *state, i int, in Insn) (next, branch *state, done boo
 	}
 	is32 := in.class() == clsJMP32
 	op := in.aluOp()
-	taken, fall := *s, *s
-	taken.pc, fall.pc = t, i+1
 
 	if a.k.isPtr() || b.k.isPtr() {
+		taken, fall := *s, *s
+		taken.pc, fall.pc = t, i+1
 		// Only a NULL check of a map value (or a known non-NULL pointer
 		// against 0) is allowed.
 		p, o := a, b
-		if b.k.isPtr() {
+		if !a.k.isPtr() {
 			p, o = b, a
 		}
 		if (op != jmpJEQ && op != jmpJNE) || is32 || in.src() == srcX && a.k.isPtr() && b.k.isPtr() || !(o.isConst() && o.umin == 0) {
@@ -1107,22 +1114,25 @@ func (v *verifier) cond(s *state, i int, in Insn) (next, branch *state, done boo
 	}
 	tk, fk := refine(op, a, b, is32)
 	// tk/fk: the refined (a, b) on each edge; nil: impossible edge.
-	var out []*state
-	if tk != nil {
-		setRefined(&taken, in, tk, is32, s)
-		out = append(out, &taken)
-	}
-	if fk != nil {
-		setRefined(&fall, in, fk, is32, s)
-		out = append(out, &fall)
-	}
-	switch len(out) {
-	case 0:
+	orig := s.regs
+	switch {
+	case tk == nil && fk == nil:
 		return nil, nil, true, nil
-	case 1:
-		return out[0], nil, false, nil
+	case fk == nil:
+		setRefined(s, in, tk, is32, &orig)
+		s.pc = t
+		return s, nil, false, nil
+	case tk == nil:
+		setRefined(s, in, fk, is32, &orig)
+		s.pc = i + 1
+		return s, nil, false, nil
 	}
-	return out[0], out[1], false, nil
+	taken := *s
+	setRefined(&taken, in, tk, is32, &orig)
+	taken.pc = t
+	setRefined(s, in, fk, is32, &orig)
+	s.pc = i + 1
+	return s, &taken, false, nil
 }
 
 func markNull(s *state, id uint32, null bool) {
@@ -1149,12 +1159,11 @@ type pair struct{ a, b reg }
 
 // setRefined writes refined ranges back (64-bit compares only: a 32-bit
 // compare refines only values that fit in 32 bits, which trunc32 kept).
-func setRefined(s *state, in Insn, p *pair, is32 bool, orig *state) {
-	if is32 && orig.regs[in.Dst].umax > math.MaxUint32 {
-		return
+func setRefined(s *state, in Insn, p *pair, is32 bool, orig *[11]reg) {
+	if !(is32 && orig[in.Dst].umax > math.MaxUint32) {
+		s.regs[in.Dst] = p.a
 	}
-	s.regs[in.Dst] = p.a
-	if in.src() == srcX && !(is32 && orig.regs[in.Src].umax > math.MaxUint32) {
+	if in.src() == srcX && !(is32 && orig[in.Src].umax > math.MaxUint32) {
 		s.regs[in.Src] = p.b
 	}
 }

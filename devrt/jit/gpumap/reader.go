@@ -116,7 +116,9 @@ func (m Map) RingDrain(r Region, max int) ([][]byte, error) {
 		}
 		n, _ := r.U32(s)
 		if n > m.ValueSize {
-			return out, fmt.Errorf("map %q: record %d has %d bytes, at most %d", m.Name, tail, n, m.ValueSize)
+			// skip it: the records before it are taken, this one is lost
+			_ = r.PutU64(m.Offset+OffTail, tail+1)
+			return out, fmt.Errorf("map %q: record %d has %d bytes, at most %d (skipped)", m.Name, tail, n, m.ValueSize)
 		}
 		b, _ := r.Bytes(s+RecHeaderSize, uint64(n))
 		out = append(out, append([]byte(nil), b...))

@@ -1,0 +1,206 @@
+package gpumap
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewLayout(t *testing.T) {
+	l, err := NewLayout([]Def{
+		{Name: "a", Type: Array, KeySize: 4, ValueSize: 12, MaxEntries: 3},
+		{Name: "w", Type: PerWarpArray, KeySize: 4, ValueSize: 8, MaxEntries: 2, Copies: 5},
+		{Name: "s", Type: PerSMArray, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+		{Name: "h", Type: Hash, KeySize: 12, ValueSize: 4, MaxEntries: 5},
+		{Name: "r", Type: Ringbuf, ValueSize: 20, MaxEntries: 7},
+	})
+	require.NoError(t, err)
+	type got struct {
+		Offset        uint64
+		Slots, Stride uint32
+		DataSize      uint64
+	}
+	var g []got
+	for _, m := range l.Maps {
+		g = append(g, got{m.Offset, m.Slots, m.Stride, m.DataSize})
+	}
+	require.Equal(t, []got{
+		{0, 1, 16, 48},                  // 3 x 16
+		{256, 5, 8, 80},                 // 128+48 -> 256; 5 copies x 2 x 8
+		{512, DefaultSMCopies, 8, 2048}, // 256+128+80 -> 512
+		{2688, 16, 32, 512},             // 512+128+2048 = 2688; 16 buckets of 8+16+8
+		{3328, 7, 32, 224},              // 2688+128+512 = 3328; 7 x (8+24)
+	}, g)
+	require.Equal(t, uint64(3328+128+224+128-(3328+128+224)%128), l.Size)
+}
+
+func TestNewLayoutErrors(t *testing.T) {
+	for _, c := range []struct {
+		def  Def
+		want string
+	}{
+		{Def{Name: "x", Type: Array, KeySize: 8, ValueSize: 8, MaxEntries: 1}, `map "x": array key_size 8: must be 4`},
+		{Def{Name: "x", Type: Hash, KeySize: 65, ValueSize: 8, MaxEntries: 1}, `map "x": hash key_size 65 not in 1..64`},
+		{Def{Name: "x", Type: Hash, KeySize: 8, ValueSize: 0, MaxEntries: 1}, `map "x": value_size 0 not in 1..4096`},
+		{Def{Name: "x", Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 0}, `map "x": max_entries is 0`},
+		{Def{Name: "x", Type: 7, KeySize: 4, ValueSize: 8, MaxEntries: 1}, `map "x": unsupported map type type(7)`},
+		{Def{Name: "x", Type: Array, KeySize: 4, ValueSize: 4096, MaxEntries: 1 << 20}, `map "x": needs 4294967296 bytes, more than 1073741824`},
+	} {
+		_, err := NewLayout([]Def{c.def})
+		require.EqualError(t, err, c.want)
+	}
+	_, err := NewLayout([]Def{{Name: "x", Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}, {Name: "x", Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}})
+	require.EqualError(t, err, `map "x" declared twice`)
+}
+
+func region(t *testing.T, defs ...Def) (Layout, Region) {
+	l, err := NewLayout(defs)
+	require.NoError(t, err)
+	r := make(Region, l.Size)
+	require.NoError(t, l.Init(r))
+	return l, r
+}
+
+func key64(v uint64) []byte { b := make([]byte, 8); binary.LittleEndian.PutUint64(b, v); return b }
+
+func TestArray(t *testing.T) {
+	l, r := region(t, Def{Name: "w", Type: PerWarpArray, KeySize: 4, ValueSize: 8, MaxEntries: 2, Copies: 3})
+	m := l.Maps[0]
+	k1 := []byte{1, 0, 0, 0}
+	res, err := m.Update(r, 2, k1, key64(77), Any)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), res)
+	res, _ = m.Update(r, 2, k1, key64(1), NoExist)
+	require.Equal(t, int64(-EEXIST), res)
+	res, _ = m.Update(r, 3, k1, key64(1), Any) // copy 3 of 3: beyond
+	require.Equal(t, int64(-E2BIG), res)
+	res, _ = m.Update(r, 0, []byte{2, 0, 0, 0}, key64(1), Any) // key beyond
+	require.Equal(t, int64(-E2BIG), res)
+	res, _ = m.Add(r, 2, k1, 5)
+	require.Equal(t, int64(0), res)
+	res, _ = m.Delete(r, k1)
+	require.Equal(t, int64(-EINVAL), res)
+	vals, err := m.ArrayCopy(r, 2)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{make([]byte, 8), key64(82)}, vals)
+	h, err := m.ReadHeader(r)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), h.Drops) // only the copy beyond counts a drop
+}
+
+func TestHash(t *testing.T) {
+	l, r := region(t, Def{Name: "h", Type: Hash, KeySize: 8, ValueSize: 8, MaxEntries: 2})
+	m := l.Maps[0] // 4 buckets
+	for i, c := range []struct {
+		key   uint64
+		flags uint64
+		want  int64
+	}{
+		{1, Exist, -ENOENT}, {1, NoExist, 0}, {1, NoExist, -EEXIST}, {1, Exist, 0}, {2, Any, 0}, {3, Any, 0}, {4, Any, 0},
+		{5, Any, -E2BIG}, {1, 3, -EINVAL},
+	} {
+		res, err := m.Update(r, 0, key64(c.key), key64(c.key*10+uint64(i)), c.flags)
+		require.NoError(t, err)
+		require.Equal(t, c.want, res, "step %d", i)
+	}
+	res, _ := m.Delete(r, key64(2))
+	require.Equal(t, int64(0), res)
+	res, _ = m.Delete(r, key64(2))
+	require.Equal(t, int64(-ENOENT), res)
+	res, _ = m.Add(r, 0, key64(9), 4) // reuses 2's tombstone
+	require.Equal(t, int64(0), res)
+	es, err := m.HashEntries(r)
+	require.NoError(t, err)
+	got := map[uint64]uint64{}
+	for _, e := range es {
+		got[binary.LittleEndian.Uint64(e.Key)] = binary.LittleEndian.Uint64(e.Value)
+	}
+	require.Equal(t, map[uint64]uint64{1: 13, 3: 35, 4: 46, 9: 4}, got)
+	h, err := m.ReadHeader(r)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), h.Count)
+	require.Equal(t, uint64(1), h.Drops)
+}
+
+func TestRing(t *testing.T) {
+	l, r := region(t, Def{Name: "r", Type: Ringbuf, ValueSize: 4, MaxEntries: 2})
+	m := l.Maps[0]
+	out := func(b ...byte) int64 { res, err := m.RingOutput(r, b); require.NoError(t, err); return res }
+	require.Equal(t, int64(0), out(1, 2))
+	require.Equal(t, int64(0), out(3))
+	require.Equal(t, int64(-ENOSPC), out(4))
+	require.Equal(t, int64(-E2BIG), out(1, 2, 3, 4, 5))
+	recs, err := m.RingDrain(r, 1)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{1, 2}}, recs)
+	require.Equal(t, int64(0), out(5, 6, 7, 8)) // wraps into slot 0
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{3}, {5, 6, 7, 8}}, recs)
+	h, err := m.ReadHeader(r)
+	require.NoError(t, err)
+	require.Equal(t, Header{Magic: Magic, Type: uint32(Ringbuf), ValueSize: 4, MaxEntries: 2, Slots: 2, Stride: 16,
+		DataSize: 32, Head: 3, Tail: 3, Drops: 2}, h)
+	// A record not committed yet stops the drain; a corrupt one is skipped with an error.
+	require.Equal(t, int64(0), out(9))
+	s := m.RingSlotOffset(3)
+	require.NoError(t, r.PutU32(s+4, 0))
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+	require.NoError(t, r.PutU32(s+4, 4))
+	require.NoError(t, r.PutU32(s, 99))
+	_, err = m.RingDrain(r, 10)
+	require.EqualError(t, err, `map "r": record 3 has 99 bytes, at most 4 (skipped)`)
+	h, _ = m.ReadHeader(r)
+	require.Equal(t, uint64(4), h.Tail)
+}
+
+func TestReadersRejectForeignRegions(t *testing.T) {
+	l, r := region(t, Def{Name: "h", Type: Hash, KeySize: 8, ValueSize: 8, MaxEntries: 2})
+	m := l.Maps[0]
+	_, err := m.ReadHeader(r[:100])
+	require.EqualError(t, err, `map "h": region access [0,+224) outside 100 bytes`)
+	zero := make(Region, len(r))
+	_, err = m.ReadHeader(zero)
+	require.ErrorIs(t, err, ErrNotInitialised)
+	require.NoError(t, r.PutU32(OffValueSize, 16))
+	_, err = m.ReadHeader(r)
+	require.ErrorContains(t, err, "does not match the layout")
+	require.NoError(t, r.PutU32(m.BucketOffset(1), 7))
+	_, err = m.HashEntries(r)
+	require.EqualError(t, err, `map "h": bucket 1 has state 7`)
+	_, err = m.RingDrain(r, 1)
+	require.EqualError(t, err, `map "h" is a hash, not a ring`)
+}
+
+// FuzzReaders: any region bytes give values or errors, never a panic.
+func FuzzReaders(f *testing.F) {
+	l, err := NewLayout([]Def{
+		{Name: "a", Type: PerSMArray, KeySize: 4, ValueSize: 8, MaxEntries: 2, Copies: 2},
+		{Name: "h", Type: Hash, KeySize: 8, ValueSize: 8, MaxEntries: 4},
+		{Name: "r", Type: Ringbuf, ValueSize: 8, MaxEntries: 4},
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	seed := make(Region, l.Size)
+	_ = l.Init(seed)
+	_, _ = l.Maps[2].RingOutput(seed, []byte{1, 2, 3})
+	_, _ = l.Maps[1].Update(seed, 0, key64(5), key64(6), Any)
+	f.Add([]byte(seed))
+	f.Add([]byte(seed[:300]))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := Region(b)
+		for _, m := range l.Maps {
+			_, _ = m.ReadHeader(r)
+			_, _ = m.ArrayCopy(r, 1)
+			_, _ = m.HashEntries(r)
+			recs, err := m.RingDrain(r, 100)
+			if err == nil && len(recs) > int(m.Slots) {
+				t.Fatalf("%d records from a ring of %d", len(recs), m.Slots)
+			}
+		}
+	})
+}
