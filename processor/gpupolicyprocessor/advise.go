@@ -14,8 +14,8 @@ import (
 )
 
 // Advice is the policy a process's recent GPU faults call for. The names
-// are those of the gpu_ext policies (bpf/policy) the enforce mode will
-// load: what advise reports is what enforce would do.
+// are those of the gpu_ext memory policy's algorithms (bpf/policy) that
+// enforce mode sets: what advise reports is what enforce would do.
 type Advice struct {
 	// Prefetch is "always_max", "stride", "none" or "default" (keep the
 	// driver's threshold prefetcher).
@@ -72,6 +72,22 @@ const (
 	adviceUnit   = "1"
 )
 
+// verdict is one round's outcome for a stream that faulted since the last
+// round: its advice, or ok false when there is none (an unknown pattern or
+// one below min_confidence).
+type verdict struct {
+	key    faultstream.Key
+	advice Advice
+	ok     bool
+}
+
+// roundSink receives every round of advice (enforce mode applies it). live
+// holds every GPU stream the hub has, verdicts those that faulted since the
+// last round, in the hub's key order; what it appends to md passes on.
+type roundSink interface {
+	round(md pmetric.Metrics, now time.Time, live map[faultstream.Key]bool, verdicts []verdict)
+}
+
 // adviser derives advice from the fault stream of one receiver, at most
 // once per interval, for streams that received faults since the last
 // advice.
@@ -81,6 +97,7 @@ type adviser struct {
 	now   func() time.Time
 	log   *zap.Logger
 	start pcommon.Timestamp
+	sink  roundSink // nil in advise mode
 
 	mu      sync.Mutex
 	last    time.Time
@@ -110,6 +127,7 @@ func (a *adviser) appendAdvice(md pmetric.Metrics) int {
 	a.last = now
 	ts := pcommon.NewTimestampFromTime(now)
 	live := map[faultstream.Key]bool{}
+	var verdicts []verdict
 	n := 0
 	for _, k := range hub.Keys() {
 		if k.HWID == "" { // CPU faults: no GPU policy to advise
@@ -127,8 +145,10 @@ func (a *adviser) appendAdvice(md pmetric.Metrics) int {
 		r := faultstream.Classify(window, faultpattern.Options{Window: a.cfg.Window})
 		adv, ok := adviceFor(r)
 		if !ok || r.Confidence < a.cfg.MinConfidence {
+			verdicts = append(verdicts, verdict{key: k})
 			continue
 		}
+		verdicts = append(verdicts, verdict{key: k, advice: adv, ok: true})
 		appendAdviceMetric(md, k, r, adv, a.start, ts)
 		a.log.Debug("gpu policy advice", zap.Int("pid", k.PID), zap.String("hw.id", k.HWID),
 			zap.Stringer("pattern", r.Pattern), zap.Float64("confidence", r.Confidence), zap.Stringer("advice", adv))
@@ -138,6 +158,9 @@ func (a *adviser) appendAdvice(md pmetric.Metrics) int {
 		if !live[k] {
 			delete(a.seen, k)
 		}
+	}
+	if a.sink != nil {
+		a.sink.round(md, now, live, verdicts)
 	}
 	return n
 }
@@ -152,7 +175,7 @@ func appendAdviceMetric(md pmetric.Metrics, k faultstream.Key, r faultpattern.Re
 	m := sm.Metrics().AppendEmpty()
 	m.SetName(metricAdvice)
 	m.SetUnit(adviceUnit)
-	m.SetDescription("Policy the process's recent GPU faults call for; the value is the confidence of the fault pattern behind it. Reported, not applied (advise mode).")
+	m.SetDescription("Policy the process's recent GPU faults call for; the value is the confidence of the fault pattern behind it. Applied by enforce mode once stable, only reported by advise mode.")
 	dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)

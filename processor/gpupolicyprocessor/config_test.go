@@ -20,6 +20,7 @@ func TestCreateDefaultConfig(t *testing.T) {
 		Mode:                "observe",
 		SignalsFrom:         "gpuebpf",
 		Advise:              AdviseConfig{Interval: 10 * time.Second, MinConfidence: 0.5, Window: 1024, IdleReset: time.Second},
+		Enforce:             EnforceConfig{Attach: true, PolicyName: "gpuext_mem", Eviction: "lru", StableRounds: 3, ForgetAfter: 5 * time.Minute},
 		PinPath:             "/sys/fs/bpf/gpuext",
 		MaxActionsPerSecond: 10,
 	}, cfg)
@@ -52,10 +53,51 @@ func TestConfigValidate(t *testing.T) {
 			wantErr: `mode: "Observe" is not one of observe, advise, enforce`,
 		},
 		{name: "mode advise", modify: func(c *Config) { c.Mode = "advise" }},
+		{name: "mode enforce", modify: func(c *Config) { c.Mode = "enforce" }},
+		{name: "enforce every eviction", modify: func(c *Config) {
+			c.Enforce.Eviction, c.Enforce.PolicyName, c.Enforce.StableRounds = "priority", "a_15_chars_name", 100
+		}},
+		{name: "enforce forget after at its bounds", modify: func(c *Config) { c.Enforce.ForgetAfter = c.Advise.Interval }},
+		{name: "enforce forget after a day", modify: func(c *Config) { c.Enforce.ForgetAfter = 24 * time.Hour }},
 		{
-			name:    "mode enforce reserved",
-			modify:  func(c *Config) { c.Mode = "enforce" },
-			wantErr: `mode: "enforce" is not implemented yet; "observe" and "advise" are`,
+			name:    "enforce policy name empty",
+			modify:  func(c *Config) { c.Enforce.PolicyName = "" },
+			wantErr: `enforce::policy_name: want 1 to 15 of a-z, 0-9, _, got ""`,
+		},
+		{
+			name:    "enforce policy name too long",
+			modify:  func(c *Config) { c.Enforce.PolicyName = "a_16_chars_name_" },
+			wantErr: `enforce::policy_name: want 1 to 15 of a-z, 0-9, _, got "a_16_chars_name_"`,
+		},
+		{
+			name:    "enforce policy name upper case",
+			modify:  func(c *Config) { c.Enforce.PolicyName = "LFU" },
+			wantErr: `enforce::policy_name: want 1 to 15 of a-z, 0-9, _, got "LFU"`,
+		},
+		{
+			name:    "enforce eviction unknown",
+			modify:  func(c *Config) { c.Enforce.Eviction = "arc" },
+			wantErr: `enforce::eviction: eviction "arc": want one of lru, lfu, mru, fifo, priority`,
+		},
+		{
+			name:    "enforce stable rounds zero",
+			modify:  func(c *Config) { c.Enforce.StableRounds = 0 },
+			wantErr: `enforce::stable_rounds: must be between 1 and 100, got 0`,
+		},
+		{
+			name:    "enforce stable rounds above limit",
+			modify:  func(c *Config) { c.Enforce.StableRounds = 101 },
+			wantErr: `enforce::stable_rounds: must be between 1 and 100, got 101`,
+		},
+		{
+			name:    "enforce forget after shorter than a round",
+			modify:  func(c *Config) { c.Enforce.ForgetAfter = 9 * time.Second },
+			wantErr: `enforce::forget_after: must be between advise::interval (10s) and 24h0m0s, got 9s`,
+		},
+		{
+			name:    "enforce forget after above a day",
+			modify:  func(c *Config) { c.Enforce.ForgetAfter = 25 * time.Hour },
+			wantErr: `enforce::forget_after: must be between advise::interval (10s) and 24h0m0s, got 25h0m0s`,
 		},
 		{name: "signals from a named receiver", modify: func(c *Config) { c.SignalsFrom = "gpuebpf/node" }},
 		{
@@ -170,6 +212,7 @@ func TestLoadConfig(t *testing.T) {
 				Mode:                "advise",
 				SignalsFrom:         "gpuebpf/node",
 				Advise:              AdviseConfig{Interval: 30 * time.Second, MinConfidence: 0.7, Window: 512, IdleReset: 0},
+				Enforce:             EnforceConfig{Attach: true, PolicyName: "gpuext_mem", Eviction: "lru", StableRounds: 3, ForgetAfter: 5 * time.Minute},
 				PinPath:             "/run/gpuext/maps",
 				MaxActionsPerSecond: 2.5,
 			},
@@ -179,9 +222,22 @@ func TestLoadConfig(t *testing.T) {
 			want: func() *Config {
 				c := createDefaultConfig()
 				c.Mode = "enforce"
+				c.Enforce = EnforceConfig{Attach: false, PolicyName: "tuned", Eviction: "fifo", StableRounds: 5,
+					ForgetAfter: time.Hour, DetachOnShutdown: true}
 				return c
 			}(),
-			validateErr: `mode: "enforce" is not implemented yet; "observe" and "advise" are`,
+		},
+		{
+			id: component.NewIDWithName(metadata.Type, "enforce_bad"),
+			want: func() *Config {
+				c := createDefaultConfig()
+				c.Mode = "enforce"
+				c.Enforce.Eviction = "random"
+				c.Enforce.ForgetAfter = time.Second
+				return c
+			}(),
+			validateErr: `enforce::eviction: eviction "random": want one of lru, lfu, mru, fifo, priority` + "\n" +
+				`enforce::forget_after: must be between advise::interval (10s) and 24h0m0s, got 1s`,
 		},
 		{
 			id:           component.NewIDWithName(metadata.Type, "unknown_key"),

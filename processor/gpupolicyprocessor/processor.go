@@ -14,13 +14,14 @@ import (
 )
 
 // policy is the state shared by the traces, metrics and logs processors of one
-// configuration. There is one per configured gpupolicy processor so that, once
-// decisions exist, one engine with one rate limit owns the pinned maps instead
-// of one per signal. It starts with the first signal and stops with the last.
+// configuration. There is one per configured gpupolicy processor so that one
+// enforcer with one rate limit owns the pinned maps instead of one per
+// signal. It starts with the first signal and stops with the last.
 type policy struct {
-	cfg    *Config
-	logger *zap.Logger
-	advice *adviser // advise mode only
+	cfg     *Config
+	logger  *zap.Logger
+	advice  *adviser  // advise and enforce modes
+	enforce *enforcer // enforce mode only
 
 	mu      sync.Mutex
 	refs    int  // signal processors created and not yet shut down; guarded by registry.mu
@@ -28,7 +29,8 @@ type policy struct {
 }
 
 // The process functions pass data through unchanged, except that advise
-// mode appends its advice to the metrics that pass.
+// and enforce modes append their advice (and enforce its counts of changes)
+// to the metrics that pass; enforce applies the advice as it goes.
 func (*policy) processTraces(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	return td, nil
 }
@@ -45,13 +47,16 @@ func (*policy) processLogs(_ context.Context, ld plog.Logs) (plog.Logs, error) {
 }
 
 // start runs once per policy, however many signals share it.
-func (p *policy) start(context.Context, component.Host) error {
+func (p *policy) start(_ context.Context, host component.Host) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.started {
 		return nil
 	}
 	p.started = true
+	if p.enforce != nil {
+		p.enforce.begin(host)
+	}
 	p.logger.Info("gpupolicy processor started",
 		zap.String("mode", p.cfg.Mode),
 		zap.String("pin_path", p.cfg.PinPath),
@@ -59,13 +64,20 @@ func (p *policy) start(context.Context, component.Host) error {
 	return nil
 }
 
-// stop runs when the last signal processor sharing the policy shuts down.
-func (p *policy) stop() {
+// stop runs when the last signal processor sharing the policy shuts down;
+// enforce mode undoes its changes to the policy.
+func (p *policy) stop() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.started {
-		p.logger.Info("gpupolicy processor stopped", zap.String("mode", p.cfg.Mode))
+	if !p.started {
+		return nil
 	}
+	var err error
+	if p.enforce != nil {
+		err = p.enforce.stop()
+	}
+	p.logger.Info("gpupolicy processor stopped", zap.String("mode", p.cfg.Mode))
+	return err
 }
 
 // registry maps each configuration to its policy.
@@ -90,8 +102,12 @@ func (r *registry) acquire(cfg *Config, set processor.Settings) *handle {
 	p, ok := r.m[cfg]
 	if !ok {
 		p = &policy{cfg: cfg, logger: set.Logger}
-		if cfg.Mode == ModeAdvise {
+		if cfg.Mode == ModeAdvise || cfg.Mode == ModeEnforce {
 			p.advice = newAdviser(cfg.Advise, cfg.SignalsFrom, time.Now, set.Logger)
+		}
+		if cfg.Mode == ModeEnforce {
+			p.enforce = newEnforcer(cfg, newLoader(cfg.PinPath), set.Logger)
+			p.advice.sink = p.enforce
 		}
 		r.m[cfg] = p
 	}
@@ -99,7 +115,7 @@ func (r *registry) acquire(cfg *Config, set processor.Settings) *handle {
 	return &handle{policy: p, reg: r}
 }
 
-func (r *registry) release(p *policy) {
+func (r *registry) release(p *policy) error {
 	r.mu.Lock()
 	p.refs--
 	last := p.refs == 0
@@ -108,8 +124,9 @@ func (r *registry) release(p *policy) {
 	}
 	r.mu.Unlock()
 	if last {
-		p.stop()
+		return p.stop()
 	}
+	return nil
 }
 
 // len reports how many policies are live; tests use it to check releases.
@@ -123,7 +140,7 @@ func (h *handle) start(ctx context.Context, host component.Host) error {
 	return h.policy.start(ctx, host)
 }
 
-func (h *handle) shutdown(context.Context) error {
-	h.shutOnce.Do(func() { h.reg.release(h.policy) })
-	return nil
+func (h *handle) shutdown(context.Context) (err error) {
+	h.shutOnce.Do(func() { err = h.reg.release(h.policy) })
+	return err
 }
