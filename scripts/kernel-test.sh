@@ -26,7 +26,7 @@ cd "$ROOT"
 BENCH=0
 [ "${1:-}" = "--bench" ] && BENCH=1
 
-DEFAULT_PKGS="internal/gpuextsim internal/gpuext bpf/policy bpf/misbehave cmd/gpuextctl"
+DEFAULT_PKGS="internal/gpuextsim internal/gpuext bpf/policy bpf/misbehave cmd/gpuextctl processor/gpupolicyprocessor"
 PKGS=${KERNEL_TEST_PKGS:-}
 if [ -z "$PKGS" ]; then
 	for p in $DEFAULT_PKGS; do
@@ -64,6 +64,7 @@ for p in $PKGS; do
 	echo "kernel-test: building $p" >&2
 	CGO_ENABLED=0 go test -c -o "$R/work/$p/pkg.test" "./$p"
 	[ -d "$p/testdata" ] && cp -r "$p/testdata" "$R/work/$p/"
+	[ -f "$p/metadata.yaml" ] && cp "$p/metadata.yaml" "$R/work/$p/" # mdatagen's generated tests read it
 done
 
 cat > "$R/init" <<EOF
