@@ -58,9 +58,14 @@ type Spec struct {
 	// Kernels are mangled kernel names or path.Match globs ("*", "_Z4axpy*");
 	// empty selects every kernel.
 	Kernels []string
-	// Probe functions called, in order, at each kind of site. A kind with
-	// none is not instrumented.
+	// Probe functions called, in order, at each kind of site of every
+	// selected kernel. A kind with none is not instrumented.
 	Entry, Exit, Load, Store []string
+	// Probes attach probe functions to sites of some kernels only (an eBPF
+	// program's SEC("gpu/entry/<glob>")); they are called after the
+	// Entry/Exit/Load/Store ones of the same kind, in order. A kernel
+	// that Kernels selects but no probe applies to is left alone.
+	Probes []Probe
 	// Generic also instruments ld/st without a state space (generic
 	// addresses, which may point to global, shared or local memory);
 	// otherwise only ld.global/ldu.global/st.global are sites.
@@ -69,6 +74,13 @@ type Spec struct {
 	Atomics bool
 	// MinMaxNReg overrides DefaultMinMaxNReg when positive.
 	MinMaxNReg int
+}
+
+// Probe attaches one probe function to one kind of site.
+type Probe struct {
+	Func    string
+	Kind    SiteKind
+	Kernels []string // names or globs; empty: every kernel Spec.Kernels selects
 }
 
 // Site is one instrumented place in a kernel.
@@ -104,7 +116,7 @@ type Refusal struct {
 type Report struct {
 	Kernels   []KernelReport
 	Refused   []Refusal
-	Unmatched []string // exact names in Spec.Kernels that m does not define
+	Unmatched []string // exact names in Spec.Kernels or a Probe's Kernels that selected no kernel with a probe
 }
 
 // KernelID is the kernel_id the rewriter stores in ctx: FNV-1a 64 of the
@@ -138,7 +150,34 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 	if m.AddressSize != 64 {
 		return rep, fmt.Errorf("ptx: instrument: only .address_size 64 modules are supported (this one has %d)", m.AddressSize)
 	}
-	for _, pat := range spec.Kernels {
+	type attached struct {
+		probe
+		kind    SiteKind
+		kernels []string
+	}
+	var all []attached
+	for _, k := range []struct {
+		kind  SiteKind
+		names []string
+	}{{SiteEntry, spec.Entry}, {SiteExit, spec.Exit}, {SiteLoad, spec.Load}, {SiteStore, spec.Store}} {
+		for _, n := range k.names {
+			all = append(all, attached{probe: probe{name: n}, kind: k.kind})
+		}
+	}
+	for _, p := range spec.Probes {
+		if p.Kind < SiteEntry || p.Kind > SiteStore {
+			return rep, fmt.Errorf("ptx: instrument: probe %s has no site kind (%d)", p.Func, p.Kind)
+		}
+		all = append(all, attached{probe: probe{name: p.Func}, kind: p.Kind, kernels: p.Kernels})
+	}
+	if len(all) == 0 {
+		return rep, fmt.Errorf("ptx: instrument: the spec names no probe function")
+	}
+	patterns := append([]string(nil), spec.Kernels...)
+	for _, a := range all {
+		patterns = append(patterns, a.kernels...)
+	}
+	for _, pat := range patterns {
 		if _, err := path.Match(pat, ""); err != nil {
 			return rep, fmt.Errorf("ptx: instrument: kernel pattern %q: %v", pat, err)
 		}
@@ -148,23 +187,12 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 			return rep, fmt.Errorf("ptx: instrument: the module defines %s, a name the rewriter reserves", n)
 		}
 	}
-	probes := map[SiteKind][]probe{}
-	lastProbe := -1
-	for _, k := range []struct {
-		kind  SiteKind
-		names []string
-	}{{SiteEntry, spec.Entry}, {SiteExit, spec.Exit}, {SiteLoad, spec.Load}, {SiteStore, spec.Store}} {
-		for _, n := range k.names {
-			p, err := checkProbe(m, n)
-			if err != nil {
-				return rep, err
-			}
-			probes[k.kind] = append(probes[k.kind], p)
-			lastProbe = max(lastProbe, p.index)
+	for i := range all {
+		p, err := checkProbe(m, all[i].name)
+		if err != nil {
+			return rep, err
 		}
-	}
-	if len(probes) == 0 {
-		return rep, fmt.Errorf("ptx: instrument: the spec names no probe function")
+		all[i].probe = p
 	}
 	minNReg := spec.MinMaxNReg
 	if minNReg <= 0 {
@@ -174,6 +202,18 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 	for i, it := range m.Items {
 		f, ok := it.(*Function)
 		if !ok || !f.Entry || !selected(spec.Kernels, f.Name) {
+			continue
+		}
+		// the probes attached to this kernel, by kind, in spec order
+		probes := map[SiteKind][]probe{}
+		lastProbe := -1
+		for _, a := range all {
+			if selected(a.kernels, f.Name) {
+				probes[a.kind] = append(probes[a.kind], a.probe)
+				lastProbe = max(lastProbe, a.index)
+			}
+		}
+		if len(probes) == 0 {
 			continue
 		}
 		matched[f.Name] = true
@@ -196,8 +236,10 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		f.Body = body
 		rep.Kernels = append(rep.Kernels, kr)
 	}
-	for _, pat := range spec.Kernels {
-		if !strings.ContainsAny(pat, "*?[\\") && !matched[pat] {
+	seen := map[string]bool{}
+	for _, pat := range patterns {
+		if !strings.ContainsAny(pat, "*?[\\") && !matched[pat] && !seen[pat] {
+			seen[pat] = true
 			rep.Unmatched = append(rep.Unmatched, pat)
 		}
 	}

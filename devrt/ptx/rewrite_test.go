@@ -443,3 +443,47 @@ func TestAnalysis(t *testing.T) {
 		t.Error("the -G corpus file has generic accesses, none found")
 	}
 }
+
+// TestInstrumentProbes: probes attached to some kernels only, as eBPF
+// programs with kernel globs in their section names are.
+func TestInstrumentProbes(t *testing.T) {
+	src := testHeader + ".visible .entry k_a1()\n{\nret;\n}\n.visible .entry k_b()\n{\nret;\n}\n.visible .entry k_c()\n{\nret;\n}\n"
+	m := linked(t, src)
+	rep, err := Instrument(m, Spec{Probes: []Probe{
+		{Func: p0, Kind: SiteEntry, Kernels: []string{"k_a*"}},
+		{Func: p1, Kind: SiteExit, Kernels: []string{"k_b"}},
+		{Func: p1, Kind: SiteEntry, Kernels: []string{"k_b", "nope"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, k := range rep.Kernels {
+		got = append(got, fmt.Sprintf("%s:%s", k.Name, siteSummary(k.Sites)))
+	}
+	if want := "k_a1:0:entry@4 k_b:0:entry@8 1:exit@10"; strings.Join(got, " ") != want {
+		t.Errorf("instrumented %q, want %q", strings.Join(got, " "), want)
+	}
+	if len(rep.Unmatched) != 1 || rep.Unmatched[0] != "nope" || len(rep.Refused) != 0 {
+		t.Errorf("unmatched %v, refused %v", rep.Unmatched, rep.Refused)
+	}
+	calls := map[string][]string{}
+	for _, name := range []string{"k_a1", "k_b", "k_c"} {
+		it, _ := m.Lookup(name)
+		for _, in := range it.(*Function).Instructions() {
+			if c := in.CallTarget(); c != "" {
+				calls[name] = append(calls[name], c)
+			}
+		}
+	}
+	if strings.Join(calls["k_a1"], ",") != p0 || strings.Join(calls["k_b"], ",") != p1+","+p1 || len(calls["k_c"]) != 0 {
+		t.Errorf("calls %v", calls)
+	}
+	if _, err := Instrument(linked(t, src), Spec{Probes: []Probe{{Func: p0}}}); err == nil || err.Error() != "ptx: instrument: probe __gpuext_probe_0 has no site kind (0)" {
+		t.Errorf("probe without kind: %v", err)
+	}
+	if _, err := Instrument(linked(t, src), Spec{Probes: []Probe{{Func: p0, Kind: SiteExit, Kernels: []string{"["}}}}); err == nil ||
+		err.Error() != "ptx: instrument: kernel pattern \"[\": syntax error in pattern" {
+		t.Errorf("bad probe glob: %v", err)
+	}
+}
