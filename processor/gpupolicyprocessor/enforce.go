@@ -67,7 +67,8 @@ const (
 //     forget_after);
 //   - prefetch is per process (prefetch_pid): the stable advice of its
 //     streams when they agree, and no entry (the policy-wide algorithm)
-//     when they disagree or advise "default";
+//     when they disagree or advise "default"; a process that had an entry
+//     when the processor adopted the policy is someone else's and left be;
 //   - eviction is one for the whole GPU memory of the machine: LFU while
 //     any stream's stable advice is a hot set, else the base algorithm (the
 //     configured one when the processor attached the policy, the policy's
@@ -89,6 +90,7 @@ type enforcer struct {
 	eviction gpuext.Eviction // as the processor last set or found it
 	streams  map[faultstream.Key]*streamState
 	prefetch map[uint32]gpuext.Prefetch // per-process entries this processor set
+	others   map[uint32]bool            // pids with an entry when the policy was adopted: not ours to change
 	applied  map[appliedKey]int64
 	errs     map[string]int64 // by decision
 }
@@ -139,6 +141,10 @@ func (e *enforcer) adopt() error {
 	switch {
 	case st.Mem != nil && st.MemPolicy == name:
 		e.base = st.Mem.Params.Eviction
+		e.others = map[uint32]bool{}
+		for pid := range st.Mem.Prefetch {
+			e.others[pid] = true
+		}
 	case st.Mem != nil && st.MemPolicy == "-":
 		return fmt.Errorf("stale pins at %s: the gpu_ext module runs no memory policy; remove them (gpuextctl detach mem)", e.dir)
 	case st.Mem != nil:
@@ -225,6 +231,9 @@ func (e *enforcer) desired() (map[uint32]gpuext.Prefetch, gpuext.Eviction) {
 			continue // not a name of the policy's; adviceFor gives none such
 		}
 		pid := uint32(k.PID)
+		if e.others[pid] {
+			continue
+		}
 		if per[pid] == nil {
 			per[pid] = map[gpuext.Prefetch]bool{}
 		}

@@ -55,7 +55,16 @@ func (r *recorder) call(method, format string, args ...any) error {
 
 func (r *recorder) Status() (gpuext.Status, error) {
 	r.calls = append(r.calls, "Status")
-	return r.status, r.statusErr
+	st := r.status
+	if st.Mem != nil {
+		m := *st.Mem
+		m.Prefetch = map[uint32]gpuext.Prefetch{}
+		for pid, p := range r.prefetch {
+			m.Prefetch[pid] = p
+		}
+		st.Mem = &m
+	}
+	return st, r.statusErr
 }
 
 func (r *recorder) AttachMem(name string, p gpuext.MemParams) error {
@@ -357,19 +366,24 @@ func counts(t *testing.T, md pmetric.Metrics) []counted {
 	return out
 }
 
-// TestEnforceStableRoundsOne: with stable_rounds 1 advice applies at once,
-// and still never flip-flops within a round.
+// TestEnforceStableRoundsOne: with stable_rounds 1 advice applies at once.
+// A process that had an entry when the policy was adopted (gpuextctl
+// --pid-prefetch) is left as the operator set it, also at shutdown.
 func TestEnforceStableRoundsOne(t *testing.T) {
 	r := newRecorder().pinned("gpuext_mem", gpuext.EvictLRU)
+	r.prefetch[9] = gpuext.PrefetchSequential
 	e := newEnforcer(enforceConfig(func(c *Config) { c.Enforce.StableRounds = 1 }), r, zap.NewNop())
 	e.begin(nil)
 	r.take()
-	k := []faultstream.Key{key(7, gpuA)}
+	k := []faultstream.Key{key(7, gpuA), key(9, gpuA)}
 	runSteps(t, e, r, []step{
-		{0, k, []verdict{advised(7, gpuA, strideAdvice)}, []string{"SetPrefetchFor 7 stride"}},
+		{0, k, []verdict{advised(7, gpuA, strideAdvice), advised(9, gpuA, randAdvice)}, []string{"SetPrefetchFor 7 stride"}},
 		{time.Second, k, []verdict{advised(7, gpuA, seqAdvice)}, []string{"SetPrefetchFor 7 always_max"}},
 		{2 * time.Second, k, []verdict{{key: key(7, gpuA)}}, nil},
 	})
+	require.NoError(t, e.stop())
+	assert.Equal(t, []string{"ClearPrefetchFor 7"}, r.take())
+	assert.Equal(t, map[uint32]gpuext.Prefetch{9: gpuext.PrefetchSequential}, r.prefetch)
 }
 
 // TestEnforcePriorityBaseKept: an adopted policy whose eviction is
