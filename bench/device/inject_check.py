@@ -62,8 +62,10 @@ def fatbin(ptx, arch):
     """A fat binary of one PTX entry, laid out as devrt/src/fatbin.c reads."""
     payload = ptx + b"\0"
     payload += b"\0" * (-len(payload) % 8)
-    entry = struct.pack("<HHIQIIHHIIIQQQ", 1, 0x0101, 64, len(payload), 0, 0x40,
-                        0, 8, arch, 0, 0, 0x11, 0, 0) + payload
+    # A PTX entry's header is 72 bytes: its options (offset 64) are the
+    # offset and size of ptxas options, none here.
+    entry = struct.pack("<HHIQIIHHIIIQQQII", 1, 0x0101, 72, len(payload), 0, 64,
+                        0, 8, arch, 0, 0, 0x11, 0, 0, 0, 0) + payload
     return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(entry)) + entry
 
 

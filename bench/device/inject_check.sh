@@ -30,7 +30,9 @@ status=0
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	cd devrt/devrttest
 	"$ROOT/.device/inject/devrttest.test" -test.run 'TestInject' -test.v -test.count=1 || status=1
-	"$ROOT/.device/inject/devrttest.test" -test.run XXX -test.bench 'BenchmarkInject|BenchmarkDevrtOverhead/without' \
-		-test.benchtime 3000000x -test.count 5 || status=1
+	"$ROOT/.device/inject/devrttest.test" -test.run XXX -test.bench 'BenchmarkInjectLaunch' \
+		-test.benchtime 3000000x -test.count ${COUNT:-5} || status=1
+	"$ROOT/.device/inject/devrttest.test" -test.run XXX -test.bench 'BenchmarkInjectModulePatch' \
+		-test.benchtime 5x -test.count 1 || status=1
 } 2>&1 | tee "$OUT/inject_check.txt"
 exit $status

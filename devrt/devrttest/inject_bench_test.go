@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -135,7 +136,8 @@ func firstEntry(ptx string) string {
 	return rest[:strings.IndexAny(rest, " \t\n(")]
 }
 
-// injectEvents reads the injection records of every ring in dir.
+// injectEvents reads the injection records of every ring in dir, in the
+// order they were written.
 func injectEvents(b testing.TB, dir string) []devrtinject.Event {
 	paths, _ := filepath.Glob(filepath.Join(dir, "gpuext-devrt-*.ring"))
 	var out []devrtinject.Event
@@ -144,5 +146,6 @@ func injectEvents(b testing.TB, dir string) []devrtinject.Event {
 		ir.readRingTB(b, p)
 		out = append(out, ir.events...)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TS < out[j].TS })
 	return out
 }

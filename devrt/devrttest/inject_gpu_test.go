@@ -26,6 +26,16 @@ type gpuRun struct {
 	Error    string   `json:"error"`
 }
 
+// shmSocketDir is a short directory on tmpfs, as a ring directory must be
+// for the region to be registered (devrt/src/inject.c, region_make).
+func shmSocketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "inj")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // TestInjectOnGPU is device probe injection against the real driver: each
 // loading path of bench/device/inject_check.py under devrt, without a
 // collector and with the injecttest Patcher marking the region from the
@@ -41,7 +51,7 @@ func TestInjectOnGPU(t *testing.T) {
 	lib := filepath.Join(devrtDir(t), "libgpuext-devrt.so")
 	script, err := filepath.Abs(filepath.Join("..", "..", "bench", "device", "inject_check.py"))
 	require.NoError(t, err)
-	run := func(mode, dir string) gpuRun {
+	run := func(t *testing.T, mode, dir string) gpuRun {
 		cmd := exec.Command(py, script)
 		cmd.Env = append(os.Environ(), "MODE="+mode, "LD_PRELOAD="+lib, "GPUEXT_DEVRT_DIR="+dir)
 		out, err := cmd.Output()
@@ -52,16 +62,16 @@ func TestInjectOnGPU(t *testing.T) {
 	}
 	for _, mode := range []string{"ptx", "ptxex", "fatbin", "library"} {
 		t.Run(mode, func(t *testing.T) {
-			plain := run(mode, shortSocketDir(t))
+			plain := run(t, mode, shmSocketDir(t))
 			require.True(t, plain.OK, "%+v", plain)
 			require.Empty(t, plain.Marks)
 
-			dir := shortSocketDir(t)
+			dir := shmSocketDir(t)
 			p := &injecttest.Patcher{SharedSize: 4096, Mark: true}
 			serve(t, dir, p)
 			var runs []gpuRun
 			for range 2 {
-				runs = append(runs, run(mode, dir))
+				runs = append(runs, run(t, mode, dir))
 			}
 			evs := injectEvents(t, dir)
 			require.Len(t, evs, 2)
@@ -69,7 +79,7 @@ func TestInjectOnGPU(t *testing.T) {
 				e := evs[i]
 				require.True(t, r.OK, "%+v", r)
 				require.Equal(t, plain.Value, r.Value)
-				require.Equal(t, devrtinject.OutPatched, e.Outcome, "%+v", e)
+				require.Equal(t, devrtinject.OutPatched, e.Outcome, "%+v %q", e, e.Text)
 				require.Equal(t, []uint64{injecttest.MarkValue}, r.Marks, "the twin ran and reached the region")
 				require.Zero(t, r.Left, "the region goes with the module")
 				require.Equal(t, uint32(1), e.Kernels)

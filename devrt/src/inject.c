@@ -292,17 +292,24 @@ static void emit(struct inj_try *x, __u32 outcome, __u32 reason)
 	devrt_ring_write(e, sizeof(*e));
 }
 
-/* The region: a file beside the ring, shared, mapped for the device. */
+/*
+ * The region: a file beside the ring, shared, mapped for the device.  On
+ * failure *step names what failed.  The ring directory must be on tmpfs
+ * (/dev/shm) or hugetlbfs: since Linux 6.5 the long-term pin that
+ * cuMemHostRegister takes is refused for other file-backed pages.
+ */
 static int region_make(struct inj_mod *m, __u64 size, CUdeviceptr *dptr,
-		       CUresult *res)
+		       CUresult *res, const char **step)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	size_t len = (size_t)((size + (__u64)pg - 1) & ~((__u64)pg - 1));
 	void *p;
 	int fd;
 
+	*step = "driver: no cuMemHostRegister";
 	if (!idrv.host_register || !idrv.host_dptr)
 		return -1;
+	*step = "region file";
 	snprintf(m->path, sizeof(m->path), "%s/gpuext-devmaps-%d-%llu.maps",
 		 devrt.cfg.dir, (int)devrt.pid,
 		 (unsigned long long)devrt_now());
@@ -323,6 +330,7 @@ static int region_make(struct inj_mod *m, __u64 size, CUdeviceptr *dptr,
 	}
 	m->region = p;
 	m->region_size = len;
+	*step = "cuMemHostRegister";
 	*res = idrv.host_register(p, len, CU_MEMHOSTREGISTER_DEVICEMAP);
 	if (*res != CUDA_SUCCESS) {
 		munmap(p, len);
@@ -330,6 +338,7 @@ static int region_make(struct inj_mod *m, __u64 size, CUdeviceptr *dptr,
 		m->region = NULL;
 		return -1;
 	}
+	*step = "cuMemHostGetDevicePointer";
 	*res = idrv.host_dptr(dptr, p, 0);
 	if (*res != CUDA_SUCCESS) {
 		region_free(m);
@@ -339,14 +348,17 @@ static int region_make(struct inj_mod *m, __u64 size, CUdeviceptr *dptr,
 }
 
 /* Writes dptr into the patched module's __gpuext_shared. */
-static int region_bind(struct inj_mod *m, CUdeviceptr dptr, CUresult *res)
+static int region_bind(struct inj_mod *m, CUdeviceptr dptr, CUresult *res,
+		       const char **step)
 {
 	htod_fn htod = (htod_fn)devrt_real(DEVRT_SYM_cuMemcpyHtoD_v2);
 	CUdeviceptr g = 0;
 	size_t gsize = 0;
 
+	*step = "driver: no cuModuleGetGlobal";
 	if (!htod || !(m->lib ? (void *)idrv.lib_global : (void *)idrv.mod_global))
 		return -1;
+	*step = m->lib ? "cuLibraryGetGlobal" : "cuModuleGetGlobal";
 	*res = m->lib ? idrv.lib_global(&g, &gsize, m->patched,
 					GPUEXT_INJ_SHARED_GLOBAL) :
 			idrv.mod_global(&g, &gsize, m->patched,
@@ -354,9 +366,10 @@ static int region_bind(struct inj_mod *m, CUdeviceptr dptr, CUresult *res)
 	if (*res != CUDA_SUCCESS)
 		return -1;
 	if (gsize != sizeof(dptr)) {
-		*res = 1; /* CUDA_ERROR_INVALID_VALUE: not a .u64 */
+		*step = "__gpuext_shared is not 8 bytes";
 		return -1;
 	}
+	*step = "cuMemcpyHtoD";
 	*res = htod(g, &dptr, sizeof(dptr));
 	return *res == CUDA_SUCCESS ? 0 : -1;
 }
@@ -470,9 +483,12 @@ static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
 		return;
 	}
 	if (a->shared_size) {
-		if (region_make(m, a->shared_size, &dptr, &r) ||
-		    region_bind(m, dptr, &r)) {
+		const char *step = "";
+
+		if (region_make(m, a->shared_size, &dptr, &r, &step) ||
+		    region_bind(m, dptr, &r, &step)) {
 			e->cuda_result = r;
+			snprintf(e->text, sizeof(e->text), "%s", step);
 			mod_free(m);
 			emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_SHARED);
 			return;

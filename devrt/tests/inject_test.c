@@ -194,21 +194,25 @@ static size_t put_fatbin(unsigned char *b, const struct entry *e, int n)
 	for (i = 0; i < n; i++) {
 		unsigned char *h = b + off;
 		size_t padded = (e[i].len + 7) & ~(size_t)7;
-		unsigned int u32;
+		/* PTX: 8 more bytes of (no) ptxas options at 64 */
+		unsigned int hs = e[i].kind == 1 ? 72 : 64, u32;
 		unsigned short u16;
 
-		memset(h, 0, 64 + padded);
+		memset(h, 0, hs + padded);
 		memcpy(h, &e[i].kind, 2);
 		u16 = 0x0101, memcpy(h + 2, &u16, 2);
-		u32 = 64, memcpy(h + 4, &u32, 4);
+		memcpy(h + 4, &hs, 4);
 		v = padded, memcpy(h + 8, &v, 8);
 		u32 = e[i].compressed ? (unsigned int)e[i].len : 0;
 		memcpy(h + 16, &u32, 4);
 		memcpy(h + 28, &e[i].arch, 4);
 		v = 0x11 | (e[i].compressed ? 0x2000 : 0), memcpy(h + 48, &v, 8);
 		v = e[i].compressed ? e[i].dlen : 0, memcpy(h + 56, &v, 8);
-		memcpy(h + 64, e[i].payload, e[i].len);
-		off += 64 + padded;
+		if (e[i].kind == 1) {
+			u32 = 64, memcpy(h + 20, &u32, 4);
+		}
+		memcpy(h + hs, e[i].payload, e[i].len);
+		off += hs + padded;
 	}
 	v = off - 16;
 	memcpy(b + 8, &v, 8);
@@ -247,7 +251,7 @@ static void test_image(void)
 
 	/* the newest PTX the device can JIT; directly or through the wrapper */
 	put_fatbin(b, e, 3);
-	CHECK(devrt_image_ptx(fb, 90, &px) == 0 && px.ptx == (char *)b + 16 + 64 + 64 + 64 &&
+	CHECK(devrt_image_ptx(fb, 90, &px) == 0 && px.ptx == (char *)b + 16 + 72 + 64 + 72 &&
 	      px.len == strlen(ptx90) && px.image == GPUEXT_INJ_IMAGE_FATBIN);
 	CHECK(devrt_image_ptx(&wrapper, 86, &px) == 0 && px.len == strlen(ptx80) &&
 	      !memcmp(px.ptx, ptx80, px.len));

@@ -510,8 +510,9 @@ static const unsigned char sass_cubin[64] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
  * cubin above, sm_90), laid out as nvcc does: 16-byte header, then per
  * entry a 64-byte header {kind 1 PTX / 2 ELF, 0x0101, header size, payload
  * size, compressed size, options offset, minor, major, arch, name offset,
- * name length, flags (64-bit | Linux), 0, decompressed size} and the
- * payload, padded to 8 bytes.  Returns the bytes, 8-aligned (static).
+ * name length, flags (64-bit | Linux), 0, decompressed size} (a PTX
+ * entry's is 72 bytes: its options at 64, the offset and size of ptxas
+ * options, none here) and the payload, padded to 8 bytes.  Returns the bytes, 8-aligned (static).
  */
 static const void *build_fatbin(const char *ptx, unsigned int arch)
 {
@@ -530,14 +531,14 @@ static const void *build_fatbin(const char *ptx, unsigned int arch)
 	e = b + off;
 	u16 = 1, memcpy(e, &u16, 2);
 	u16 = 0x0101, memcpy(e + 2, &u16, 2);
-	u32 = 64, memcpy(e + 4, &u32, 4);
+	u32 = 72, memcpy(e + 4, &u32, 4);
 	size = plen, memcpy(e + 8, &size, 8);
-	u32 = 0x40, memcpy(e + 20, &u32, 4);
+	u32 = 64, memcpy(e + 20, &u32, 4);
 	u16 = 8, memcpy(e + 26, &u16, 2);
 	memcpy(e + 28, &arch, 4);
 	memcpy(e + 48, &flags, 8);
-	memcpy(e + 64, ptx, strlen(ptx));
-	off += 64 + plen;
+	memcpy(e + 72, ptx, strlen(ptx));
+	off += 72 + plen;
 	/* ELF */
 	e = b + off;
 	u16 = 2, memcpy(e, &u16, 2);
