@@ -365,7 +365,7 @@ func (r *kernelRewriter) block(b *Block, top bool) (*Block, error) {
 	entryDone := !top || len(r.probes[SiteEntry]) == 0
 	for _, s := range b.Stmts {
 		switch s.(type) {
-		case *RegDecl, *Var:
+		case *RegDecl, *Var, *Pragma: // entry-scope pragmas stay ahead of the code
 		default:
 			if !entryDone {
 				out.Stmts = append(out.Stmts, r.site(SiteEntry, nil, nil, r.f.Pos, "")...)

@@ -487,3 +487,21 @@ func TestInstrumentProbes(t *testing.T) {
 		t.Errorf("bad probe glob: %v", err)
 	}
 }
+
+// TestInstrumentEntryPlacement: the entry site goes after the leading
+// declarations and entry-scope pragmas, before the first label or code.
+func TestInstrumentEntryPlacement(t *testing.T) {
+	m := linked(t, testHeader+".visible .entry k()\n{\n.reg .b32 %r<2>;\n.pragma \"nounroll\";\n.shared .b8 s[4];\n$L0:\nret;\n}\n")
+	if _, err := Instrument(m, Spec{Entry: []string{p0}}); err != nil {
+		t.Fatal(err)
+	}
+	it, _ := m.Lookup("k")
+	var kinds []string
+	for _, s := range it.(*Function).Body.Stmts {
+		kinds = append(kinds, strings.TrimPrefix(fmt.Sprintf("%T", s), "*ptx."))
+	}
+	want := "Var RegDecl RegDecl Pragma Var Instruction Instruction Instruction Instruction Instruction Instruction Instruction Instruction Block Label Instruction"
+	if strings.Join(kinds, " ") != want {
+		t.Errorf("body %s\nwant %s", strings.Join(kinds, " "), want)
+	}
+}
