@@ -18,6 +18,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}
 T=${PTXTOOL:-build/ptxtool}
 W=$(mktemp -d /tmp/ptxcheck.XXXX)
+trap 'rm -rf "$W"' EXIT
 PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
 export PATH=/usr/local/cuda/bin:$PATH
 mkdir -p "$OUT"

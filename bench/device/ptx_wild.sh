@@ -17,6 +17,7 @@ OUT=${OUT:-/tmp/out}
 T=$ROOT/${PTXTOOL:-build/ptxtool}
 SAMPLE=${1:-300}
 W=$(mktemp -d /tmp/ptxwild.XXXX)
+trap 'rm -rf "$W"' EXIT
 export PATH=/usr/local/cuda/bin:$PATH
 mkdir -p "$OUT"
 SP=$(ls -d /opt/torch/.venv/lib/python3*/site-packages)
