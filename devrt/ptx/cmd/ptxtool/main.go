@@ -11,6 +11,7 @@
 //	    -fragment F   link fragment F (.func/.global only) first
 //	    -kernels L    comma-separated names or globs (default: all)
 //	    -entry/-exit/-load/-store P   comma-separated probe functions per site kind
+//	    -probe FUNC:KIND[:GLOB,...]   a probe for one kind in some kernels (repeatable)
 //	    -generic -atomics             also generic ld/st, and atom/red as stores
 //	    -o OUT -report R.json
 package main
@@ -168,6 +169,8 @@ func instrument(args []string) error {
 	exit := fs.String("exit", "", "probes at exits")
 	load := fs.String("load", "", "probes before loads")
 	store := fs.String("store", "", "probes before stores")
+	var probes probeFlags
+	fs.Var(&probes, "probe", "FUNC:KIND[:GLOB,...] attaches FUNC at entry|exit|load|store sites of the kernels GLOB selects (repeatable)")
 	generic := fs.Bool("generic", false, "also generic ld/st")
 	atomics := fs.Bool("atomics", false, "atom/red as store sites")
 	out := fs.String("o", "", "output file (default stdout)")
@@ -195,7 +198,7 @@ func instrument(args []string) error {
 	}
 	rep, err := ptx.Instrument(m, ptx.Spec{
 		Kernels: list(*kernels), Entry: list(*entry), Exit: list(*exit), Load: list(*load), Store: list(*store),
-		Generic: *generic, Atomics: *atomics,
+		Probes: probes, Generic: *generic, Atomics: *atomics,
 	})
 	if err != nil {
 		return err
@@ -216,4 +219,27 @@ func instrument(args []string) error {
 		}
 	}
 	return output(*out, ptx.Write(m))
+}
+
+// probeFlags collects -probe FUNC:KIND[:GLOB,...] values.
+type probeFlags []ptx.Probe
+
+func (p *probeFlags) String() string { return fmt.Sprint(*p) }
+
+func (p *probeFlags) Set(v string) error {
+	parts := strings.SplitN(v, ":", 3)
+	if len(parts) < 2 || parts[0] == "" {
+		return fmt.Errorf("want FUNC:KIND[:GLOB,...], got %q", v)
+	}
+	kinds := map[string]ptx.SiteKind{"entry": ptx.SiteEntry, "exit": ptx.SiteExit, "load": ptx.SiteLoad, "store": ptx.SiteStore}
+	k, ok := kinds[parts[1]]
+	if !ok {
+		return fmt.Errorf("site kind %q: want entry, exit, load or store", parts[1])
+	}
+	pr := ptx.Probe{Func: parts[0], Kind: k}
+	if len(parts) == 3 {
+		pr.Kernels = list(parts[2])
+	}
+	*p = append(*p, pr)
+	return nil
 }

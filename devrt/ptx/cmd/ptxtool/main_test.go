@@ -55,3 +55,21 @@ func TestInstrumentAndCheck(t *testing.T) {
 		t.Errorf("check with a missing file: %v", err)
 	}
 }
+
+func TestProbeFlag(t *testing.T) {
+	var p probeFlags
+	if err := p.Set("__gpuext_probe_1:exit:vec_*,early_exits"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Set("__gpuext_probe_0:entry"); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.String(); got != "[{__gpuext_probe_1 exit [vec_* early_exits]} {__gpuext_probe_0 entry []}]" {
+		t.Errorf("flags %s", got)
+	}
+	for _, bad := range []string{"f", ":exit", "f:middle"} {
+		if err := p.Set(bad); err == nil {
+			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+}
