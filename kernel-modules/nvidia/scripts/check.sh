@@ -51,6 +51,9 @@ say() { echo "nvidia-patch-check: $*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
 start=$(date +%s)
 mkdir -p "$DIR"
+# One run at a time: the work tree and outputs are shared.
+exec 9>"$DIR/.lock"
+flock 9
 
 # 1. The pinned tree, once; a fresh copy with the series applied, every run.
 if [ ! -d "$UPSTREAM/.git" ]; then
