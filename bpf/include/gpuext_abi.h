@@ -896,6 +896,9 @@ enum gpuext_inj_reason {
 	GPUEXT_INJ_R_NO_MEMORY = 13,
 	GPUEXT_INJ_R_DRIVER = 14,      /* a driver function injection needs is missing */
 	GPUEXT_INJ_R_TABLE_FULL = 15,  /* devrt's redirect table is full */
+	GPUEXT_INJ_R_REFUSED = 16,     /* later: the twin refused a setting or a launch
+	                                * the original took; the module's redirects are
+	                                * dropped (a record of its own, api 0) */
 };
 
 /* struct gpuext_inject_event.flags */

@@ -460,3 +460,48 @@ func TestInjectCParts(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, "inject-test: ok\n", string(out))
 }
+
+// TestInjectTwinRefused: twins that refuse the program's launches (their
+// .maxntid is below its blocks) are dropped at their first refused launch,
+// which is made again with the original: the program sees only successes,
+// every launch ran an original, and one record per module says why.
+func TestInjectTwinRefused(t *testing.T) {
+	h := newHarness(t)
+	plain := runInject(t, h, false, "")
+	dir := shortSocketDir(t)
+	serve(t, dir, &injecttest.Patcher{SharedSize: 64, MaxNTID: 16})
+	ir := runInject(t, h, true, dir)
+	require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+	for _, name := range []string{"_Z6vecAddPfS_S_i", "_Z5scalePfi", "add_kernel"} {
+		orig, other := ir.launchesOf(name)
+		require.Equal(t, 2*injectN-map[string]int{"add_kernel": injectN}[name], orig+other, name)
+		for _, l := range ir.launches {
+			if l.Name == name && l.Patched {
+				require.Zero(t, l.Launches, "%+v", l)
+			}
+		}
+	}
+	var patched, refused []devrtinject.Event
+	for _, e := range ir.events {
+		switch e.Outcome {
+		case devrtinject.OutPatched:
+			patched = append(patched, e)
+		case devrtinject.OutFailed:
+			require.Equal(t, devrtinject.ReasonRefused, e.Reason)
+			require.Equal(t, "launch", e.Text)
+			require.Equal(t, int32(1), e.CUDAResult, "CUDA_ERROR_INVALID_VALUE")
+			require.Zero(t, e.API)
+			refused = append(refused, e)
+		}
+	}
+	require.Len(t, patched, 5)
+	require.Len(t, refused, 5, "each patched module, at its first launch")
+	mods := map[uint64]bool{}
+	for _, e := range patched {
+		mods[e.Module] = true
+	}
+	for _, e := range refused {
+		require.True(t, mods[e.Module], "%x", e.Module)
+		delete(mods, e.Module)
+	}
+}

@@ -208,6 +208,11 @@
 	/* unloads: not reported; injection unloads the patched twin (inject.c) */ \
 	H(cuModuleUnload, NONE, 0, 0) \
 	H(cuLibraryUnload, NONE, 0, 0) \
+	/* settings: not reported; injection makes them on the twin too (inject.c) */ \
+	H(cuFuncSetAttribute, NONE, 0, 0) \
+	H(cuFuncSetCacheConfig, NONE, 0, 0) \
+	H(cuKernelSetAttribute, NONE, 0, 0) \
+	H(cuKernelSetCacheConfig, NONE, 0, 0) \
 	/* driver entry points: interposed, not reported */ \
 	H(cuGetProcAddress, NONE, 0, DF_ENTRY) \
 	H(cuGetProcAddress_v2, NONE, 0, DF_ENTRY) \

@@ -631,6 +631,50 @@ void devrt_inject_unload(void *mod)
 	}
 }
 
+/*
+ * The twin of a module refused what the original took (a launch, or a
+ * setting the program made): the module's kernels run their originals from
+ * now on, and a record says so.  Cold path.
+ */
+static void drop(void *orig_key, CUresult twin, const char *what)
+{
+	struct inj_try x;
+	struct inj_mod *m;
+	__u32 i;
+
+	pthread_mutex_lock(&inj_lock);
+	for (m = mods; m; m = m->next) {
+		for (i = 0; i < m->nkeys && m->keys[i] != orig_key; i++)
+			;
+		if (i < m->nkeys)
+			break;
+	}
+	if (m)
+		for (i = 0; i < m->nkeys; i++)
+			rd_set(m->keys[i], NULL);
+	pthread_mutex_unlock(&inj_lock);
+	if (!m || __atomic_load_n(&devrt.state, __ATOMIC_ACQUIRE) != DEVRT_ACTIVE)
+		return;
+	memset(&x, 0, sizeof(x));
+	x.t0 = devrt_now();
+	x.ev.kind = GPUEXT_KIND_INJECT;
+	x.ev.source = GPUEXT_SOURCE_DEVRT;
+	x.ev.flags = m->lib ? GPUEXT_IF_LIBRARY : 0;
+	x.ev.pid = (__u32)devrt.pid;
+	x.ev.tid = devrt_tid();
+	x.ev.module = (__u64)(uintptr_t)m->orig;
+	x.ev.cuda_result = twin;
+	snprintf(x.ev.text, sizeof(x.ev.text), "%s", what);
+	emit(&x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_REFUSED);
+}
+
+void devrt_inject_refused(void *orig, CUresult twin, CUresult res)
+{
+	/* Both refused: the program's own error, returned as it is. */
+	if (res == CUDA_SUCCESS)
+		drop(orig, twin, "launch");
+}
+
 /* A forked child keeps its parent's tables (the same handles are as good
  * or as bad in it as the modules themselves); only the lock starts over. */
 static void inject_atfork_child(void)
@@ -705,3 +749,42 @@ DEVRT_EXPORT CUresult sym(type h)					\
 
 UNLOAD_WRAPPER(cuModuleUnload, CUmodule)
 UNLOAD_WRAPPER(cuLibraryUnload, CUlibrary)
+
+/*
+ * Settings of a kernel (dynamic shared memory above 48 KiB, cache and
+ * carveout preferences): the program's call first, then, if it took and
+ * the kernel has a twin, the same call on the twin, which must launch with
+ * whatever the original may.  A twin that refuses is dropped.
+ */
+#define SETTING_WRAPPER(sym, params, key, real_args, twin_args)		\
+DEVRT_EXPORT CUresult sym params					\
+{									\
+	__typeof__(&sym) real_ =					\
+		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
+	void *twin_;							\
+	CUresult r_, t_;						\
+									\
+	if (unlikely(!real_))						\
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
+	r_ = real_ real_args;						\
+	if (r_ != CUDA_SUCCESS || !__atomic_load_n(&devrt_inj_live,	\
+						   __ATOMIC_RELAXED) ||	\
+	    (twin_ = devrt_inject_lookup((void *)(key))) == (void *)(key)) \
+		return r_;						\
+	devrt_t.busy++;							\
+	t_ = real_ twin_args;						\
+	if (t_ != CUDA_SUCCESS)						\
+		drop((void *)(key), t_, #sym);				\
+	devrt_t.busy--;							\
+	return r_;							\
+}
+
+SETTING_WRAPPER(cuFuncSetAttribute, (CUfunction f, int attrib, int value), f,
+		(f, attrib, value), ((CUfunction)twin_, attrib, value))
+SETTING_WRAPPER(cuFuncSetCacheConfig, (CUfunction f, int config), f,
+		(f, config), ((CUfunction)twin_, config))
+SETTING_WRAPPER(cuKernelSetAttribute,
+		(int attrib, int value, CUkernel k, CUdevice dev), k,
+		(attrib, value, k, dev), (attrib, value, (CUkernel)twin_, dev))
+SETTING_WRAPPER(cuKernelSetCacheConfig, (CUkernel k, int config, CUdevice dev),
+		k, (k, config, dev), ((CUkernel)twin_, config, dev))

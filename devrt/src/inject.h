@@ -37,12 +37,16 @@ static inline CUfunction devrt_inject_fn(CUfunction f)
 	return (CUfunction)devrt_inject_lookup((void *)f);
 }
 
+void devrt_inject_refused(void *orig, CUresult twin, CUresult res);
+
 /*
- * DEVRT_INJECT_REDIRECT(sym) in a generated wrapper (wrappers.c): for the
- * launch rows below, whose CUfunction parameter is f, redirect f after the
- * record captured the original (the collector names kernels by it); for
- * every other row, nothing.  A row is selected by defining
- * DEVRT_INJ_RD_<sym> as "~, 1".
+ * DEVRT_INJECT_CALL(sym, call) in a generated wrapper (wrappers.c) is the
+ * real call.  For the launch rows below, whose CUfunction parameter is f,
+ * it redirects f (after the record captured the original: the collector
+ * names kernels by it), and a launch the twin refuses is made again with
+ * the original (devrt_inject_refused drops the module's redirects if the
+ * original takes it); for every other row, just call.  A row is selected
+ * by defining DEVRT_INJ_RD_<sym> as "~, 1".
  */
 #define DEVRT_INJ_RD_cuLaunchKernel ~, 1
 #define DEVRT_INJ_RD_cuLaunchKernel_ptsz ~, 1
@@ -57,9 +61,27 @@ static inline CUfunction devrt_inject_fn(CUfunction f)
 #define DEVRT_INJ_IF_(c) DEVRT_INJ_IF__(c)
 #define DEVRT_INJ_IF_0(...)
 #define DEVRT_INJ_IF_1(...) __VA_ARGS__
-#define DEVRT_INJECT_REDIRECT(sym)					\
-	DEVRT_INJ_IF_(DEVRT_INJ_SECOND(DEVRT_INJ_RD_##sym, 0, ~))(	\
-		f = devrt_inject_fn(f);)
+#define DEVRT_INJ_SELECT_(c) DEVRT_INJ_SELECT__(c)
+#define DEVRT_INJ_SELECT__(c) DEVRT_INJ_CALL_##c
+#define DEVRT_INJ_CALL_0(call) (call)
+#define DEVRT_INJ_CALL_1(call)						\
+	({								\
+		CUfunction o_ = f;					\
+		CUresult r_;						\
+									\
+		f = devrt_inject_fn(f);					\
+		r_ = (call);						\
+		if (unlikely(r_ != CUDA_SUCCESS && f != o_)) {		\
+			CUresult t_ = r_;				\
+									\
+			f = o_;						\
+			r_ = (call);					\
+			devrt_inject_refused((void *)o_, t_, r_);	\
+		}							\
+		r_;							\
+	})
+#define DEVRT_INJECT_CALL(sym, call)					\
+	DEVRT_INJ_SELECT_(DEVRT_INJ_SECOND(DEVRT_INJ_RD_##sym, 0, ~))(call)
 
 /* ---- module loads (inject.c) --------------------------------------------- */
 
@@ -73,6 +95,11 @@ CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *jo,
 			   void **lv, unsigned int ln);
 CUresult cuModuleUnload(CUmodule m);
 CUresult cuLibraryUnload(CUlibrary l);
+/* Settings of an original, made on its twin too (inject.c). */
+CUresult cuFuncSetAttribute(CUfunction f, int attrib, int value);
+CUresult cuFuncSetCacheConfig(CUfunction f, int config);
+CUresult cuKernelSetAttribute(int attrib, int value, CUkernel k, CUdevice dev);
+CUresult cuKernelSetCacheConfig(CUkernel k, int config, CUdevice dev);
 
 /* After a successful load of image into *mod (a CUmodule, or a CUlibrary
  * with lib set) by the call api: patch it if the collector wants to. */

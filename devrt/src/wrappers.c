@@ -82,12 +82,9 @@ DEVRT_EXPORT CUresult sym params					\
 									\
 	if (unlikely(!real_))						\
 		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
-	if (!devrt_begin(&call_, DEVRT_SYM_##sym, args_, NELEM(args_))) { \
-		DEVRT_INJECT_REDIRECT(sym)				\
-		return real_ names;					\
-	}								\
-	DEVRT_INJECT_REDIRECT(sym)					\
-	res_ = real_ names;						\
+	if (!devrt_begin(&call_, DEVRT_SYM_##sym, args_, NELEM(args_)))	\
+		return DEVRT_INJECT_CALL(sym, real_ names);		\
+	res_ = DEVRT_INJECT_CALL(sym, real_ names);			\
 	devrt_end(&call_, res_);					\
 	return res_;							\
 }

@@ -56,11 +56,12 @@ const (
 	ReasonNoMemory    Reason = 13
 	ReasonDriver      Reason = 14
 	ReasonTableFull   Reason = 15
+	ReasonRefused     Reason = 16 // later: the twin refused what the original took
 )
 
 var reasonNames = [...]string{"none", "sass_only", "compressed", "bad_image", "too_large",
 	"connect", "timeout", "io", "bad_response", "server", "load", "shared", "function",
-	"no_memory", "driver", "table_full"}
+	"no_memory", "driver", "table_full", "refused"}
 
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {

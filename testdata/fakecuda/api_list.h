@@ -38,6 +38,8 @@
 	D(cuLibraryUnload)			\
 	D(cuLibraryGetKernel)			\
 	D(cuKernelGetFunction)			\
+	D(cuFuncSetAttribute)			\
+	D(cuKernelSetAttribute)		\
 	D(cuModuleGetGlobal_v2)		\
 	D(cuLibraryGetGlobal)			\
 	D(cuMemHostRegister_v2)		\

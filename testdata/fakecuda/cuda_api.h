@@ -73,6 +73,10 @@ CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev);
 CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
 			    const char *name);
 CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
+			    int value);
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val,
+			      CUkernel kernel, CUdevice dev);
 
 /* Streams and events */
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);

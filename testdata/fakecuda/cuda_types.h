@@ -74,6 +74,7 @@ typedef struct CUlaunchAttribute_st CUlaunchAttribute;
 /* Enums that the real header declares as enum types (all int-sized). */
 typedef int CUjit_option;
 typedef int CUlibraryOption;
+typedef int CUfunction_attribute;
 typedef int CUmem_advise;
 typedef int CUmemorytype;
 typedef int CUmemLocationType;

@@ -76,7 +76,8 @@
 #define FC_API __attribute__((noinline, used, visibility("default")))
 
 #define FAKE_DRIVER_VERSION	13000		/* cuDriverGetVersion */
-#define MAX_DYN_SHARED_MEM	(48u * 1024)	/* no cuFuncSetAttribute here */
+#define MAX_DYN_SHARED_MEM	(48u * 1024)	/* more: cuFuncSetAttribute */
+#define MAX_DYN_SHARED_OPTIN	(227u * 1024)	/* what an sm_90 opts in to */
 #define MAX_COOP_BLOCKS		(132u * 16)	/* 132 SMs x 16 blocks */
 
 /* ------------------------------------------------------------------------ */
@@ -108,6 +109,9 @@ static unsigned long long fc_copy_ns;
 static int fc_async;
 static char *fc_counts_file;
 static char *fc_launch_file;	/* FAKECUDA_LAUNCH_FILE */
+static unsigned int func_dyn_shared(const void *f);
+static unsigned int fc_any_maxntid;	/* a module declares .maxntid */
+static unsigned int kernel_maxntid(const void *f);
 /* Module contents (below): what launches and copies tell them. */
 static void mod_launched(const void *f);
 static void mod_global_write(CUdeviceptr dst, const void *src, size_t n);
@@ -766,7 +770,10 @@ static CUresult launch_check(CUfunction f, unsigned int gx, unsigned int gy,
 	if (gx > 0x7fffffffu || gy > 65535 || gz > 65535 || bz > 64 ||
 	    (unsigned long long)bx * by * bz > 1024)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (shmem > MAX_DYN_SHARED_MEM)
+	if (shmem > MAX_DYN_SHARED_MEM && shmem > func_dyn_shared(f))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (__atomic_load_n(&fc_any_maxntid, __ATOMIC_RELAXED) &&
+	    (unsigned long long)bx * by * bz > kernel_maxntid(f))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (params && extra)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1246,8 +1253,10 @@ FC_API CUresult cuCtxSynchronize(void)
  * PTX declares the .global __gpuext_shared has that global (8 bytes of
  * device memory whose writes through cuMemcpyHtoD are kept).  Images
  * without PTX (cubins, empty fat binaries) keep the old behaviour: any name
- * resolves, to a new handle each time.  Scanning is plain text search: this
- * is a test double, not a PTX parser.
+ * resolves, to a new handle each time.  A module's smallest .maxntid bounds the
+ * threads of a launch of any of its kernels (the real driver refuses larger
+ * blocks).  Scanning is plain text search: this is a test double, not a PTX
+ * parser.
  *
  * FAKECUDA_LAUNCH_FILE (%p: the pid): at unload, one JSON line per kernel
  * handed out: module, kernel name, handle, launches of it (any launch
@@ -1271,6 +1280,7 @@ struct fc_mod {
 	unsigned int nkernels;
 	struct fc_kernel kernels[FC_MAX_KERNELS];
 	int has_shared;
+	unsigned int maxntid;		/* the smallest .maxntid (0: none) */
 	CUdeviceptr shared;		/* the global, once asked for */
 	unsigned long long shared_val;
 	size_t shared_reg;		/* registered range it pointed into then */
@@ -1342,6 +1352,13 @@ static void mod_register(void *handle, int lib, const void *image)
 	}
 	s = strstr(ptx, FC_SHARED_NAME);
 	m->has_shared = s && strstr(ptx, ".global") != NULL;
+	for (s = strstr(ptx, ".maxntid "); s; s = strstr(s + 9, ".maxntid ")) {
+		unsigned int v = (unsigned int)strtoul(s + 9, NULL, 10);
+
+		if (v && (!m->maxntid || v < m->maxntid))
+			m->maxntid = v;
+		__atomic_store_n(&fc_any_maxntid, 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_lock(&fc_mod_lock);
 	if (fc_nmods < FC_MAX_MODS)
 		fc_mods[fc_nmods++] = m;
@@ -1429,6 +1446,26 @@ static CUresult mod_global(CUdeviceptr *dptr, size_t *bytes,
 
 /* The size of the registered, device-mapped range holding p, or 0.
  * Caller holds fc_mod_lock. */
+static unsigned int kernel_maxntid(const void *f)
+{
+	unsigned int i, k, v = ~0U;
+
+	pthread_mutex_lock(&fc_mod_lock);
+	for (i = 0; i < fc_nmods; i++) {
+		struct fc_mod *m = fc_mods[i];
+
+		for (k = 0; k < m->nkernels; k++) {
+			void *h = m->kernels[k].handle;
+
+			if (h && m->maxntid && (h == f || (m->lib &&
+					handle_seq(h) == handle_seq(f))))
+				v = m->maxntid;
+		}
+	}
+	pthread_mutex_unlock(&fc_mod_lock);
+	return v;
+}
+
 static size_t hostreg_size(unsigned long long p)
 {
 	unsigned int i;
@@ -1834,6 +1871,83 @@ FC_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 		return CUDA_ERROR_INVALID_HANDLE;
 	*pFunc = handle_make(HK_FUNCTION, handle_seq(kernel));
 	return CUDA_SUCCESS;
+}
+
+/*
+ * Function attributes: the one that changes what a launch may ask,
+ * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8), kept per function
+ * (a library kernel's for its CUfunction: same sequence number); the
+ * shared memory carveout (9) is accepted and not modelled.
+ */
+#define FC_MAX_FATTRS	1024
+
+static struct {
+	const void *fn;
+	unsigned int dyn_shared;
+} fc_fattrs[FC_MAX_FATTRS];
+static unsigned int fc_nfattrs;
+
+/* The dynamic shared memory launches of f may ask for beyond 48 KiB. */
+static unsigned int func_dyn_shared(const void *f)
+{
+	unsigned int i, v = 0;
+
+	pthread_mutex_lock(&fc_mod_lock);
+	for (i = 0; i < fc_nfattrs; i++)
+		if (fc_fattrs[i].fn == f)
+			v = fc_fattrs[i].dyn_shared;
+	pthread_mutex_unlock(&fc_mod_lock);
+	return v;
+}
+
+static CUresult func_set(const void *f, CUfunction_attribute attrib, int value)
+{
+	unsigned int i;
+
+	if (attrib == 9)
+		return value >= -1 && value <= 100 ? CUDA_SUCCESS :
+						     CUDA_ERROR_INVALID_VALUE;
+	if (attrib != 8 || value < 0 || (unsigned int)value > MAX_DYN_SHARED_OPTIN)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc_mod_lock);
+	for (i = 0; i < fc_nfattrs && fc_fattrs[i].fn != f; i++)
+		;
+	if (i < FC_MAX_FATTRS) {
+		fc_fattrs[i].fn = f;
+		fc_fattrs[i].dyn_shared = (unsigned int)value;
+		if (i == fc_nfattrs)
+			fc_nfattrs++;
+	}
+	pthread_mutex_unlock(&fc_mod_lock);
+	return i < FC_MAX_FATTRS ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FC_API CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
+				   int value)
+{
+	CUresult r;
+
+	ENTER(cuFuncSetAttribute);
+	if ((r = need_ctx()))
+		return r;
+	if (handle_kind(hfunc) != HK_FUNCTION)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return func_set(hfunc, attrib, value);
+}
+
+FC_API CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val,
+				     CUkernel kernel, CUdevice dev)
+{
+	CUresult r;
+
+	ENTER(cuKernelSetAttribute);
+	if ((r = need_init()))
+		return r;
+	if (handle_kind(kernel) != HK_KERNEL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return func_set(handle_make(HK_FUNCTION, handle_seq(kernel)), attrib, val);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -3048,6 +3162,8 @@ static const struct proc_entry fc_procs[] = {
 	PROC("cuMemHostUnregister", 4000, cuMemHostUnregister),
 	PROC("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),
 	PROC("cuCtxGetDevice", 2000, cuCtxGetDevice),
+	PROC("cuFuncSetAttribute", 9000, cuFuncSetAttribute),
+	PROC("cuKernelSetAttribute", 12000, cuKernelSetAttribute),
 	PROC("cuDeviceGetAttribute", 2000, cuDeviceGetAttribute),
 
 	PROC("cuStreamCreate", 2000, cuStreamCreate),

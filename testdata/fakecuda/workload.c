@@ -206,9 +206,11 @@
  *   (vecAdd PTX again), cuModuleLoadFatBinary 1 (a fat binary of the scale
  *   kernel's PTX for sm_80 and a cubin), cuModuleGetFunction 4,
  *   cuLibraryLoadData 1 (add_kernel PTX), cuLibraryGetKernel 1,
- *   cuKernelGetFunction 1; N x (cuLaunchKernel, cuLaunchKernel_ptsz,
- *   cuLaunchKernelEx, cuLaunchCooperativeKernel, cuLaunchKernel of the
- *   library's function); the runtime: __cudaRegisterFatBinary 1 (the same
+ *   cuKernelGetFunction 1; cuFuncSetAttribute 1 and cuKernelSetAttribute 1
+ *   (64 KiB of dynamic shared memory for vecAdd of module 1 and the
+ *   library's kernel); N x (cuLaunchKernel of vecAdd with 64 KiB,
+ *   cuLaunchKernel_ptsz, cuLaunchKernelEx, cuLaunchCooperativeKernel,
+ *   cuLaunchKernel of the library's function with 64 KiB); the runtime: __cudaRegisterFatBinary 1 (the same
  *   fat binary), __cudaRegisterFunction 1 (the saxpy stub as scale),
  *   __cudaRegisterFatBinaryEnd 1, N x cudaLaunchKernel, cudaDeviceSynchronize
  *   1, __cudaUnregisterFatBinary 1; cuCtxSynchronize 1; cuModuleUnload 4,
@@ -1410,6 +1412,8 @@ static void sc_every_api(struct run *r)
 		EXPECT(r, dev == 0);
 	if (CU(r, CUDA_SUCCESS, cuDeviceGetAttribute, &v, 75, dev))
 		EXPECT(r, v == 9);
+	CU(r, CUDA_SUCCESS, cuFuncSetAttribute, f, 8, 64 * 1024);
+	CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, 64 * 1024, kern, 0);
 
 	/* streams, events, launches, graphs */
 	CU(r, CUDA_SUCCESS, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
@@ -1772,19 +1776,24 @@ static void sc_inject(struct run *r)
 	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
 	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &kf, kern);
 
+	/* More than 48 KiB of dynamic shared memory for vecAdd (module 1) and
+	 * the library's kernel: launches asking for it fail without this. */
+	CU(r, CUDA_SUCCESS, cuFuncSetAttribute, f1, 8, 64 * 1024);
+	CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, 64 * 1024, kern, 0);
+
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.gridDimX = 8, cfg.gridDimY = 1, cfg.gridDimZ = 1;
 	cfg.blockDimX = 128, cfg.blockDimY = 1, cfg.blockDimZ = 1;
 	for (i = 0; i < n; i++) {
 		CU(r, CUDA_SUCCESS, cuLaunchKernel, f1, 128, 1, 1, 256, 1, 1,
-		   0, NULL, k.params, NULL);
+		   64 * 1024, NULL, k.params, NULL);
 		CU(r, CUDA_SUCCESS, cuLaunchKernel_ptsz, f2, 128, 1, 1, 256, 1,
 		   1, 0, NULL, k.params, NULL);
 		CU(r, CUDA_SUCCESS, cuLaunchKernelEx, &cfg, f3, k.params, NULL);
 		CU(r, CUDA_SUCCESS, cuLaunchCooperativeKernel, f4, 4, 1, 1, 32,
 		   1, 1, 0, NULL, k.params);
-		CU(r, CUDA_SUCCESS, cuLaunchKernel, kf, 2, 1, 1, 64, 1, 1, 0,
-		   NULL, k.params, NULL);
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, kf, 2, 1, 1, 64, 1, 1,
+		   64 * 1024, NULL, k.params, NULL);
 	}
 	add(&r->launches, 5 * n);
 

@@ -60,6 +60,10 @@ type Patcher struct {
 	// scope of its own registers after the kernel's opening brace (plain
 	// text search: kernels with one body brace after .entry).
 	Mark bool
+	// MaxNTID, if set, declares .maxntid MaxNTID, 1, 1 on each kernel: a
+	// twin that refuses launches of larger blocks (the fake driver
+	// enforces it), for tests of what devrt does then.
+	MaxNTID int
 
 	calls atomic.Int64
 	mu    sync.Mutex
@@ -123,7 +127,7 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	out.Write(m.PTX[:at])
 	fmt.Fprintf(&out, "%s\n.visible .global .align 8 .u64 %s;\n", Marker, devrtinject.SharedGlobal)
 	rest := m.PTX[at:]
-	for n := 0; p.Mark; n++ {
+	for n := 0; p.Mark || p.MaxNTID > 0; n++ {
 		e := bytes.Index(rest, []byte(".entry"))
 		if e < 0 {
 			break
@@ -132,9 +136,15 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		if b < 0 {
 			break
 		}
-		out.Write(rest[:e+b+1])
-		label := fmt.Sprintf("$GX_SKIP_%d", n)
-		fmt.Fprintf(&out, markBlock, label, uint64(MarkValue), label)
+		out.Write(rest[:e+b])
+		if p.MaxNTID > 0 {
+			fmt.Fprintf(&out, ".maxntid %d, 1, 1\n", p.MaxNTID)
+		}
+		out.WriteByte('{')
+		if p.Mark {
+			label := fmt.Sprintf("$GX_SKIP_%d", n)
+			fmt.Fprintf(&out, markBlock, label, uint64(MarkValue), label)
+		}
 		rest = rest[e+b+1:]
 	}
 	out.Write(rest)
