@@ -53,7 +53,7 @@ kernel-bench: kernel-modules
 
 # The NVIDIA open-module patch series that calls gpu_ext, applied to the
 # pinned upstream tag, built (all of RM, nvidia.ko, nvidia-uvm.ko) and loaded
-# under qemu. Needs github.com once and ~3.5 minutes: not part of test.
+# under qemu. Needs github.com once and 3.5-6.5 minutes: not part of test.
 nvidia-patch-check: kernel-modules
 	kernel-modules/nvidia/scripts/check.sh
 

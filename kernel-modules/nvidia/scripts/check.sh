@@ -22,7 +22,7 @@
 #     nvidia.ko, so it is not loaded.
 #
 # Needs the network once (github.com for the clone; deb.debian.org through
-# kernel-env.sh) and about 3.5 minutes of 2 cores; hence `make
+# kernel-env.sh) and 3.5 to 6.5 minutes of 2 cores; hence `make
 # nvidia-patch-check`, not part of `make test`.
 #
 #   NVIDIA_TAG=580.142        the upstream tag (NVIDIA_COMMIT is checked for the default)
