@@ -285,6 +285,13 @@ func checkProbe(m *Module, name string) (probe, error) {
 	if p.Space != ".param" || (p.Type != ".u64" && p.Type != ".b64") || p.Vector != "" || len(p.Dims) != 0 {
 		return probe{}, fmt.Errorf("ptx: instrument: probe %s's parameter must be .param .u64 (or .b64), not %s%s %s", name, p.Space, p.Vector, p.Type)
 	}
+	// a prototype ahead of the definition is enough for calls after it
+	for i, it := range m.Items {
+		if g, ok := it.(*Function); ok && g.Name == name && i < idx {
+			idx = i
+			break
+		}
+	}
 	return probe{name: name, paramType: p.Type, index: idx}, nil
 }
 

@@ -265,6 +265,15 @@ func TestInstrumentSelection(t *testing.T) {
 	if err != nil || len(rep.Refused) != 1 || rep.Refused[0].Reason != "a probe function is defined after the kernel (Link the fragment first)" {
 		t.Errorf("late probe: %+v %v", rep, err)
 	}
+	// a prototype ahead of the kernel is enough
+	m3, err := Parse(testHeader + ".func late(.param .u64 c);\n" + strings.TrimPrefix(src, testHeader) + ".func late(.param .u64 c)\n{\nret;\n}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Instrument(m3, Spec{Kernels: []string{"k1"}, Exit: []string{"late"}})
+	if err != nil || len(rep.Kernels) != 1 || len(rep.Refused) != 0 {
+		t.Errorf("declared probe: %+v %v", rep, err)
+	}
 }
 
 // TestInstrumentCorpus instruments every kernel of every corpus file at
