@@ -965,7 +965,7 @@ enum gpuext_gpumap_type {
 	GPUEXT_GPUMAP_HASH = 1501,             /* open addressing, atom.cas on bucket state */
 	GPUEXT_GPUMAP_PER_THREAD_ARRAY = 1502, /* one copy per global thread id (map_extra copies) */
 	GPUEXT_GPUMAP_ARRAY = 1503,            /* one copy shared by all threads */
-	GPUEXT_GPUMAP_RINGBUF = 1527,          /* records to the host, fixed-size slots */
+	GPUEXT_GPUMAP_RINGBUF = 1527,          /* records to the host, fixed-size slots, overwriting */
 	GPUEXT_GPUMAP_PER_WARP_ARRAY = 1540,   /* one copy per global warp id (map_extra copies) */
 	GPUEXT_GPUMAP_PER_SM_ARRAY = 1541,     /* one copy per %smid (map_extra copies, default 256) */
 };
@@ -1019,8 +1019,9 @@ struct gpuext_gpumap_hdr {
 	__u32 stride;      /* bytes per element, bucket or ring slot */
 	__u32 flags;
 	__u64 data_size;   /* bytes of data after the header */
-	__u64 head;        /* ring: records reserved (device, atom.cas) */
-	__u64 drops;       /* ring full, copy index beyond slots, hash full or probe limit */
+	__u64 head;        /* ring: records reserved (device, atom.add) */
+	__u64 drops;       /* copy index beyond slots, hash full or probe limit; ring:
+	                    * records overwritten before the host read them (host) */
 	__u64 count;       /* hash: keys inserted */
 	__u64 tail;        /* ring: records consumed (host writes; own cache line) */
 	__u64 _reserved[7];
@@ -1041,26 +1042,30 @@ struct gpuext_gpuhash_bucket {
 };
 
 /*
- * struct gpuext_gpuring_rec - precedes the payload of a ring slot. seq is
- * written last (after membar.sys) to (record index + 1) truncated to 32 bits:
- * the host takes slot i % slots only when seq matches, then advances tail.
+ * struct gpuext_gpuring_rec - precedes the payload of a ring slot. The ring
+ * never blocks a kernel: a lane takes record index i with one atom.add on
+ * head (lanes that call together take consecutive indexes with one add) and
+ * writes slot i % slots whatever it held: seq = 0, then len and payload,
+ * then membar.sys and seq = i + 1. The host takes record i (i = tail) when
+ * seq reads i + 1 before and after it copies the payload; a larger seq, or
+ * head - tail > slots, means the record was overwritten before the host read
+ * it: the host skips it and counts it in drops. 16 bytes.
  */
 struct gpuext_gpuring_rec {
+	__u64 seq; /* record index + 1; 0 while being written */
 	__u32 len; /* payload bytes */
-	__u32 seq;
+	__u32 _pad;
 };
 
 /* Records and map values of the shipped probes (bpf/device/). */
 
-/* block_sched: a block in flight (hash gx_blocks). */
-struct gpuext_dev_block_key {
-	__u64 kernel_id;
-	__u64 block;      /* linear block id (x fastest) */
-};
-
+/* block_sched: a block in flight (array gx_blocks, slot (block +
+ * kernel_id) % GPUEXT_DEV_BLOCK_SLOTS; all zero when free). */
+#define GPUEXT_DEV_BLOCK_SLOTS 65536
 struct gpuext_dev_block_state {
-	__u64 start_ns;   /* %globaltimer at the first warp's entry probe */
+	__u64 start_ns;   /* %globaltimer at the first warp's entry probe (cmpxchg from 0) */
 	__u64 lanes_done; /* threads of the block that reached an exit */
+	__u64 kernel_id;  /* written by the first warp */
 	__u32 smid;
 	__u32 _pad;
 };
