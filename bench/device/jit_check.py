@@ -3,7 +3,7 @@
 For every DIR/NAME.json written by `jitcheck gen`: load DIR/NAME.ptx with
 cuModuleLoadDataEx (the driver JITs it; its error log is kept), allocate the
 shared region (REGION=mapped: host memory mapped into the device, as devrt
-does; REGION=device: cuMemAlloc), fill it from NAME.init.bin, write its
+does; REGION=device: cuMemAlloc), zero it and write the map headers, write its
 device pointer into the module's __gpuext_shared (cuModuleGetGlobal +
 cuMemcpyHtoD), copy the ctx inputs, fill out[] with the sentinel, launch
 gx_test, then write RDIR/NAME.out.bin and RDIR/NAME.region.bin (or
@@ -59,12 +59,14 @@ def main(d, rd):
                 raise RuntimeError(f"cuModuleLoadDataEx: {r}: {log.value.decode(errors='replace')[:3000]}")
             jit_ms = (time.perf_counter() - t0) * 1e3
             size = cf["region_size"]
-            init = open(base + ".init.bin", "rb").read()
             if mapped:
                 host = c.c_void_p()
                 check(cu.cuMemHostAlloc(c.byref(host), max(size, 8), 0x1 | 0x2), "cuMemHostAlloc")  # PORTABLE|DEVICEMAP
                 frees.append(lambda h=host: cu.cuMemFreeHost(h))
-                c.memmove(host, init, len(init))
+                c.memset(host, 0, max(size, 8))
+                for off, hx in cf["headers"]:
+                    h = bytes.fromhex(hx)
+                    c.memmove(host.value + off, h, len(h))
                 region = c.c_uint64()
                 check(cu.cuMemHostGetDevicePointer_v2(c.byref(region), host, 0), "cuMemHostGetDevicePointer")
                 region = region.value
@@ -73,7 +75,10 @@ def main(d, rd):
                 check(cu.cuMemAlloc_v2(c.byref(p), max(size, 8)), "cuMemAlloc")
                 frees.append(lambda q=p: cu.cuMemFree_v2(q))
                 region = p.value
-                check(cu.cuMemcpyHtoD_v2(c.c_uint64(region), init, len(init)), "cuMemcpyHtoD region")
+                check(cu.cuMemsetD8_v2(c.c_uint64(region), 0, max(size, 8)), "cuMemsetD8 region")
+                for off, hx in cf["headers"]:
+                    h = bytes.fromhex(hx)
+                    check(cu.cuMemcpyHtoD_v2(c.c_uint64(region + off), h, len(h)), "cuMemcpyHtoD header")
             gptr, gsize = c.c_uint64(), c.c_size_t()
             check(cu.cuModuleGetGlobal_v2(c.byref(gptr), c.byref(gsize), mod, cf["shared"].encode()), "cuModuleGetGlobal")
             if gsize.value != 8:

@@ -3,11 +3,15 @@
 
 /*
  * block_sched.bpf.c - when each thread block of every kernel was scheduled
- * and how long it ran, and on which SM. The first warp of a block to reach
- * the entry probe inserts the block (its %globaltimer and %smid); every
- * exit adds the lanes it stands for; the exit that completes the block's
- * threads writes a struct gpuext_dev_block to gx_block_ring and removes the
- * block. Receiver: gpu.kernel.block.* (schedule time, duration, SM).
+ * and how long it ran, and on which SM. A block in flight has a slot of
+ * gx_blocks, (linear block id + kernel_id) % GPUEXT_DEV_BLOCK_SLOTS (the
+ * blocks resident at once are far fewer, so the blocks of one launch never
+ * share a slot): the first warp to reach the entry probe claims it with a
+ * cmpxchg on start_ns and writes %smid; every exit adds the lanes it stands
+ * for; the exit that completes the block's threads writes a struct
+ * gpuext_dev_block to gx_block_ring and frees the slot. A slot is never
+ * searched for, so no warp can miss it and no block is counted twice.
+ * Receiver: gpu.kernel.block.* (schedule time, duration, SM).
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -17,58 +21,66 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, struct gpuext_dev_block_key);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GPUEXT_DEV_BLOCK_SLOTS);
+	__type(key, __u32);
 	__type(value, struct gpuext_dev_block_state);
 } gx_blocks SEC(".maps");
 
+/* 16 MiB: ~350k blocks between two drains of the host. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 1 << 24);
 } gx_block_ring SEC(".maps");
+
+static __always_inline __u32 block_slot(const struct gpuext_dev_ctx *ctx, __u64 block)
+{
+	return (block + ctx->kernel_id) & (GPUEXT_DEV_BLOCK_SLOTS - 1);
+}
 
 SEC("gpu/entry/*")
 int block_entry(const struct gpuext_dev_ctx *ctx)
 {
-	struct gpuext_dev_block_key key = {
-		.kernel_id = ctx->kernel_id,
-		.block = gpuext_block_linear(),
-	};
-	struct gpuext_dev_block_state st = {
-		.start_ns = bpf_get_globaltimer(),
-		.smid = bpf_get_sm_id(),
-	};
+	__u32 slot = block_slot(ctx, gpuext_block_linear());
+	struct gpuext_dev_block_state *st;
 
-	/* The first warp of the block wins; the others find it there. */
-	bpf_map_update_elem(&gx_blocks, &key, &st, BPF_NOEXIST);
-	return 0;
+	st = bpf_map_lookup_elem(&gx_blocks, &slot);
+	if (!st)
+		return 0;
+	/* The first warp of the block claims the slot; the others find it taken. */
+	if (__sync_val_compare_and_swap(&st->start_ns, 0, bpf_get_globaltimer()) != 0)
+		return 0;
+	st->kernel_id = ctx->kernel_id;
+	st->smid = bpf_get_sm_id();
+	return 1;
 }
 
 SEC("gpu/exit/*")
 int block_exit(const struct gpuext_dev_ctx *ctx)
 {
-	struct gpuext_dev_block_key key = {
-		.kernel_id = ctx->kernel_id,
-		.block = gpuext_block_linear(),
-	};
+	__u64 block = gpuext_block_linear();
+	__u32 slot = block_slot(ctx, block);
 	struct gpuext_dev_block_state *st;
 	struct gpuext_dev_block rec = {};
 	__u64 lanes = gpuext_active_lanes();
 	__u64 threads = gpuext_block_threads();
 
-	st = bpf_map_lookup_elem(&gx_blocks, &key);
+	st = bpf_map_lookup_elem(&gx_blocks, &slot);
 	if (!st)
 		return 0;
 	if (__sync_fetch_and_add(&st->lanes_done, lanes) + lanes < threads)
 		return 0;
-	rec.kernel_id = key.kernel_id;
-	rec.block = key.block;
+	rec.kernel_id = ctx->kernel_id;
+	rec.block = block;
 	rec.start_ns = st->start_ns;
 	rec.end_ns = bpf_get_globaltimer();
 	rec.smid = st->smid;
 	rec.threads = threads;
 	bpf_ringbuf_output(&gx_block_ring, &rec, sizeof(rec), 0);
-	bpf_map_delete_elem(&gx_blocks, &key);
+	/* free the slot for the next block that maps to it */
+	st->lanes_done = 0;
+	st->kernel_id = 0;
+	st->smid = 0;
+	__sync_lock_test_and_set(&st->start_ns, 0);
 	return 1;
 }

@@ -848,20 +848,20 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("call (__gx_pr), %s, (__gx_p0);", ringFuncName(mi))
 		g.f("ld.param.b64 %%gt1, [__gx_pr];")
 		g.f("}")
-		g.f("mov.b64 %%gr0, %d;", -gpumap.ENOSPC)
-		g.f("setp.eq.u64 %%gp0, %%gt1, 0;")
-		g.f("@%%gp0 bra %s;", end)
+		// %gt1: record index + 1; its slot: data + (index % slots) * stride
 		g.f("add.s64 %%gt2, %%gt1, -1;")
 		g.f("rem.u64 %%gt2, %%gt2, %d;", m.Slots)
 		g.f("mul.lo.u64 %%gt2, %%gt2, %d;", m.Stride)
 		g.f("add.s64 %%gt2, %%gt2, %%gbase;")
 		g.f("add.s64 %%gt2, %%gt2, %d;", m.DataOffset())
+		g.f("mov.b64 %%gt0, 0;")
+		g.f("st.volatile.global.u64 [%%gt2+%d], %%gt0;", gpumap.RecSeq) // being written
+		g.f("membar.sys;")
 		g.copyBytes(ci.args[1], "%gr2", "%gt2", gpumap.RecHeaderSize, int(ci.size))
 		g.f("mov.b32 %%gw0, %d;", ci.size)
-		g.f("st.global.u32 [%%gt2], %%gw0;")
+		g.f("st.global.u32 [%%gt2+%d], %%gw0;", gpumap.RecLen)
 		g.f("membar.sys;")
-		g.f("cvt.u32.u64 %%gw0, %%gt1;")
-		g.f("st.volatile.global.u32 [%%gt2+4], %%gw0;")
+		g.f("st.volatile.global.u64 [%%gt2+%d], %%gt1;", gpumap.RecSeq) // committed
 		g.f("mov.b64 %%gr0, 0;")
 	default:
 		return fmt.Errorf("program %s: insn %d: no code for helper %d", g.p.Name, in.Raw, in.Imm)
@@ -993,18 +993,15 @@ func (g *gen) hashFunc(mi int, m gpumap.Map) {
 }
 
 // ringFunc emits the reservation function of ring mi: it returns the
-// record index + 1, or 0 when the ring is full (a drop is counted). The
-// lanes that call it together reserve together: the lowest one takes as
-// many consecutive records as fit for all of them with one atom.cas (retried
-// with a growing nanosleep under contention, at most RingTries times), and
-// each lane gets its rank's record; the lanes that did not fit count drops.
+// record index + 1 (never 0). Lanes that call it together reserve together:
+// the lowest adds their count to head with one atom.add and each lane takes
+// base + its rank. Wait-free: the ring overwrites (gpumap.RingOutput).
 func (g *gen) ringFunc(mi int, m gpumap.Map) {
-	l := func(s string) string { return fmt.Sprintf("$GXR%d_%s", mi, s) }
 	fmt.Fprintf(&g.b, "\n// %s: reserve a record of ring %s\n", ringFuncName(mi), m.Name)
 	fmt.Fprintf(&g.b, ".func (.param .b64 __gx_ret) %s(.param .b64 __gx_base)\n{\n", ringFuncName(mi))
-	g.f(".reg .b64 %%xb, %%xh, %%xt, %%xd, %%xo, %%xk, %%xbase;")
-	g.f(".reg .b32 %%xtry, %%xm, %%xn, %%xr, %%xl, %%xlead, %%xgot, %%xlo, %%xhi, %%xns;")
-	g.f(".reg .pred %%xp, %%xq;")
+	g.f(".reg .b64 %%xb, %%xd, %%xk, %%xbase;")
+	g.f(".reg .b32 %%xm, %%xn, %%xr, %%xl, %%xlead, %%xlo, %%xhi;")
+	g.f(".reg .pred %%xq;")
 	g.f("ld.param.b64 %%xb, [__gx_base];")
 	g.f("add.s64 %%xb, %%xb, %d;", m.Offset)
 	g.f("activemask.b32 %%xm;")
@@ -1016,56 +1013,18 @@ func (g *gen) ringFunc(mi int, m gpumap.Map) {
 	g.f("and.b32 %%xl, %%xl, %%xm;")
 	g.f("bfind.u32 %%xlead, %%xl;")
 	g.f("mov.u32 %%xl, %%laneid;")
-	g.f("mov.u32 %%xgot, 0;")
-	g.f("mov.b64 %%xh, 0;")
-	g.f("setp.ne.u32 %%xq, %%xl, %%xlead;")
-	g.f("@%%xq bra %s;", l("SHARE"))
-	g.f("mov.u32 %%xtry, 0;")
-	g.f("mov.u32 %%xns, 32;")
-	g.label(l("LOOP"))
-	g.f("ld.volatile.global.u64 %%xh, [%%xb+%d];", gpumap.OffHead)
-	g.f("ld.volatile.global.u64 %%xt, [%%xb+%d];", gpumap.OffTail)
-	g.f("sub.s64 %%xd, %%xh, %%xt;")
-	g.f("mov.b64 %%xk, 0;")
-	g.f("setp.lt.u64 %%xp, %%xd, %d;", m.Slots)
-	g.f("@%%xp sub.s64 %%xk, %d, %%xd;", m.Slots) // free records
+	g.f("setp.eq.u32 %%xq, %%xl, %%xlead;")
 	g.f("cvt.u64.u32 %%xd, %%xn;")
-	g.f("min.u64 %%xk, %%xk, %%xd;")
-	g.f("setp.eq.u64 %%xp, %%xk, 0;")
-	g.f("@%%xp bra %s;", l("DROP"))
-	g.f("add.s64 %%xd, %%xh, %%xk;")
-	g.f("atom.global.cas.b64 %%xo, [%%xb+%d], %%xh, %%xd;", gpumap.OffHead)
-	g.f("setp.eq.u64 %%xp, %%xo, %%xh;")
-	g.f("@%%xp bra %s;", l("GOT"))
-	g.f("add.u32 %%xtry, %%xtry, 1;")
-	g.f("setp.ge.u32 %%xp, %%xtry, %d;", RingTries)
-	g.f("@%%xp bra %s;", l("DROP"))
-	g.f("nanosleep.u32 %%xns;")
-	g.f("shl.b32 %%xns, %%xns, 1;")
-	g.f("min.u32 %%xns, %%xns, 4096;")
-	g.f("bra %s;", l("LOOP"))
-	g.label(l("GOT"))
-	g.f("cvt.u32.u64 %%xgot, %%xk;")
-	g.label(l("DROP"))
-	g.f("sub.s32 %%xl, %%xn, %%xgot;")
-	g.f("setp.ne.u32 %%xp, %%xl, 0;")
-	g.f("cvt.u64.u32 %%xd, %%xl;")
-	g.f("@%%xp atom.global.add.u64 %%xo, [%%xb+%d], %%xd;", gpumap.OffDrops)
-	g.label(l("SHARE"))
-	g.f("mov.b64 {%%xlo, %%xhi}, %%xh;")
+	g.f("mov.b64 %%xbase, 0;")
+	g.f("@%%xq atom.global.add.u64 %%xbase, [%%xb+%d], %%xd;", gpumap.OffHead)
+	g.f("mov.b64 {%%xlo, %%xhi}, %%xbase;")
 	g.f("shfl.sync.idx.b32 %%xlo, %%xlo, %%xlead, 31, %%xm;")
 	g.f("shfl.sync.idx.b32 %%xhi, %%xhi, %%xlead, 31, %%xm;")
-	g.f("shfl.sync.idx.b32 %%xgot, %%xgot, %%xlead, 31, %%xm;")
 	g.f("mov.b64 %%xbase, {%%xlo, %%xhi};")
-	g.f("mov.b64 %%xd, 0;")
-	g.f("setp.lt.u32 %%xp, %%xr, %%xgot;")
 	g.f("cvt.u64.u32 %%xk, %%xr;")
 	g.f("add.s64 %%xk, %%xk, %%xbase;")
-	g.f("@%%xp add.s64 %%xd, %%xk, 1;")
-	g.f("st.param.b64 [__gx_ret], %%xd;")
+	g.f("add.s64 %%xk, %%xk, 1;")
+	g.f("st.param.b64 [__gx_ret], %%xk;")
 	g.f("ret;")
 	g.b.WriteString("}\n")
 }
-
-// RingTries bounds the atom.cas attempts of one ring reservation.
-const RingTries = 256

@@ -64,19 +64,24 @@ const Sentinel = 0xa5a5a5a5a5a5a5a5
 // KernelID is the kernel_id of Kernel cases.
 const KernelID = 0x1234_5678_9abc_def0
 
-// Object loads the case's eBPF object.
-func (c *Case) object() (*jit.Object, error) {
+// Object loads an eBPF object by name: "device/<probe>" (bpf/device) or a
+// test program file of progs/ ("classes", "empty").
+func Object(name string) (*jit.Object, error) {
 	var b []byte
 	var err error
-	if name, ok := cutPrefix(c.Object, "device/"); ok {
-		b, err = device.Object(name)
+	if probe, ok := cutPrefix(name, "device/"); ok {
+		b, err = device.Object(probe)
 	} else {
-		b, err = progs.ReadFile("progs/" + c.Object + ".bpf.o")
+		b, err = progs.ReadFile("progs/" + name + ".bpf.o")
 	}
 	if err != nil {
 		return nil, err
 	}
-	o, err := jit.LoadObject(bytes.NewReader(b))
+	return jit.LoadObject(bytes.NewReader(b))
+}
+
+func (c *Case) object() (*jit.Object, error) {
+	o, err := Object(c.Object)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func TestLayoutMatchesBTF(t *testing.T) {
 	require.Equal(t, map[string]uint32{"state": 0}, b)
 	size, r := offsets("gpuext_gpuring_rec")
 	require.Equal(t, uint32(RecHeaderSize), size)
-	require.Equal(t, map[string]uint32{"len": 0, "seq": 4}, r)
+	require.Equal(t, map[string]uint32{"seq": RecSeq, "len": RecLen}, r)
 
 	enum := func(name, prefix string) map[string]uint64 {
 		var e *btf.Enum

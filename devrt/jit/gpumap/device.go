@@ -295,37 +295,32 @@ func (m Map) Add(r Region, slot uint64, key []byte, delta uint64) (int64, error)
 	return 0, err
 }
 
-// RingOutput appends one record, as bpf_ringbuf_output does: 0, or -ENOSPC
-// (and a drop) when the host has not consumed enough.
+// RingOutput appends one record, as bpf_ringbuf_output does. The ring
+// overwrites: the device never waits for the host and never fails; a record
+// the host has not read when its slot comes round again is lost, and the
+// host counts it (RingDrain). 0, or -E2BIG for a record larger than a slot.
 func (m Map) RingOutput(r Region, data []byte) (int64, error) {
 	if m.Type != Ringbuf {
 		return -EINVAL, nil
 	}
 	if uint32(len(data)) > m.ValueSize {
-		return -E2BIG, m.CountDrop(r)
+		return -E2BIG, nil
 	}
-	head, err := r.U64(m.Offset + OffHead)
+	head, err := r.addU64(m.Offset+OffHead, 1)
 	if err != nil {
-		return 0, err
-	}
-	tail, err := r.U64(m.Offset + OffTail)
-	if err != nil {
-		return 0, err
-	}
-	if head-tail >= uint64(m.Slots) {
-		return -ENOSPC, m.CountDrop(r)
-	}
-	if err := r.PutU64(m.Offset+OffHead, head+1); err != nil {
 		return 0, err
 	}
 	s := m.RingSlotOffset(head)
+	if err := r.PutU64(s+RecSeq, 0); err != nil {
+		return 0, err
+	}
+	if err := r.PutU32(s+RecLen, uint32(len(data))); err != nil {
+		return 0, err
+	}
 	d, err := r.Bytes(s+RecHeaderSize, uint64(len(data)))
 	if err != nil {
 		return 0, err
 	}
 	copy(d, data)
-	if err := r.PutU32(s, uint32(len(data))); err != nil {
-		return 0, err
-	}
-	return 0, r.PutU32(s+4, uint32(head+1))
+	return 0, r.PutU64(s+RecSeq, head+1)
 }

@@ -73,8 +73,11 @@ const (
 	OffCount      = 56
 	OffTail       = 64
 
-	// RecHeaderSize is struct gpuext_gpuring_rec (len, seq).
-	RecHeaderSize = 8
+	// RecHeaderSize is struct gpuext_gpuring_rec (seq, len, pad).
+	RecHeaderSize = 16
+	// RecSeq and RecLen are the offsets of its fields.
+	RecSeq = 0
+	RecLen = 8
 	// BucketHeaderSize is struct gpuext_gpuhash_bucket (state, pad).
 	BucketHeaderSize = 8
 

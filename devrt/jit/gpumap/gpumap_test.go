@@ -30,9 +30,9 @@ func TestNewLayout(t *testing.T) {
 		{256, 5, 8, 80},                 // 128+48 -> 256; 5 copies x 2 x 8
 		{512, DefaultSMCopies, 8, 2048}, // 256+128+80 -> 512
 		{2688, 16, 32, 512},             // 512+128+2048 = 2688; 16 buckets of 8+16+8
-		{3328, 7, 32, 224},              // 2688+128+512 = 3328; 7 x (8+24)
+		{3328, 7, 40, 280},              // 2688+128+512 = 3328; 7 x (16+24)
 	}, g)
-	require.Equal(t, uint64(3328+128+224+128-(3328+128+224)%128), l.Size)
+	require.Equal(t, uint64(3328+128+280+128-(3328+128+280)%128), l.Size)
 }
 
 func TestNewLayoutErrors(t *testing.T) {
@@ -129,32 +129,50 @@ func TestRing(t *testing.T) {
 	out := func(b ...byte) int64 { res, err := m.RingOutput(r, b); require.NoError(t, err); return res }
 	require.Equal(t, int64(0), out(1, 2))
 	require.Equal(t, int64(0), out(3))
-	require.Equal(t, int64(-ENOSPC), out(4))
 	require.Equal(t, int64(-E2BIG), out(1, 2, 3, 4, 5))
 	recs, err := m.RingDrain(r, 1)
 	require.NoError(t, err)
 	require.Equal(t, [][]byte{{1, 2}}, recs)
-	require.Equal(t, int64(0), out(5, 6, 7, 8)) // wraps into slot 0
+	require.Equal(t, int64(0), out(5, 6, 7, 8)) // record 2, into slot 0
 	recs, err = m.RingDrain(r, 10)
 	require.NoError(t, err)
 	require.Equal(t, [][]byte{{3}, {5, 6, 7, 8}}, recs)
 	h, err := m.ReadHeader(r)
 	require.NoError(t, err)
-	require.Equal(t, Header{Magic: Magic, Type: uint32(Ringbuf), ValueSize: 4, MaxEntries: 2, Slots: 2, Stride: 16,
-		DataSize: 32, Head: 3, Tail: 3, Drops: 2}, h)
-	// A record not committed yet stops the drain; a corrupt one is skipped with an error.
-	require.Equal(t, int64(0), out(9))
-	s := m.RingSlotOffset(3)
-	require.NoError(t, r.PutU32(s+4, 0))
+	require.Equal(t, Header{Magic: Magic, Type: uint32(Ringbuf), ValueSize: 4, MaxEntries: 2, Slots: 2, Stride: 24,
+		DataSize: 48, Head: 3, Tail: 3}, h)
+	// The device never waits: three more records overwrite one the host
+	// had not read; the host counts it.
+	out(9)
+	out(10)
+	out(11)
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{10}, {11}}, recs)
+	h, _ = m.ReadHeader(r)
+	require.Equal(t, uint64(1), h.Drops)
+	require.Equal(t, uint64(6), h.Tail)
+	// A record being written (seq 0) stops the drain; a record whose seq is
+	// past it was overwritten; a corrupt length is skipped with an error.
+	out(12)
+	s := m.RingSlotOffset(6)
+	require.NoError(t, r.PutU64(s+RecSeq, 0))
 	recs, err = m.RingDrain(r, 10)
 	require.NoError(t, err)
 	require.Empty(t, recs)
-	require.NoError(t, r.PutU32(s+4, 4))
-	require.NoError(t, r.PutU32(s, 99))
-	_, err = m.RingDrain(r, 10)
-	require.EqualError(t, err, `map "r": record 3 has 99 bytes, at most 4 (skipped)`)
+	require.NoError(t, r.PutU64(s+RecSeq, 9))
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Empty(t, recs)
 	h, _ = m.ReadHeader(r)
-	require.Equal(t, uint64(4), h.Tail)
+	require.Equal(t, uint64(2), h.Drops)
+	out(13)
+	require.NoError(t, r.PutU32(m.RingSlotOffset(7)+RecLen, 99))
+	_, err = m.RingDrain(r, 10)
+	require.EqualError(t, err, `map "r": record 7 has 99 bytes, at most 4 (skipped)`)
+	h, _ = m.ReadHeader(r)
+	require.Equal(t, uint64(8), h.Tail)
+	require.Equal(t, uint64(3), h.Drops)
 }
 
 func TestReadersRejectForeignRegions(t *testing.T) {

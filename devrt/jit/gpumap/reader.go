@@ -3,6 +3,8 @@ package gpumap
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Header is a map header as read back from a region.
@@ -94,10 +96,12 @@ func (m Map) HashEntries(r Region) ([]Entry, error) {
 	return out, nil
 }
 
-// RingDrain takes up to max committed records from a ring, in order, and
-// advances its tail past them (the host owns tail). It stops at the first
-// slot whose record is not committed yet. A record longer than the map's
-// payload is corruption: an error, and the tail stays where it was.
+// RingDrain takes up to max records from a ring, in order, and advances
+// its tail past them (the host owns tail). It stops at the first record not
+// committed yet. Records the device overwrote before they were read (the
+// ring is a lap ahead, a slot's seq is past the record, or changed while
+// its payload was copied) and records with an impossible length are
+// skipped and added to the header's drops.
 func (m Map) RingDrain(r Region, max int) ([][]byte, error) {
 	if m.Type != Ringbuf {
 		return nil, fmt.Errorf("map %q is a %s, not a ring", m.Name, m.Type)
@@ -105,27 +109,56 @@ func (m Map) RingDrain(r Region, max int) ([][]byte, error) {
 	if err := r.check(m.Offset, HeaderSize+m.DataSize); err != nil {
 		return nil, fmt.Errorf("map %q: %w", m.Name, err)
 	}
-	head, _ := r.U64(m.Offset + OffHead)
+	head := r.load64(m.Offset + OffHead)
 	tail, _ := r.U64(m.Offset + OffTail)
+	lost := uint64(0)
+	if head > tail && head-tail > uint64(m.Slots) {
+		lost += head - uint64(m.Slots) - tail
+		tail = head - uint64(m.Slots)
+	}
 	var out [][]byte
+	var bad error
 	for tail < head && len(out) < max {
 		s := m.RingSlotOffset(tail)
-		seq, _ := r.U32(s + 4)
-		if seq != uint32(tail+1) {
-			break
+		seq := r.load64(s + RecSeq)
+		if seq != tail+1 {
+			if seq > tail+1 {
+				lost++ // overwritten by a later lap
+				tail++
+				continue
+			}
+			break // not committed yet
 		}
-		n, _ := r.U32(s)
+		n, _ := r.U32(s + RecLen)
 		if n > m.ValueSize {
-			// skip it: the records before it are taken, this one is lost
-			_ = r.PutU64(m.Offset+OffTail, tail+1)
-			return out, fmt.Errorf("map %q: record %d has %d bytes, at most %d (skipped)", m.Name, tail, n, m.ValueSize)
+			bad = fmt.Errorf("map %q: record %d has %d bytes, at most %d (skipped)", m.Name, tail, n, m.ValueSize)
+			lost++
+			tail++
+			continue
 		}
 		b, _ := r.Bytes(s+RecHeaderSize, uint64(n))
-		out = append(out, append([]byte(nil), b...))
+		rec := append([]byte(nil), b...)
+		if r.load64(s+RecSeq) != seq {
+			lost++ // overwritten while copied
+			tail++
+			continue
+		}
+		out = append(out, rec)
 		tail++
 	}
-	if err := r.PutU64(m.Offset+OffTail, tail); err != nil {
-		return out, err
+	_ = r.PutU64(m.Offset+OffTail, tail)
+	if lost > 0 {
+		_, _ = r.addU64(m.Offset+OffDrops, lost)
 	}
-	return out, nil
+	return out, bad
+}
+
+// load64 reads a word the device may be writing (an atomic load: the
+// region is shared memory).
+func (r Region) load64(off uint64) uint64 {
+	if r.check(off, 8) != nil || uintptr(unsafe.Pointer(&r[off]))%8 != 0 {
+		v, _ := r.U64(off)
+		return v
+	}
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&r[off])))
 }

@@ -17,7 +17,6 @@ const struct gpuext_dev_ctx *unused_ctx __attribute__((unused));
 const struct gpuext_gpumap_hdr *unused_hdr __attribute__((unused));
 const struct gpuext_gpuhash_bucket *unused_bucket __attribute__((unused));
 const struct gpuext_gpuring_rec *unused_rec __attribute__((unused));
-const struct gpuext_dev_block_key *unused_bk __attribute__((unused));
 const struct gpuext_dev_block_state *unused_bs __attribute__((unused));
 const struct gpuext_dev_block *unused_b __attribute__((unused));
 const struct gpuext_dev_launch *unused_l __attribute__((unused));

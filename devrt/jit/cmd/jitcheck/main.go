@@ -4,12 +4,18 @@
 //
 //	jitcheck gen -out DIR      write every case: NAME.ptx (module with the
 //	                           harness kernel gx_test), NAME.ctx.bin (inputs),
-//	                           NAME.init.bin (initial region), NAME.json
+//	                           NAME.json (launch, region size and map headers)
 //	jitcheck compare -dir DIR [-results RDIR]
 //	                           read NAME.out.bin and NAME.region.bin that the
 //	                           Python script wrote in RDIR (or NAME.error), compare with
 //	                           the interpreter, print PASS/FAIL per case and a
 //	                           summary; exit 1 on any failure
+//	jitcheck bench -out DIR    write the benchmark: kernels uninstrumented and
+//	                           instrumented (devrt/ptx) with each shipped probe
+//	                           at warp level and per thread, bench.json
+//	                           (bench/device/jit_bench.py times them)
+//	jitcheck report -dir DIR   what block_sched and sm_load saw in the
+//	                           benchmark's imbalanced kernel
 //	jitcheck list              the cases
 //	jitcheck ptx NAME          print a case's module
 package main
@@ -36,6 +42,7 @@ type caseFile struct {
 	Block      [3]uint32 `json:"block"`
 	Threads    int       `json:"threads"`
 	RegionSize uint64    `json:"region_size"`
+	Headers    [][2]any  `json:"headers"` // [offset, hex]: the map headers of the zeroed region
 	Sentinel   uint64    `json:"sentinel"`
 }
 
@@ -63,6 +70,16 @@ func main() {
 		if err == nil && failed > 0 {
 			os.Exit(1)
 		}
+	case "bench":
+		fs := flag.NewFlagSet("bench", flag.ExitOnError)
+		out := fs.String("out", "", "directory to write the benchmark modules to")
+		_ = fs.Parse(os.Args[2:])
+		err = genBench(*out)
+	case "report":
+		fs := flag.NewFlagSet("report", flag.ExitOnError)
+		dir := fs.String("dir", "", "directory of the benchmark")
+		_ = fs.Parse(os.Args[2:])
+		err = report(*dir)
 	case "list":
 		for _, c := range check.Cases() {
 			fmt.Println(c.Name)
@@ -82,7 +99,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: jitcheck gen -out DIR | compare -dir DIR [-results RDIR] | list | ptx NAME")
+	fmt.Fprintln(os.Stderr, "usage: jitcheck gen -out DIR | compare -dir DIR [-results RDIR] | bench -out DIR | report -dir DIR | list | ptx NAME")
 	os.Exit(2)
 }
 
@@ -100,10 +117,10 @@ func gen(dir string) error {
 		}
 		base := filepath.Join(dir, c.Name)
 		cf := caseFile{Name: c.Name, Kernel: check.HarnessKernel, Shared: "__gpuext_shared", Grid: c.Grid, Block: c.Block,
-			Threads: c.Threads(), RegionSize: comp.Layout.Size, Sentinel: check.Sentinel}
+			Threads: c.Threads(), RegionSize: comp.Layout.Size, Headers: check.Headers(comp), Sentinel: check.Sentinel}
 		js, _ := json.MarshalIndent(cf, "", "  ")
 		for name, b := range map[string][]byte{
-			".ptx": []byte(c.Module(comp)), ".ctx.bin": c.Ctxs(), ".init.bin": check.InitRegion(comp), ".json": js,
+			".ptx": []byte(c.Module(comp)), ".ctx.bin": c.Ctxs(), ".json": js,
 		} {
 			if err := os.WriteFile(base+name, b, 0o644); err != nil {
 				return err

@@ -1,0 +1,185 @@
+"""Times kernels uninstrumented vs instrumented with devrt/jit's probes (ctypes, driver API).
+
+Reads DIR/bench.json written by `jitcheck bench`: for every kernel, the
+original module and the modules devrt/ptx instrumented at entry and exits
+with each shipped probe (and an empty probe: the call itself), compiled at
+warp level and per thread. Every module is loaded (its driver JIT time is
+reported), its shared region allocated as devrt does (host memory mapped into
+the device; REGION=device: device memory) and pointed to by __gpuext_shared.
+Rounds interleave the variants of a kernel in a shuffled order; each round
+resets the regions, launches once to warm up, then times BATCH launches with
+CUDA events (a variant whose first launch takes over SLOW_MS, default 20 ms,
+is timed on that one launch only). Per variant: the median over rounds of
+the time per launch, and its ratio to the original's. Then the imbalanced kernel runs once with
+block_sched and sm_load and their regions are written to
+DIR/report.<probe>.bin for `jitcheck report`.
+
+usage: jit_bench.py DIR     (ROUNDS, BATCH, SLOW_MS, REGION override the defaults;
+                            ONLY=kernel,... times only those)
+"""
+import ctypes as c
+import json
+import os
+import random
+import statistics
+import sys
+import time
+
+cu = c.CDLL("libcuda.so.1")
+
+
+def check(r, what):
+    if r != 0:
+        name = c.c_char_p()
+        cu.cuGetErrorName(r, c.byref(name))
+        raise RuntimeError(f"{what}: {name.value.decode() if name.value else r}")
+
+
+def main(d):
+    rounds = int(os.environ.get("ROUNDS", "7"))
+    batch = int(os.environ.get("BATCH", "3"))
+    mapped = os.environ.get("REGION", "mapped") == "mapped"
+    bf = json.load(open(os.path.join(d, "bench.json")))
+    check(cu.cuInit(0), "cuInit")
+    dev = c.c_int()
+    check(cu.cuDeviceGet(c.byref(dev), 0), "cuDeviceGet")
+    ctx = c.c_void_p()
+    check(cu.cuDevicePrimaryCtxRetain(c.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    name = c.create_string_buffer(256)
+    cu.cuDeviceGetName(name, 256, dev)
+    print(f"device: {name.value.decode()}, region in {'mapped host' if mapped else 'device'} memory, "
+          f"{rounds} rounds x {batch} launches")
+    print(f"{'variant':44s} {'us/launch':>12s} {'x orig':>9s} {'load ms':>8s} {'patch ms':>9s}", flush=True)
+
+    def load(path):
+        mod = c.c_void_p()
+        log = c.create_string_buffer(65536)
+        opts = (c.c_int * 2)(5, 6)
+        vals = (c.c_void_p * 2)(c.cast(log, c.c_void_p), c.c_void_p(len(log)))
+        src = open(path, "rb").read() + b"\0"
+        t0 = time.perf_counter()
+        r = cu.cuModuleLoadDataEx(c.byref(mod), src, 2, opts, vals)
+        ms = (time.perf_counter() - t0) * 1e3
+        if r != 0:
+            raise RuntimeError(f"cuModuleLoadDataEx {path}: {r}: {log.value.decode(errors='replace')[:2000]}")
+        return mod, ms
+
+    start, stop = c.c_void_p(), c.c_void_p()
+    check(cu.cuEventCreate(c.byref(start), 0), "cuEventCreate")
+    check(cu.cuEventCreate(c.byref(stop), 0), "cuEventCreate")
+    rows = []
+    only = os.environ.get("ONLY", "")
+    for k in bf["kernels"]:
+        if only and k["name"] not in only.split(","):
+            continue
+        holders = []
+        for kind, v in k["args"]:
+            if kind == "buf":
+                p = c.c_uint64()
+                check(cu.cuMemAlloc_v2(c.byref(p), v), "cuMemAlloc")
+                check(cu.cuMemsetD8_v2(p, 0, v), "cuMemsetD8")
+                holders.append(c.c_uint64(p.value))
+            else:
+                holders.append(c.c_uint32(v))
+        params = (c.c_void_p * len(holders))(*[c.cast(c.byref(h), c.c_void_p) for h in holders])
+        vs = []
+        for v in bf["variants"]:
+            if v["kernel"] != k["name"]:
+                continue
+            mod, jit_ms = load(os.path.join(d, v["ptx"]))
+            f = c.c_void_p()
+            check(cu.cuModuleGetFunction(c.byref(f), mod, k["entry"].encode()), "cuModuleGetFunction")
+            region = host = None
+            if v["region_size"]:
+                size = v["region_size"]
+                if mapped:
+                    host = c.c_void_p()
+                    check(cu.cuMemHostAlloc(c.byref(host), size, 0x1 | 0x2), "cuMemHostAlloc")
+                    rp = c.c_uint64()
+                    check(cu.cuMemHostGetDevicePointer_v2(c.byref(rp), host, 0), "cuMemHostGetDevicePointer")
+                    region = rp.value
+                else:
+                    rp = c.c_uint64()
+                    check(cu.cuMemAlloc_v2(c.byref(rp), size), "cuMemAlloc region")
+                    region = rp.value
+                g, gs = c.c_uint64(), c.c_size_t()
+                check(cu.cuModuleGetGlobal_v2(c.byref(g), c.byref(gs), mod, b"__gpuext_shared"), "cuModuleGetGlobal")
+                check(cu.cuMemcpyHtoD_v2(g, c.byref(c.c_uint64(region)), 8), "set __gpuext_shared")
+            hdrs = [(off, bytes.fromhex(hx)) for off, hx in (v["headers"] or [])]
+            vs.append(dict(v=v, mod=mod, f=f, region=region, host=host, hdrs=hdrs, jit_ms=jit_ms, times=[]))
+
+        def reset(x):
+            if x["region"] is None:
+                return
+            size = x["v"]["region_size"]
+            if x["host"] is not None:
+                c.memset(x["host"], 0, size)
+                for off, h in x["hdrs"]:
+                    c.memmove(x["host"].value + off, h, len(h))
+            else:
+                check(cu.cuMemsetD8_v2(c.c_uint64(x["region"]), 0, size), "cuMemsetD8 region")
+                for off, h in x["hdrs"]:
+                    check(cu.cuMemcpyHtoD_v2(c.c_uint64(x["region"] + off), h, len(h)), "init header")
+
+        def launch(x):
+            check(cu.cuLaunchKernel(x["f"], k["grid"], 1, 1, k["block"], 1, 1, 0, None, params, None), "cuLaunchKernel")
+
+        # a variant whose single launch takes longer than SLOW_MS is timed once
+        slow_ms = float(os.environ.get("SLOW_MS", "20"))
+        for x in vs:
+            reset(x)
+            check(cu.cuEventRecord(start, None), "cuEventRecord")
+            launch(x)
+            check(cu.cuEventRecord(stop, None), "cuEventRecord")
+            check(cu.cuEventSynchronize(stop), "cuEventSynchronize")
+            ms = c.c_float()
+            check(cu.cuEventElapsedTime(c.byref(ms), start, stop), "cuEventElapsedTime")
+            if ms.value > slow_ms:
+                x["times"].append(ms.value * 1e3)
+                x["slow"] = True
+        for _ in range(rounds):
+            order = [x for x in vs if not x.get("slow")]
+            random.shuffle(order)
+            for x in order:
+                reset(x)
+                launch(x)
+                check(cu.cuCtxSynchronize(), "warm-up")
+                check(cu.cuEventRecord(start, None), "cuEventRecord")
+                for _ in range(batch):
+                    launch(x)
+                check(cu.cuEventRecord(stop, None), "cuEventRecord")
+                check(cu.cuEventSynchronize(stop), "cuEventSynchronize")
+                ms = c.c_float()
+                check(cu.cuEventElapsedTime(c.byref(ms), start, stop), "cuEventElapsedTime")
+                x["times"].append(ms.value * 1e3 / batch)
+        base = statistics.median(vs[0]["times"])
+        for x in vs:
+            med = statistics.median(x["times"])
+            name = x["v"]["name"] + (" (1 launch)" if x.get("slow") else "")
+            rows.append((name, med, med / base, x["jit_ms"], x["v"]["patch_ms"]))
+            print(f"{name:44s} {med:12.2f} {med / base:9.3f} {x['jit_ms']:8.2f} {x['v']['patch_ms']:9.3f}", flush=True)
+        # the imbalance report: one launch with block_sched and sm_load, regions kept
+        if k["name"] == "imbalanced":
+            for x in vs:
+                if x["v"]["level"] == "warp" and x["v"]["probe"] in ("block_sched", "sm_load"):
+                    reset(x)
+                    launch(x)
+                    check(cu.cuCtxSynchronize(), "report launch")
+                    buf = c.create_string_buffer(x["v"]["region_size"])
+                    check(cu.cuMemcpyDtoH_v2(buf, c.c_uint64(x["region"]), x["v"]["region_size"]), "read region")
+                    open(os.path.join(d, f"report.{x['v']['probe']}.bin"), "wb").write(buf.raw)
+        for x in vs:
+            cu.cuModuleUnload(x["mod"])
+            if x["host"] is not None:
+                cu.cuMemFreeHost(x["host"])
+            elif x["region"] is not None:
+                cu.cuMemFree_v2(c.c_uint64(x["region"]))
+        for h in holders:
+            if isinstance(h, c.c_uint64):
+                cu.cuMemFree_v2(h)
+    print(f"{len(rows)} variants timed")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,32 @@
+#!/bin/bash
+# Benchmark of devrt/jit's device probes on a GPU (no Go needed there): two
+# kernels of vector addition (16M and 1M elements) and two compute kernels
+# (balanced, and with every 8th block doing 8x the work), each
+# uninstrumented and instrumented by devrt/ptx at entry and exits with each
+# shipped probe (and an empty probe: the call site alone), compiled at warp
+# level and per thread; time per launch (median over interleaved rounds),
+# ratio to the original, driver JIT time of each module, Go patch time
+# (compile + link + instrument + write). Then what block_sched and sm_load
+# saw in one launch of the imbalanced kernel.
+#
+# Build the tool first, where Go is:
+#   CGO_ENABLED=0 go build -o build/jitcheck ./devrt/jit/cmd/jitcheck
+# then on the GPU machine, from the repository root:
+#   bench/device/jit_bench.sh       (JITCHECK=path; ROUNDS, BATCH, REGION=device)
+# Output also in $OUT/jit_bench.txt.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/out}
+T=${JITCHECK:-build/jitcheck}
+if [ ! -x "$T" ] && command -v go >/dev/null; then
+	CGO_ENABLED=0 go build -o build/jitcheck ./devrt/jit/cmd/jitcheck && T=build/jitcheck
+fi
+PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
+W=$(mktemp -d /tmp/jitbench.XXXX)
+mkdir -p "$OUT"
+{
+	"$T" bench -out "$W" || exit 2
+	"$PY" bench/device/jit_bench.py "$W" || exit 1
+	"$T" report -dir "$W"
+} 2>&1 | tee "$OUT/jit_bench.txt"
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/check"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+)
+
+// The benchmark: kernels uninstrumented and instrumented by devrt/ptx with
+// each shipped probe (and an empty one: the call itself) at entry and exits,
+// compiled at warp level and per thread. jit_bench.py times them.
+
+// benchKernel is a kernel of the benchmark and how to launch it.
+type benchKernel struct {
+	Name  string   `json:"name"`
+	Entry string   `json:"entry"`
+	Grid  uint32   `json:"grid"`
+	Block uint32   `json:"block"`
+	Args  [][2]any `json:"args"` // ["buf", bytes] or ["u32", value]
+	Doc   string   `json:"doc"`
+	src   string
+}
+
+const benchHeader = ".version 8.0\n.target sm_80\n.address_size 64\n\n"
+
+// vecadd: c[i] = a[i] + b[i], memory bound; a labelled exit.
+const vecaddPTX = `.visible .entry vecadd(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u32 pn)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<6>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<10>;
+	ld.param.u64 %rd1, [pa];
+	ld.param.u64 %rd2, [pb];
+	ld.param.u64 %rd3, [pc];
+	ld.param.u32 %r1, [pn];
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %ntid.x;
+	mov.u32 %r4, %tid.x;
+	mad.lo.s32 %r5, %r2, %r3, %r4;
+	setp.ge.u32 %p1, %r5, %r1;
+	@%p1 bra $L_end;
+	cvta.to.global.u64 %rd4, %rd1;
+	cvta.to.global.u64 %rd5, %rd2;
+	cvta.to.global.u64 %rd6, %rd3;
+	mul.wide.u32 %rd7, %r5, 4;
+	add.s64 %rd8, %rd4, %rd7;
+	ld.global.f32 %f1, [%rd8];
+	add.s64 %rd9, %rd5, %rd7;
+	ld.global.f32 %f2, [%rd9];
+	add.f32 %f3, %f1, %f2;
+	add.s64 %rd8, %rd6, %rd7;
+	st.global.f32 [%rd8], %f3;
+$L_end:
+	ret;
+}
+`
+
+// compute: iters FMA pairs per thread; blocks with id % 8 == 0 do heavy
+// times more (heavy 1: balanced).
+const computePTX = `.visible .entry compute(.param .u64 pout, .param .u32 piters, .param .u32 pheavy)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<10>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<4>;
+	ld.param.u64 %rd1, [pout];
+	ld.param.u32 %r1, [piters];
+	ld.param.u32 %r7, [pheavy];
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %ntid.x;
+	mov.u32 %r4, %tid.x;
+	mad.lo.s32 %r5, %r2, %r3, %r4;
+	and.b32 %r8, %r2, 7;
+	setp.eq.u32 %p2, %r8, 0;
+	@%p2 mul.lo.u32 %r1, %r1, %r7;
+	cvt.rn.f32.u32 %f1, %r5;
+	mov.f32 %f2, 0f3F800000;
+	mov.f32 %f3, 0f3F000001;
+	mov.u32 %r6, 0;
+$L_loop:
+	fma.rn.f32 %f2, %f2, %f3, %f1;
+	fma.rn.f32 %f1, %f1, %f3, %f2;
+	add.u32 %r6, %r6, 1;
+	setp.lt.u32 %p1, %r6, %r1;
+	@%p1 bra $L_loop;
+	cvta.to.global.u64 %rd2, %rd1;
+	mul.wide.u32 %rd3, %r5, 4;
+	add.s64 %rd2, %rd2, %rd3;
+	st.global.f32 [%rd2], %f2;
+	ret;
+}
+`
+
+func benchKernels() []benchKernel {
+	const n = 1 << 24
+	const small = 1 << 20
+	vec := func(name string, n uint32, doc string) benchKernel {
+		return benchKernel{Name: name, Entry: "vecadd", Grid: n / 256, Block: 256, src: vecaddPTX, Doc: doc,
+			Args: [][2]any{{"buf", 4 * n}, {"buf", 4 * n}, {"buf", 4 * n}, {"u32", n}}}
+	}
+	comp := func(name string, iters, heavy uint32, doc string) benchKernel {
+		return benchKernel{Name: name, Entry: "compute", Grid: 2048, Block: 256, src: computePTX, Doc: doc,
+			Args: [][2]any{{"buf", 4 * 2048 * 256}, {"u32", iters}, {"u32", heavy}}}
+	}
+	return []benchKernel{
+		vec("vecadd16M", n, "memory bound, 65536 blocks of 256"),
+		vec("vecadd1M", small, "launch bound, 4096 blocks of 256"),
+		comp("compute", 2048, 1, "2048 x 256 threads, 4096 FMAs each"),
+		comp("imbalanced", 2048, 8, "as compute, blocks with id % 8 == 0 do 8x the work"),
+	}
+}
+
+// benchProbes are the probe sets of the benchmark.
+var benchProbes = []string{"empty", "device/block_sched", "device/launch_latency", "device/sm_load", "device/warp_occupancy"}
+
+// benchVariant is one module to time.
+type benchVariant struct {
+	Name       string   `json:"name"`
+	Kernel     string   `json:"kernel"`
+	Probe      string   `json:"probe"` // "" for the original
+	Level      string   `json:"level"` // warp, thread
+	PTX        string   `json:"ptx"`
+	RegionSize uint64   `json:"region_size"`
+	Headers    [][2]any `json:"headers"`  // [offset, hex]: the map headers of the zeroed region
+	PatchMS    float64  `json:"patch_ms"` // compile + link + instrument + write, in Go
+	Sites      int      `json:"sites"`
+}
+
+type benchFile struct {
+	Kernels  []benchKernel  `json:"kernels"`
+	Variants []benchVariant `json:"variants"`
+}
+
+func genBench(dir string) error {
+	if dir == "" {
+		return errors.New("bench: -out is required")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var bf benchFile
+	for _, k := range benchKernels() {
+		bf.Kernels = append(bf.Kernels, k)
+		src := benchHeader + k.src
+		base := k.Name + ".orig.ptx"
+		if err := os.WriteFile(filepath.Join(dir, base), []byte(src), 0o644); err != nil {
+			return err
+		}
+		bf.Variants = append(bf.Variants, benchVariant{Name: k.Name, Kernel: k.Name, PTX: base})
+		for _, probe := range benchProbes {
+			for _, per := range []bool{false, true} {
+				v, err := instrument(dir, k, src, probe, per)
+				if err != nil {
+					return fmt.Errorf("%s with %s: %w", k.Name, probe, err)
+				}
+				bf.Variants = append(bf.Variants, v)
+			}
+		}
+	}
+	js, _ := json.MarshalIndent(bf, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "bench.json"), js, 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("jitcheck bench: %d kernels, %d modules in %s\n", len(bf.Kernels), len(bf.Variants), dir)
+	return nil
+}
+
+// instrument patches the kernel's module as devrt's injection does:
+// compile the probe set, link its fragment, call it at entry and exits.
+func instrument(dir string, k benchKernel, src, probe string, perThread bool) (benchVariant, error) {
+	lvl := map[bool]string{false: "warp", true: "thread"}[perThread]
+	short := filepath.Base(probe)
+	v := benchVariant{Name: fmt.Sprintf("%s+%s/%s", k.Name, short, lvl), Kernel: k.Name, Probe: short, Level: lvl}
+	o, err := check.Object(probe)
+	if err != nil {
+		return v, err
+	}
+	t0 := time.Now()
+	c, err := jit.Compile([]*jit.Object{o}, jit.Options{PerThread: perThread})
+	if err != nil {
+		return v, err
+	}
+	m, err := ptx.Parse(src)
+	if err != nil {
+		return v, err
+	}
+	frag, err := ptx.ParseFragment(c.PTX)
+	if err != nil {
+		return v, err
+	}
+	if err := ptx.Link(m, frag); err != nil {
+		return v, err
+	}
+	var spec ptx.Spec
+	for _, p := range c.Probes {
+		switch p.Site {
+		case jit.SiteEntry:
+			spec.Entry = append(spec.Entry, p.Func)
+		case jit.SiteExit:
+			spec.Exit = append(spec.Exit, p.Func)
+		}
+	}
+	rep, err := ptx.Instrument(m, spec)
+	if err != nil {
+		return v, err
+	}
+	if len(rep.Refused) > 0 {
+		return v, fmt.Errorf("refused: %v", rep.Refused)
+	}
+	out := ptx.Write(m)
+	v.PatchMS = float64(time.Since(t0).Microseconds()) / 1000
+	for _, kr := range rep.Kernels {
+		v.Sites += kr.Entry + kr.Exit
+	}
+	v.PTX = fmt.Sprintf("%s.%s.%s.ptx", k.Name, short, lvl)
+	v.Headers = check.Headers(c)
+	v.RegionSize = c.Layout.Size
+	return v, os.WriteFile(filepath.Join(dir, v.PTX), []byte(out), 0o644)
+}
+
+// report reads the regions jit_bench.py kept after one launch of the
+// imbalanced kernel and prints what the probes saw: block durations of the
+// heavy blocks (id % 8 == 0) against the others (block_sched), and how
+// unevenly the SMs were loaded (sm_load).
+func report(dir string) error {
+	layout := func(probe string) (gpumap.Layout, []byte, error) {
+		o, err := check.Object("device/" + probe)
+		if err != nil {
+			return gpumap.Layout{}, nil, err
+		}
+		c, err := jit.Compile([]*jit.Object{o}, jit.Options{})
+		if err != nil {
+			return gpumap.Layout{}, nil, err
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "report."+probe+".bin"))
+		return c.Layout, b, err
+	}
+	l, region, err := layout("block_sched")
+	if err != nil {
+		return err
+	}
+	ring, _ := l.Find("gx_block_ring")
+	recs, err := ring.RingDrain(gpumap.Region(region), 1<<24)
+	if err != nil {
+		return err
+	}
+	var heavy, light []float64
+	var first, last uint64
+	for i, r := range recs {
+		if len(r) != 40 {
+			return fmt.Errorf("block record of %d bytes", len(r))
+		}
+		blk := binary.LittleEndian.Uint64(r[8:])
+		start, end := binary.LittleEndian.Uint64(r[16:]), binary.LittleEndian.Uint64(r[24:])
+		if i == 0 || start < first {
+			first = start
+		}
+		last = max(last, end)
+		d := float64(end-start) / 1e3
+		if blk%8 == 0 {
+			heavy = append(heavy, d)
+		} else {
+			light = append(light, d)
+		}
+	}
+	rh, err := ring.ReadHeader(gpumap.Region(region))
+	if err != nil {
+		return err
+	}
+	bm, _ := l.Find("gx_blocks")
+	slots, err := bm.ArrayCopy(gpumap.Region(region), 0)
+	if err != nil {
+		return err
+	}
+	inFlight := 0
+	for _, s := range slots {
+		if binary.LittleEndian.Uint64(s) != 0 {
+			inFlight++
+		}
+	}
+	fmt.Printf("block_sched: %d blocks seen, kernel span %.1f us (first block start to last block end); ring drops %d, slots not freed %d\n",
+		len(recs), float64(last-first)/1e3, rh.Drops, inFlight)
+	fmt.Printf("  blocks id%%8==0: %d, median %.1f us; other blocks: %d, median %.1f us; ratio %.2f\n",
+		len(heavy), median(heavy), len(light), median(light), median(heavy)/median(light))
+	l, region, err = layout("sm_load")
+	if err != nil {
+		return err
+	}
+	sm, _ := l.Find("gx_sm")
+	var busy []float64
+	var blocks, threads uint64
+	for s := uint32(0); s < sm.Slots; s++ {
+		v, err := sm.ArrayCopy(gpumap.Region(region), s)
+		if err != nil {
+			return err
+		}
+		b, t, ns := binary.LittleEndian.Uint64(v[0]), binary.LittleEndian.Uint64(v[0][8:]), binary.LittleEndian.Uint64(v[0][16:])
+		blocks += b
+		threads += t
+		if t > 0 {
+			busy = append(busy, float64(ns)/32/1e3) // warp-us
+		}
+	}
+	mn, mx := busy[0], busy[0]
+	sum := 0.0
+	for _, b := range busy {
+		mn, mx, sum = min(mn, b), max(mx, b), sum+b
+	}
+	fmt.Printf("sm_load: %d SMs used, %d blocks, %d threads; warp-us per SM min %.0f, mean %.0f, max %.0f (max/mean %.2f)\n",
+		len(busy), blocks, threads, mn, sum/float64(len(busy)), mx, mx/(sum/float64(len(busy))))
+	return nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
