@@ -24,6 +24,8 @@ import glob, json, mmap, os, random, statistics, struct, sys, time
 
 import torch
 
+from train_model import make_step
+
 CTL = 4096                       # the control page follows the header page
 GEN, CLASSES, SAMPLE = 8, 12, 16  # offsets in struct gpuext_ctl
 ALL, NESTED = 0x3F, 0x40
@@ -53,23 +55,11 @@ def parse(cfg):
 
 
 def train_loop():
-    torch.manual_seed(0)
-    torch.backends.cudnn.deterministic = True
-    torch.use_deterministic_algorithms(True)
-    layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
-    model = torch.nn.Sequential(torch.nn.Embedding(512, 256), torch.nn.TransformerEncoder(layer, 2),
-                                torch.nn.Linear(256, 512)).cuda()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    tokens = torch.randint(0, 512, (16, 128), device="cuda")
-    target = torch.randint(0, 512, (16, 128), device="cuda")
+    step = make_step()
 
     def run(n):
         for _ in range(n):
-            opt.zero_grad(set_to_none=True)
-            out = model(tokens)
-            loss = torch.nn.functional.cross_entropy(out.reshape(-1, 512), target.reshape(-1))
-            loss.backward()
-            opt.step()
+            step()
     return run, int(os.environ.get("AB_STEPS", 3)), 1, "ms/step", 1e3
 
 
