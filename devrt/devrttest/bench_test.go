@@ -64,7 +64,8 @@ func ringSlots(n int) int {
 	return s
 }
 
-// shmDir is a folder on tmpfs, removed after the benchmark.
+// shmDir is a folder on tmpfs, removed after the benchmark (a caller that
+// makes one per iteration removes each itself: tmpfs is memory).
 func shmDir(b *testing.B) string {
 	d, err := os.MkdirTemp("/dev/shm", "devrt-bench-")
 	if err != nil {
