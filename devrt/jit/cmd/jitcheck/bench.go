@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -13,7 +14,8 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/check"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
-	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/probepatch"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 )
 
 // The benchmark: kernels uninstrumented and instrumented by devrt/ptx with
@@ -134,7 +136,6 @@ type benchVariant struct {
 	RegionSize uint64   `json:"region_size"`
 	Headers    [][2]any `json:"headers"`  // [offset, hex]: the map headers of the zeroed region
 	PatchMS    float64  `json:"patch_ms"` // compile + link + instrument + write, in Go
-	Sites      int      `json:"sites"`
 }
 
 type benchFile struct {
@@ -176,8 +177,9 @@ func genBench(dir string) error {
 	return nil
 }
 
-// instrument patches the kernel's module as devrt's injection does:
-// compile the probe set, link its fragment, call it at entry and exits.
+// instrument patches the kernel's module as the injection server does:
+// compile the probe set, then probepatch links it and calls it at entry
+// and exits.
 func instrument(dir string, k benchKernel, src, probe string, perThread bool) (benchVariant, error) {
 	lvl := map[bool]string{false: "warp", true: "thread"}[perThread]
 	short := filepath.Base(probe)
@@ -191,42 +193,18 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool) (b
 	if err != nil {
 		return v, err
 	}
-	m, err := ptx.Parse(src)
+	res, err := probepatch.New(c).Patch(context.Background(), &devrtinject.Module{PTX: []byte(src)})
 	if err != nil {
 		return v, err
 	}
-	frag, err := ptx.ParseFragment(c.PTX)
-	if err != nil {
-		return v, err
+	if res.Status != devrtinject.StatusPatched || res.Reason != "" {
+		return v, fmt.Errorf("%s: %s", res.Status, res.Reason)
 	}
-	if err := ptx.Link(m, frag); err != nil {
-		return v, err
-	}
-	var spec ptx.Spec
-	for _, p := range c.Probes {
-		switch p.Site {
-		case jit.SiteEntry:
-			spec.Entry = append(spec.Entry, p.Func)
-		case jit.SiteExit:
-			spec.Exit = append(spec.Exit, p.Func)
-		}
-	}
-	rep, err := ptx.Instrument(m, spec)
-	if err != nil {
-		return v, err
-	}
-	if len(rep.Refused) > 0 {
-		return v, fmt.Errorf("refused: %v", rep.Refused)
-	}
-	out := ptx.Write(m)
 	v.PatchMS = float64(time.Since(t0).Microseconds()) / 1000
-	for _, kr := range rep.Kernels {
-		v.Sites += kr.Entry + kr.Exit
-	}
 	v.PTX = fmt.Sprintf("%s.%s.%s.ptx", k.Name, short, lvl)
 	v.Headers = check.Headers(c)
-	v.RegionSize = c.Layout.Size
-	return v, os.WriteFile(filepath.Join(dir, v.PTX), []byte(out), 0o644)
+	v.RegionSize = res.SharedSize
+	return v, os.WriteFile(filepath.Join(dir, v.PTX), res.PTX, 0o644)
 }
 
 // report reads the regions jit_bench.py kept after one launch of the

@@ -1,0 +1,133 @@
+package probepatch
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/bpf/device"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
+)
+
+func shipped(t *testing.T) *jit.Compiled {
+	var objs []*jit.Object
+	for _, n := range device.Names() {
+		b, err := device.Object(n)
+		require.NoError(t, err)
+		o, err := jit.LoadObject(bytes.NewReader(b))
+		require.NoError(t, err)
+		objs = append(objs, o)
+	}
+	c, err := jit.Compile(objs, jit.Options{})
+	require.NoError(t, err)
+	return c
+}
+
+// TestPatchCorpus: every module of the PTX corpus (nvcc and Triton, from an
+// H200) gets every shipped probe in every kernel.
+func TestPatchCorpus(t *testing.T) {
+	c := shipped(t)
+	require.Len(t, c.Probes, 7)
+	p := New(c)
+	files, err := filepath.Glob("../../ptx/testdata/corpus/*.ptx")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		m, err := ptx.Parse(string(src))
+		require.NoError(t, err)
+		kernels := m.KernelNames()
+		res, err := p.Patch(context.Background(), &devrtinject.Module{PTX: src})
+		require.NoError(t, err, f)
+		require.Equal(t, devrtinject.StatusPatched, res.Status, "%s: %s", f, res.Reason)
+		require.ElementsMatch(t, kernels, res.Kernels, f)
+		require.Equal(t, c.Layout.Size, res.SharedSize)
+		out, err := ptx.Parse(string(res.PTX))
+		require.NoError(t, err, f)
+		require.ElementsMatch(t, kernels, out.KernelNames())
+		require.Contains(t, string(res.PTX), ".visible .global .align 8 .u64 __gpuext_shared;")
+		for _, pr := range c.Probes {
+			require.GreaterOrEqual(t, strings.Count(string(res.PTX), pr.Func+","), len(kernels), "%s: calls of %s", f, pr.Func)
+		}
+	}
+}
+
+// program is r0 = 0; exit in section sec.
+func program(t *testing.T, name, sec string) jit.Program {
+	raw := make([]byte, 16)
+	raw[0] = 0xb7 // r0 = 0
+	raw[8] = 0x95 // exit
+	insns, err := jit.Decode(raw, nil)
+	require.NoError(t, err)
+	site, k, err := jit.ParseSection(sec)
+	require.NoError(t, err)
+	return jit.Program{Name: name, Section: sec, Site: site, Kernel: k, Insns: insns}
+}
+
+func TestPatchSelectsKernels(t *testing.T) {
+	src, err := os.ReadFile("../../ptx/testdata/corpus/nvcc_kernels.ptx")
+	require.NoError(t, err)
+	m, err := ptx.Parse(string(src))
+	require.NoError(t, err)
+	all := m.KernelNames()
+	require.Greater(t, len(all), 2)
+	one := all[1]
+
+	compile := func(progs ...jit.Program) *Patcher {
+		c, err := jit.Compile([]*jit.Object{{Programs: progs}}, jit.Options{})
+		require.NoError(t, err)
+		return New(c)
+	}
+	// Only the kernel the section names; entry from one program, exit from another.
+	p := compile(program(t, "a", "gpu/entry/"+one), program(t, "b", "kretprobe/"+one))
+	res, err := p.Patch(context.Background(), &devrtinject.Module{PTX: src})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusPatched, res.Status)
+	require.Equal(t, []string{one}, res.Kernels)
+	require.Equal(t, uint64(0), res.SharedSize)
+
+	// Two groups: every kernel at entry, one kernel also at exits.
+	p = compile(program(t, "a", "gpu/entry/*"), program(t, "b", "gpu/exit/"+one))
+	res, err = p.Patch(context.Background(), &devrtinject.Module{PTX: src})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusPatched, res.Status, res.Reason)
+	require.ElementsMatch(t, all, res.Kernels)
+
+	// No kernel matches: unchanged.
+	p = compile(program(t, "a", "gpu/entry/no_such_kernel"))
+	res, err = p.Patch(context.Background(), &devrtinject.Module{PTX: src})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no probe applies to its kernels"}, res)
+
+	// Not PTX: rejected with the parser's reason.
+	res, err = p.Patch(context.Background(), &devrtinject.Module{PTX: []byte(".version 8.0\n.target sm_90\n.address_size 64\n.entry k( {")})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusRejected, res.Status)
+	require.Contains(t, res.Reason, "PTX does not parse")
+
+	// A cancelled request is an error, not an answer.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = p.Patch(ctx, &devrtinject.Module{PTX: src})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestVersionChangesWithTheProbes(t *testing.T) {
+	c1, err := jit.Compile([]*jit.Object{{Programs: []jit.Program{program(t, "a", "gpu/entry/*")}}}, jit.Options{})
+	require.NoError(t, err)
+	c2, err := jit.Compile([]*jit.Object{{Programs: []jit.Program{program(t, "a", "gpu/exit/*")}}}, jit.Options{})
+	require.NoError(t, err)
+	c3, err := jit.Compile([]*jit.Object{{Programs: []jit.Program{program(t, "a", "gpu/entry/*")}}}, jit.Options{PerThread: true})
+	require.NoError(t, err)
+	v := map[uint64]bool{New(c1).Version(): true, New(c2).Version(): true, New(c3).Version(): true}
+	require.Len(t, v, 3)
+	require.Equal(t, New(c1).Version(), New(c1).Version())
+}
