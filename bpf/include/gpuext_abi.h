@@ -1096,15 +1096,20 @@ struct gpuext_dev_sm {
 	__u64 lane_ns;    /* sum over exits of (ns since the warp's entry) x lanes */
 };
 
-/* warp_occupancy: warps resident on one SM in one time bucket (hash gx_occ). */
-#define GPUEXT_DEV_OCC_SHIFT 20 /* bucket = %globaltimer >> 20 (~1.05 ms) */
-struct gpuext_dev_occ_key {
-	__u32 smid;
-	__u32 _pad;
-	__u64 bucket;
-};
-
+/*
+ * warp_occupancy: warps resident on one SM in one time bucket. A per-SM
+ * array gx_occ of GPUEXT_DEV_OCC_BUCKETS slots used round robin: bucket b
+ * (%globaltimer >> GPUEXT_DEV_OCC_SHIFT, ~1.05 ms) lives in slot
+ * b % GPUEXT_DEV_OCC_BUCKETS while epoch == b; the first probe of a new
+ * bucket claims the slot (epoch -> GPUEXT_DEV_OCC_RESETTING by cmpxchg),
+ * zeroes it and publishes epoch = b. The host reads complete buckets (epoch
+ * older than the current one) within GPUEXT_DEV_OCC_BUCKETS buckets (~67 ms).
+ */
+#define GPUEXT_DEV_OCC_SHIFT 20
+#define GPUEXT_DEV_OCC_BUCKETS 64
+#define GPUEXT_DEV_OCC_RESETTING 0xffffffffffffffffULL
 struct gpuext_dev_occ {
+	__u64 epoch;      /* the bucket this slot holds; RESETTING while it changes */
 	__u64 threads;    /* threads that entered in the bucket */
 	__u64 lane_ns;    /* (ns since entry) x lanes of the warps that exited in it */
 };
