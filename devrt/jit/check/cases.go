@@ -162,23 +162,33 @@ func checkLaunch(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	return nil
 }
 
-// checkOcc: every thread's entry counted in some (SM, bucket), lane-ns seen.
+// checkOcc: every thread's entry counted in some (SM, bucket), lane-ns seen,
+// no slot left mid-reset.
 func checkOcc(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	m, err := mapOf(l, "gx_occ")
 	if err != nil {
 		return err
 	}
-	es, err := m.HashEntries(gpumap.Region(region))
-	if err != nil {
-		return err
-	}
 	var threads, ns uint64
-	for _, e := range es {
-		threads += u64(e.Value, 0)
-		ns += u64(e.Value, 8)
+	buckets := 0
+	for s := uint32(0); s < m.Slots; s++ {
+		vals, err := m.ArrayCopy(gpumap.Region(region), s)
+		if err != nil {
+			return err
+		}
+		for _, v := range vals {
+			if u64(v, 0) == ^uint64(0) {
+				return fmt.Errorf("SM %d: a slot left mid-reset", s)
+			}
+			if u64(v, 8) != 0 || u64(v, 16) != 0 {
+				buckets++
+			}
+			threads += u64(v, 8)
+			ns += u64(v, 16)
+		}
 	}
 	if threads != uint64(c.Threads()) || ns == 0 {
-		return fmt.Errorf("%d threads, %d lane-ns in %d buckets; want %d threads, lane-ns > 0", threads, ns, len(es), c.Threads())
+		return fmt.Errorf("%d threads, %d lane-ns in %d (SM, bucket) slots; want %d threads, lane-ns > 0", threads, ns, buckets, c.Threads())
 	}
 	return nil
 }

@@ -21,7 +21,6 @@ const struct gpuext_dev_block_state *unused_bs __attribute__((unused));
 const struct gpuext_dev_block *unused_b __attribute__((unused));
 const struct gpuext_dev_launch *unused_l __attribute__((unused));
 const struct gpuext_dev_sm *unused_sm __attribute__((unused));
-const struct gpuext_dev_occ_key *unused_ok __attribute__((unused));
 const struct gpuext_dev_occ *unused_o __attribute__((unused));
 const enum gpuext_dev_site *unused_site __attribute__((unused));
 const enum gpuext_gpumap_type *unused_type __attribute__((unused));
