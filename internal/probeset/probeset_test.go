@@ -1,0 +1,245 @@
+package probeset
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
+)
+
+const corpus = "../../devrt/ptx/testdata/corpus"
+
+func read(t testing.TB, name string) []byte {
+	b, err := os.ReadFile(filepath.Join(corpus, name))
+	require.NoError(t, err)
+	return b
+}
+
+// probeCalls counts, per kernel of the PTX, the calls of each probe function.
+func probeCalls(t *testing.T, src []byte) map[string]map[string]int {
+	m, err := ptx.Parse(string(src))
+	require.NoError(t, err)
+	out := map[string]map[string]int{}
+	for _, k := range m.Kernels() {
+		if k.Body == nil {
+			continue
+		}
+		c := map[string]int{}
+		for _, in := range k.Instructions() {
+			if tg := in.CallTarget(); strings.HasPrefix(tg, "__gpuext_probe_") {
+				c[tg]++
+			}
+		}
+		out[k.Name] = c
+	}
+	return out
+}
+
+// TestPatchCorpus: every corpus module through the shipped probe set; each
+// selected kernel calls every entry probe once and every exit probe once per
+// exit of the original kernel; the output re-parses.
+func TestPatchCorpus(t *testing.T) {
+	for _, mode := range []string{ModeWarp, ModeThread} {
+		s, err := New(Config{Mode: mode})
+		require.NoError(t, err)
+		require.Len(t, s.Compiled().Probes, 7)
+		files, err := filepath.Glob(filepath.Join(corpus, "*.ptx"))
+		require.NoError(t, err)
+		require.Len(t, files, 7)
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			require.NoError(t, err)
+			orig, err := ptx.Parse(string(src))
+			require.NoError(t, err)
+			res, err := s.Patch(context.Background(), &devrtinject.Module{PTX: src, Kernels: orig.KernelNames()})
+			require.NoError(t, err)
+			require.Equal(t, devrtinject.StatusPatched, res.Status, "%s: %s", f, res.Reason)
+			require.ElementsMatch(t, orig.KernelNames(), res.Kernels, f)
+			require.Equal(t, s.Layout().Size, res.SharedSize)
+			require.Contains(t, string(res.PTX), ".visible .global .align 8 .u64 __gpuext_shared;")
+			calls := probeCalls(t, res.PTX)
+			for _, k := range orig.Kernels() {
+				if k.Body == nil {
+					continue
+				}
+				want := map[string]int{}
+				for _, p := range s.Compiled().Probes {
+					switch p.Site {
+					case jit.SiteEntry:
+						want[p.Func] = 1
+					case jit.SiteExit:
+						want[p.Func] = len(k.Exits())
+					}
+				}
+				require.Equal(t, want, calls[k.Name], "%s %s", f, k.Name)
+				name, ok := s.KernelName(ptx.KernelID(k.Name))
+				require.True(t, ok)
+				require.Equal(t, k.Name, name)
+			}
+		}
+	}
+}
+
+// TestSiteCounts pins the calls of block_sched's entry and exit probes per
+// kernel of nvcc_kernels_debug.ptx (nvcc -G keeps every return of the
+// source: one exit site per ret).
+func TestSiteCounts(t *testing.T) {
+	s, err := New(Config{Probes: []string{"block_sched"}})
+	require.NoError(t, err)
+	src := read(t, "nvcc_kernels_debug.ptx")
+	res, err := s.Patch(context.Background(), &devrtinject.Module{PTX: src})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusPatched, res.Status, res.Reason)
+	got := map[string][2]int{}
+	for k, c := range probeCalls(t, res.PTX) {
+		got[k] = [2]int{c["__gpuext_probe_0"], c["__gpuext_probe_1"]}
+	}
+	require.Equal(t, wantSites, got)
+}
+
+func TestIncludeExclude(t *testing.T) {
+	src := read(t, "nvcc_kernels.ptx")
+	orig, err := ptx.Parse(string(src))
+	require.NoError(t, err)
+	all := orig.KernelNames()
+	ctx := context.Background()
+
+	// Include one kernel by glob, exclude another.
+	s, err := New(Config{Probes: []string{"sm_load"}, Include: []string{"*vec_add*", "*imbalanced*"}, Exclude: []string{"*imbalanced*"}})
+	require.NoError(t, err)
+	res, err := s.Patch(ctx, &devrtinject.Module{PTX: src, Kernels: all})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusPatched, res.Status)
+	var want []string
+	for _, k := range all {
+		if strings.Contains(k, "vec_add") {
+			want = append(want, k)
+		}
+	}
+	require.NotEmpty(t, want)
+	require.Equal(t, want, res.Kernels)
+	require.Equal(t, fmt.Sprintf("excluded: %d kernels", len(all)-len(want)), res.Reason)
+
+	// Nothing selected: unchanged, decided from devrt's names alone.
+	s, err = New(Config{Probes: []string{"sm_load"}, Include: []string{"no_such_kernel"}})
+	require.NoError(t, err)
+	res, err = s.Patch(ctx, &devrtinject.Module{PTX: []byte("not even PTX"), Kernels: all})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no kernel selected by include/exclude"}, res)
+	// ... and without devrt's names, after patching.
+	res, err = s.Patch(ctx, &devrtinject.Module{PTX: src})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no kernel selected by include/exclude"}, res)
+
+	// Bad PTX with a selected kernel: rejected with the parser's reason.
+	s, err = New(Config{Probes: []string{"sm_load"}})
+	require.NoError(t, err)
+	res, err = s.Patch(ctx, &devrtinject.Module{PTX: []byte(".version 8.0\n.target sm_90\n.address_size 64\n.entry k( {"), Kernels: []string{"k"}})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusRejected, res.Status)
+	require.Contains(t, res.Reason, "PTX does not parse")
+}
+
+func TestVersion(t *testing.T) {
+	v := map[uint64]Config{}
+	for _, c := range []Config{
+		{}, {Mode: ModeThread}, {Probes: []string{"sm_load"}},
+		{Include: []string{"a*"}}, {Exclude: []string{"a*"}}, {Include: []string{"a*"}, Exclude: []string{"b*"}},
+	} {
+		s, err := New(c)
+		require.NoError(t, err)
+		_, dup := v[s.Version()]
+		require.False(t, dup, "%+v", c)
+		v[s.Version()] = c
+		s2, err := New(c)
+		require.NoError(t, err)
+		require.Equal(t, s.Version(), s2.Version())
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Mode: "block"}, `devrt::probes::mode: "block" is not warp or thread`},
+		{Config{Probes: []string{"nope"}}, `devrt::probes::probes[0]: "nope" is neither a shipped probe (block_sched, launch_latency, sm_load, warp_occupancy) nor an absolute path`},
+		{Config{Include: []string{"[a"}}, `devrt::probes::include[0]: bad glob "[a"`},
+		{Config{Exclude: []string{""}}, `devrt::probes::exclude[0]: bad glob ""`},
+	} {
+		require.EqualError(t, tc.cfg.Validate(), tc.want)
+		_, err := New(tc.cfg)
+		require.EqualError(t, err, tc.want)
+	}
+	_, err := New(Config{Probes: []string{"/no/such/probe.bpf.o"}})
+	require.EqualError(t, err, "device probe /no/such/probe.bpf.o: open /no/such/probe.bpf.o: no such file or directory")
+	bad := filepath.Join(t.TempDir(), "bad.bpf.o")
+	require.NoError(t, os.WriteFile(bad, []byte("\x7fELF garbage"), 0o644))
+	_, err = New(Config{Probes: []string{bad}})
+	require.ErrorContains(t, err, "device probe "+bad+": read eBPF object:")
+}
+
+// BenchmarkPatch is the collector's one-time cost of patching a module:
+// parse, link, instrument and write the largest corpus file (61 KB, nvcc
+// -G) with all shipped probes.
+func BenchmarkPatch(b *testing.B) {
+	s, err := New(Config{})
+	require.NoError(b, err)
+	src := read(b, "nvcc_kernels_debug.ptx")
+	b.SetBytes(int64(len(src)))
+	b.ResetTimer()
+	for range b.N {
+		res, err := s.Patch(context.Background(), &devrtinject.Module{PTX: src})
+		if err != nil || res.Status != devrtinject.StatusPatched {
+			b.Fatal(err, res.Reason)
+		}
+	}
+}
+
+// Every kernel of the corpus has one ret (nvcc joins the returns).
+var wantSites = map[string][2]int{
+	"_Z4axpyIdEvT_PKS0_PS0_i": {1, 1}, "_Z4axpyIfEvT_PKS0_PS0_i": {1, 1}, "block_reduce": {1, 1},
+	"early_exits": {1, 1}, "globals_use": {1, 1}, "half_vec4": {1, 1}, "histogram": {1, 1},
+	"imbalanced": {1, 1}, "local_array": {1, 1}, "say_hello": {1, 1}, "vec_add": {1, 1},
+}
+
+// multiExit has a predicated exit, a labelled exit and a plain one.
+const multiExit = `.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry three_exits(.param .u32 n)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<3>;
+	ld.param.u32 %r1, [n];
+	mov.u32 %r2, %tid.x;
+	setp.ge.u32 %p1, %r2, %r1;
+	@%p1 ret;
+	setp.eq.u32 %p2, %r2, 7;
+	@%p2 bra DONE;
+	exit;
+DONE:
+	ret;
+}
+`
+
+func TestSiteCountsMultiExit(t *testing.T) {
+	s, err := New(Config{Probes: []string{"block_sched", "launch_latency"}})
+	require.NoError(t, err)
+	res, err := s.Patch(context.Background(), &devrtinject.Module{PTX: []byte(multiExit)})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusPatched, res.Status, res.Reason)
+	require.Equal(t, []string{"three_exits"}, res.Kernels)
+	// block_entry (0), block_exit (1) at 3 exits, launch_entry (2).
+	require.Equal(t, map[string]map[string]int{"three_exits": {"__gpuext_probe_0": 1, "__gpuext_probe_1": 3, "__gpuext_probe_2": 1}},
+		probeCalls(t, res.PTX))
+}
