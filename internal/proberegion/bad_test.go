@@ -1,0 +1,159 @@
+package proberegion
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+)
+
+// smallLayout has the shipped probes' maps, small (fuzzing, bad regions).
+func smallLayout(t testing.TB) gpumap.Layout {
+	l, err := gpumap.NewLayout([]gpumap.Def{
+		{Name: MapBlockRing, Type: gpumap.Ringbuf, ValueSize: BlockSize, MaxEntries: 8},
+		{Name: MapLaunchRing, Type: gpumap.Ringbuf, ValueSize: LaunchSize, MaxEntries: 4},
+		{Name: MapSM, Type: gpumap.PerSMArray, KeySize: 4, ValueSize: SMSize, MaxEntries: 1, Copies: 4},
+		{Name: MapOcc, Type: gpumap.PerSMArray, KeySize: 4, ValueSize: OccSize, MaxEntries: 4, Copies: 4},
+		{Name: "gx_private", Type: gpumap.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2},
+	})
+	require.NoError(t, err)
+	return l
+}
+
+func TestBadRegions(t *testing.T) {
+	lay := smallLayout(t)
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, b, 0o600))
+		return p
+	}
+
+	// Short: the layout does not fit.
+	p := write("short.maps", make([]byte, lay.Size-1))
+	_, err := Open(p, lay)
+	require.ErrorIs(t, err, ErrBroken)
+	require.EqualError(t, err, "proberegion: region broken: "+p+" has "+itoa(lay.Size-1)+" bytes, the probe set's maps need "+itoa(lay.Size))
+
+	// Garbage: headers of another layout (or none that make sense).
+	g := make([]byte, lay.Size)
+	for i := range g {
+		g[i] = byte(i*7 + 3)
+	}
+	_, err = Open(write("garbage.maps", g), lay)
+	require.ErrorIs(t, err, ErrBroken)
+	require.ErrorContains(t, err, "foreign region")
+
+	// Another probe set's initialised region.
+	other := smallLayout(t)
+	other.Maps[0].MaxEntries = 16
+	o := make([]byte, lay.Size)
+	require.NoError(t, lay.Init(o))
+	binary.LittleEndian.PutUint32(o[lay.Maps[0].Offset+gpumap.OffMaxEntries:], 16)
+	_, err = Open(write("other.maps", o), lay)
+	require.ErrorContains(t, err, `foreign region (another probe set's?): map "gx_block_ring": header`)
+
+	// Not a regular file; a second link.
+	_, err = Open(dir, lay)
+	require.Error(t, err)
+	good := write("good.maps", make([]byte, lay.Size))
+	require.NoError(t, os.Link(good, filepath.Join(dir, "link.maps")))
+	_, err = Open(good, lay)
+	require.EqualError(t, err, "proberegion: region broken: "+good+" has 2 links")
+	require.NoError(t, os.Remove(filepath.Join(dir, "link.maps")))
+
+	// Truncated under the mapping: the read faults, the region breaks, the
+	// process goes on; another region is unaffected.
+	r, err := Open(good, lay)
+	require.NoError(t, err)
+	defer r.Close()
+	second := write("second.maps", make([]byte, lay.Size))
+	r2, err := Open(second, lay)
+	require.NoError(t, err)
+	defer r2.Close()
+	_, err = r.Read()
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(good, 0))
+	_, err = r.Read()
+	require.ErrorIs(t, err, ErrBroken)
+	require.ErrorContains(t, err, "(file truncated?)")
+	require.Equal(t, err, r.Broken())
+	_, err = r.Read()
+	require.Equal(t, r.Broken(), err) // never read again
+	_, err = r2.Read()
+	require.NoError(t, err)
+
+	// A ring record of an impossible length is skipped and counted.
+	mem := make([]byte, lay.Size)
+	r3, err := FromBytes(mem, lay)
+	require.NoError(t, err)
+	m := lay.Maps[0]
+	_, err = m.RingOutput(gpumap.Region(mem), make([]byte, BlockSize))
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint32(mem[m.RingSlotOffset(0)+gpumap.RecLen:], 1000)
+	_, err = m.RingOutput(gpumap.Region(mem), make([]byte, 8)) // a record of the wrong size
+	require.NoError(t, err)
+	snap, err := r3.Read()
+	require.NoError(t, err)
+	require.Empty(t, snap.Blocks)
+	require.Equal(t, 1, snap.Bad)
+	require.Equal(t, uint64(1), snap.Drops[MapBlockRing])
+}
+
+func itoa(n uint64) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}
+
+// FuzzRegion: any bytes as a region are read without a panic; a region
+// that opens reads again, and the tracker takes whatever it gave.
+func FuzzRegion(f *testing.F) {
+	lay := smallLayout(f)
+	init := make([]byte, lay.Size)
+	require.NoError(f, lay.Init(init))
+	f.Add(init)
+	f.Add([]byte{})
+	f.Add(make([]byte, lay.Size))
+	withRecords := append([]byte(nil), init...)
+	reg := gpumap.Region(withRecords)
+	for i := range 10 { // a lap and a bit of the block ring
+		rec := make([]byte, BlockSize)
+		binary.LittleEndian.PutUint64(rec[8:], uint64(i%3))
+		binary.LittleEndian.PutUint64(rec[16:], uint64(100*i))
+		binary.LittleEndian.PutUint64(rec[24:], uint64(100*i+50))
+		_, _ = lay.Maps[0].RingOutput(reg, rec)
+	}
+	_, _ = lay.Maps[1].RingOutput(reg, make([]byte, LaunchSize))
+	_ = reg.PutU64(lay.Maps[2].DataOffset()+16, 12345)
+	_ = reg.PutU64(lay.Maps[3].DataOffset(), 77)
+	f.Add(withRecords)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		mem := make([]byte, lay.Size)
+		copy(mem, b)
+		r, err := FromBytes(mem, lay)
+		if err != nil {
+			return
+		}
+		tr := NewTracker()
+		for range 2 {
+			snap, err := r.Read()
+			tr.Blocks(snap.Blocks)
+			tr.SMs(snap.SMs)
+			tr.Occupancy(snap.Occupancy)
+			if err != nil {
+				return
+			}
+		}
+		tr.Flush()
+	})
+}

@@ -1,0 +1,150 @@
+package proberegion
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+)
+
+// Record sizes (bpf/include/gpuext_abi.h, "device probes").
+const (
+	BlockSize  = 40 // struct gpuext_dev_block
+	LaunchSize = 24 // struct gpuext_dev_launch
+	SMSize     = 24 // struct gpuext_dev_sm
+	OccSize    = 24 // struct gpuext_dev_occ
+	// OccShift is GPUEXT_DEV_OCC_SHIFT: a bucket is %globaltimer >> 20.
+	OccShift = 20
+	// OccResetting is GPUEXT_DEV_OCC_RESETTING: a slot a warp is resetting.
+	OccResetting = ^uint64(0)
+)
+
+// Block is struct gpuext_dev_block: one finished thread block.
+type Block struct {
+	KernelID       uint64
+	Block          uint64 // linear block id
+	StartNS, EndNS uint64 // %globaltimer: first warp's entry, last thread's exit
+	SM             uint32
+	Threads        uint32
+}
+
+// Launch is struct gpuext_dev_launch: thread 0 of block 0 of a launch started.
+type Launch struct {
+	KernelID uint64
+	StartNS  uint64 // %globaltimer
+	SM       uint32
+}
+
+// SMLoad is struct gpuext_dev_sm of one SM: totals since the region began.
+type SMLoad struct {
+	SM                      uint32
+	Blocks, Threads, LaneNS uint64
+}
+
+// Occ is one (SM, time bucket) of warp_occupancy (a slot of the SM's round
+// robin of GPUEXT_DEV_OCC_BUCKETS): threads that entered and lane-ns of the
+// warps that exited in it. The newest bucket of an SM may still grow.
+type Occ struct {
+	SM              uint32
+	Bucket          uint64 // %globaltimer >> OccShift
+	Threads, LaneNS uint64
+}
+
+// Snapshot is what one Read found. Blocks and Launches are new records
+// (taken from the rings); SMs and Occupancy are the maps' totals.
+type Snapshot struct {
+	Blocks    []Block
+	Launches  []Launch
+	SMs       []SMLoad // SMs with any work, by SM id
+	Occupancy []Occ    // the buckets the slots hold, by bucket, then SM
+	// Drops are the maps' drop counters (ring records overwritten before
+	// they were read, per-SM copies beyond the array, a full hash).
+	Drops map[string]uint64
+	// Bad counts records of impossible sizes (skipped).
+	Bad int
+}
+
+// Read drains the rings and reads the maps of the probes the layout has.
+// An error means the region is broken (see Broken); a snapshot of what was
+// read before comes with it.
+func (r *Region) Read() (Snapshot, error) {
+	var s Snapshot
+	err := r.guard(func() error { return r.read(&s) })
+	return s, err
+}
+
+func (r *Region) read(s *Snapshot) error {
+	reg := gpumap.Region(r.mem)
+	le := binary.LittleEndian
+	s.Drops = map[string]uint64{}
+	for _, m := range r.layout.Maps {
+		h, err := m.ReadHeader(reg)
+		if err != nil {
+			return err
+		}
+		switch m.Name {
+		case MapBlockRing, MapLaunchRing:
+			recs, _ := m.RingDrain(reg, MaxRecords) // its error: a skipped record, counted in drops
+			for _, b := range recs {
+				switch {
+				case m.Name == MapBlockRing && len(b) == BlockSize:
+					s.Blocks = append(s.Blocks, Block{
+						KernelID: le.Uint64(b), Block: le.Uint64(b[8:]),
+						StartNS: le.Uint64(b[16:]), EndNS: le.Uint64(b[24:]),
+						SM: le.Uint32(b[32:]), Threads: le.Uint32(b[36:]),
+					})
+				case m.Name == MapLaunchRing && len(b) == LaunchSize:
+					s.Launches = append(s.Launches, Launch{KernelID: le.Uint64(b), StartNS: le.Uint64(b[8:]), SM: le.Uint32(b[16:])})
+				default:
+					s.Bad++
+				}
+			}
+			h, err = m.ReadHeader(reg) // drops as RingDrain left them
+			if err != nil {
+				return err
+			}
+		case MapSM:
+			if m.ValueSize != SMSize || m.MaxEntries < 1 {
+				return fmt.Errorf("map %s: value of %d bytes, want %d", m.Name, m.ValueSize, SMSize)
+			}
+			for sm := uint32(0); sm < m.Slots; sm++ {
+				off, _ := m.ElemOffset(uint64(sm), 0)
+				b, err := reg.Bytes(off, SMSize)
+				if err != nil {
+					return err
+				}
+				l := SMLoad{SM: sm, Blocks: le.Uint64(b), Threads: le.Uint64(b[8:]), LaneNS: le.Uint64(b[16:])}
+				if l.Blocks|l.Threads|l.LaneNS != 0 {
+					s.SMs = append(s.SMs, l)
+				}
+			}
+		case MapOcc:
+			if m.ValueSize != OccSize {
+				return fmt.Errorf("map %s: value of %d bytes, want %d", m.Name, m.ValueSize, OccSize)
+			}
+			for sm := uint32(0); sm < m.Slots; sm++ {
+				for k := uint32(0); k < m.MaxEntries; k++ {
+					off, _ := m.ElemOffset(uint64(sm), uint64(k))
+					b, err := reg.Bytes(off, OccSize)
+					if err != nil {
+						return err
+					}
+					o := Occ{SM: sm, Bucket: le.Uint64(b), Threads: le.Uint64(b[8:]), LaneNS: le.Uint64(b[16:])}
+					if o.Bucket == 0 || o.Bucket == OccResetting {
+						continue // never used, or being reset by a warp
+					}
+					s.Occupancy = append(s.Occupancy, o)
+				}
+			}
+			sort.Slice(s.Occupancy, func(i, j int) bool {
+				a, b := s.Occupancy[i], s.Occupancy[j]
+				return a.Bucket < b.Bucket || a.Bucket == b.Bucket && a.SM < b.SM
+			})
+		default:
+			continue // a map private to a probe (slot arrays, warp start times)
+		}
+		s.Drops[m.Name] = h.Drops
+	}
+	return nil
+}

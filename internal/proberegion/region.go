@@ -1,0 +1,156 @@
+package proberegion
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+)
+
+// Map names of the shipped probes (bpf/device/*.bpf.c).
+const (
+	MapBlockRing  = "gx_block_ring"  // block_sched: struct gpuext_dev_block
+	MapLaunchRing = "gx_launch_ring" // launch_latency: struct gpuext_dev_launch
+	MapSM         = "gx_sm"          // sm_load: struct gpuext_dev_sm per SM
+	MapOcc        = "gx_occ"         // warp_occupancy: gpuext_dev_occ_key -> gpuext_dev_occ
+)
+
+// MaxRecords bounds the records one Read takes from each ring, so a process
+// whose kernels write without pause cannot hold the reader.
+const MaxRecords = 1 << 18
+
+// ErrBroken is wrapped by every error of a region that is given up.
+var ErrBroken = errors.New("proberegion: region broken")
+
+// Region is one process's shared region, mapped.
+type Region struct {
+	layout gpumap.Layout
+	mem    []byte
+	mapped bool
+	broken error
+	path   string
+}
+
+// Open maps the region file at path for the probe set of layout. The file
+// must be a regular file with one link, at least layout.Size bytes long.
+// Map headers still zero are initialised; headers that describe other maps
+// make the region foreign (an error).
+func Open(path string, layout gpumap.Layout) (*Region, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrBroken, path)
+	}
+	if st.Nlink != 1 {
+		return nil, fmt.Errorf("%w: %s has %d links", ErrBroken, path, st.Nlink)
+	}
+	if layout.Size == 0 || uint64(st.Size) < layout.Size {
+		return nil, fmt.Errorf("%w: %s has %d bytes, the probe set's maps need %d", ErrBroken, path, st.Size, layout.Size)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(layout.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s: %w", path, err)
+	}
+	r := &Region{layout: layout, mem: mem, mapped: true, path: path}
+	if err := r.init(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// FromBytes makes a region over mem (tests, fuzzing): the same checks as
+// Open but for the file's.
+func FromBytes(mem []byte, layout gpumap.Layout) (*Region, error) {
+	if layout.Size == 0 || uint64(len(mem)) < layout.Size {
+		return nil, fmt.Errorf("%w: %d bytes, the probe set's maps need %d", ErrBroken, len(mem), layout.Size)
+	}
+	r := &Region{layout: layout, mem: mem[:layout.Size], path: "memory"}
+	if err := r.init(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// init writes the headers of a fresh region and checks every header.
+func (r *Region) init() error {
+	return r.guard(func() error {
+		fresh := true
+		for _, m := range r.layout.Maps {
+			if _, err := m.ReadHeader(gpumap.Region(r.mem)); !errors.Is(err, gpumap.ErrNotInitialised) {
+				fresh = false
+			}
+		}
+		if fresh {
+			if err := r.layout.Init(r.mem); err != nil {
+				return err
+			}
+		}
+		for _, m := range r.layout.Maps {
+			if _, err := m.ReadHeader(gpumap.Region(r.mem)); err != nil {
+				return fmt.Errorf("%w: foreign region (another probe set's?): %v", ErrBroken, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Path is the file the region was opened from.
+func (r *Region) Path() string { return r.path }
+
+// Broken is why the region was given up, or nil.
+func (r *Region) Broken() error { return r.broken }
+
+// Close unmaps the region.
+func (r *Region) Close() error {
+	if r.mem == nil {
+		return nil
+	}
+	var err error
+	if r.mapped {
+		err = unix.Munmap(r.mem)
+	}
+	r.mem = nil
+	return err
+}
+
+// guard runs f, which touches the mapping. A fault inside it (the file was
+// truncated under the mapping) or an error breaks the region.
+func (r *Region) guard(f func() error) (err error) {
+	if r.broken != nil {
+		return r.broken
+	}
+	if r.mem == nil {
+		return fmt.Errorf("%w: closed", ErrBroken)
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			fault, ok := p.(interface{ Addr() uintptr })
+			base := uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
+			if !ok || fault.Addr() < base || fault.Addr() >= base+uintptr(len(r.mem)) {
+				panic(p)
+			}
+			err = fmt.Errorf("%w: fault at offset %d of %s (file truncated?)", ErrBroken, fault.Addr()-base, r.path)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrBroken) {
+				err = fmt.Errorf("%w: %v", ErrBroken, err)
+			}
+			r.broken = err
+		}
+	}()
+	return f()
+}

@@ -1,0 +1,150 @@
+package proberegion
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+)
+
+// TestImbalancedKernel: the four shipped probes run on the interpreter for
+// an imbalanced launch; the reader and the tracker give back exactly what
+// the simulated GPU did.
+func TestImbalancedKernel(t *testing.T) {
+	s := newSet(t)
+	lay := s.Layout()
+	path := filepath.Join(t.TempDir(), "gpuext-devmaps-1-2.maps")
+	require.NoError(t, os.WriteFile(path, make([]byte, (lay.Size+4095)&^4095), 0o600))
+	r, err := Open(path, lay)
+	require.NoError(t, err)
+	defer r.Close()
+	blocks := imbalancedBlocks(base)
+	simulate(t, s.Compiled(), r.mem, "imbalanced", 16, 4, blocks)
+
+	snap, err := r.Read()
+	require.NoError(t, err)
+	kid := ptx.KernelID("imbalanced")
+	require.Len(t, snap.Blocks, 16)
+	got := map[uint64]Block{}
+	for _, b := range snap.Blocks {
+		got[b.Block] = b
+	}
+	for _, b := range blocks {
+		require.Equal(t, Block{KernelID: kid, Block: uint64(b.Block), StartNS: b.Start, EndNS: b.End, SM: b.SM, Threads: simThreads}, got[uint64(b.Block)])
+	}
+	require.Equal(t, []Launch{{KernelID: kid, StartNS: base, SM: 0}}, snap.Launches)
+	require.Equal(t, map[string]uint64{MapBlockRing: 0, MapLaunchRing: 0, MapSM: 0, MapOcc: 0}, snap.Drops)
+	require.Zero(t, snap.Bad)
+
+	// SM load: per SM 4 blocks, 256 threads, lane-ns of its warps.
+	wantSM := make([]SMLoad, 4)
+	for _, b := range blocks {
+		l := &wantSM[b.SM]
+		l.SM = b.SM
+		l.Blocks++
+		l.Threads += simThreads
+		for w := uint32(0); w < simThreads/32; w++ {
+			in, out := warpTimes(b, w)
+			l.LaneNS += (out - in) * 32
+		}
+	}
+	require.Equal(t, wantSM, snap.SMs)
+	tr := NewTracker()
+	bal := tr.SMs(snap.SMs)
+	require.Equal(t, wantSM, bal.SMs)
+	// SM 0 runs blocks 0 and 8 (heavy) and 4, 12; the others four light ones.
+	heavy := 2*(2*2_400_000-2*100) + 2*(2*300_000-2*100)
+	light := 4 * (2*300_000 - 2*100)
+	require.InDelta(t, float64(heavy)/(float64(heavy+3*light)/4), bal.Imbalance, 1e-12)
+	require.InDelta(t, 2.400, bal.Imbalance, 0.001) // SM 0: 10.8 ms of warp residence, the mean 4.5
+	// A read with nothing new: no work in the interval.
+	require.Equal(t, SMBalance{}, tr.SMs(snap.SMs))
+
+	// Runs: open while blocks come, finished by a read without any.
+	require.Empty(t, tr.Blocks(snap.Blocks))
+	snap2, err := r.Read()
+	require.NoError(t, err)
+	require.Empty(t, snap2.Blocks)
+	require.Empty(t, snap2.Launches)
+	runs := tr.Blocks(snap2.Blocks)
+	require.Len(t, runs, 1)
+	run := runs[0]
+	require.Equal(t, kid, run.KernelID)
+	require.Len(t, run.Blocks, 16)
+	require.Equal(t, base, run.FirstStart)
+	require.Equal(t, base+8000+2_400_000, run.LastEnd) // block 8
+	require.Equal(t, uint64(16*simThreads), run.Threads)
+	delays := run.Delays()
+	for i, d := range delays {
+		require.Equal(t, uint64(i)*1000, d)
+	}
+
+	// Occupancy: per SM and bucket, warps entered and lane-ns of the exits
+	// in the bucket, computed here from the same timeline.
+	type key struct {
+		sm     uint32
+		bucket uint64
+	}
+	want := map[key]*Occ{}
+	at := func(sm uint32, ts uint64) *Occ {
+		k := key{sm, ts >> OccShift}
+		if want[k] == nil {
+			want[k] = &Occ{SM: sm, Bucket: k.bucket}
+		}
+		return want[k]
+	}
+	for _, b := range blocks {
+		for w := uint32(0); w < simThreads/32; w++ {
+			in, out := warpTimes(b, w)
+			at(b.SM, in).Threads += 32
+			at(b.SM, out).LaneNS += (out - in) * 32
+		}
+	}
+	require.Len(t, snap.Occupancy, len(want))
+	for _, o := range snap.Occupancy {
+		require.Equal(t, *want[key{o.SM, o.Bucket}], o)
+	}
+	pts := tr.Occupancy(snap.Occupancy)
+	newest := snap.Occupancy[len(snap.Occupancy)-1].Bucket
+	var wantPts []OccPoint
+	for _, o := range snap.Occupancy {
+		if o.Bucket < newest {
+			wantPts = append(wantPts, OccPoint{SM: o.SM, Bucket: o.Bucket, Threads: o.Threads, Warps: float64(o.LaneNS) / 32 / BucketNS})
+		}
+	}
+	require.NotEmpty(t, wantPts)
+	require.Equal(t, wantPts, pts)
+	require.Empty(t, tr.Occupancy(snap.Occupancy)) // reported once
+}
+
+// TestRunsSplitOnRepeat: two launches of one kernel drained together are
+// two runs (a block id comes back); another kernel's run is its own.
+func TestRunsSplitOnRepeat(t *testing.T) {
+	s := newSet(t, "block_sched")
+	region := make([]byte, s.Layout().Size)
+	r, err := FromBytes(region, s.Layout())
+	require.NoError(t, err)
+	first := imbalancedBlocks(base)
+	second := imbalancedBlocks(base + 10_000_000)
+	simulate(t, s.Compiled(), region, "imbalanced", 16, 4, first)
+	simulate(t, s.Compiled(), region, "imbalanced", 16, 4, second)
+	simulate(t, s.Compiled(), region, "vec_add", 2, 4, []simBlock{{Block: 0, SM: 1, Start: base + 20_000_000, End: base + 20_005_000}, {Block: 1, SM: 2, Start: base + 20_000_500, End: base + 20_004_000}})
+	snap, err := r.Read()
+	require.NoError(t, err)
+	require.Len(t, snap.Blocks, 34)
+	tr := NewTracker()
+	runs := tr.Blocks(snap.Blocks)
+	require.Len(t, runs, 1) // the first launch: its kernel's blocks came back
+	require.Equal(t, base, runs[0].FirstStart)
+	require.Len(t, runs[0].Blocks, 16)
+	runs = tr.Blocks(nil)
+	require.Len(t, runs, 2)
+	require.Equal(t, base+10_000_000, runs[0].FirstStart)
+	require.Equal(t, ptx.KernelID("vec_add"), runs[1].KernelID)
+	require.Equal(t, []uint64{0, 500}, runs[1].Delays())
+	require.Equal(t, uint64(5000), runs[1].Duration())
+	require.Empty(t, tr.Flush())
+}

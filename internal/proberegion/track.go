@@ -1,0 +1,196 @@
+package proberegion
+
+import "sort"
+
+// Run is one launch of a kernel as block_sched saw it: the blocks that
+// finished, when the first started and the last ended (%globaltimer ns).
+type Run struct {
+	KernelID   uint64
+	Blocks     []Block // by start time
+	FirstStart uint64
+	LastEnd    uint64
+	Threads    uint64
+}
+
+// Delays are each block's start minus the run's first block start (ns),
+// in block order of Blocks.
+func (r *Run) Delays() []uint64 {
+	out := make([]uint64, len(r.Blocks))
+	for i, b := range r.Blocks {
+		out[i] = b.StartNS - r.FirstStart
+	}
+	return out
+}
+
+// Duration is the run's first block start to its last block end (ns).
+func (r *Run) Duration() uint64 { return r.LastEnd - r.FirstStart }
+
+// SMBalance is the work each SM got in an interval (sm_load's counters,
+// differences of two reads).
+type SMBalance struct {
+	SMs []SMLoad // SM 0 to the highest SM with work, idle SMs included
+	// Imbalance is the busiest SM's lane-ns over the mean of SMs: 1 when
+	// even; 0 when no SM worked.
+	Imbalance float64
+}
+
+// OccPoint is the mean number of warps resident on an SM over one complete
+// time bucket.
+type OccPoint struct {
+	SM     uint32
+	Bucket uint64 // %globaltimer >> OccShift
+	// Warps is lane_ns / 32 / bucket length: the mean resident warps
+	// (lane-weighted: a warp of 16 active lanes counts half).
+	Warps   float64
+	Threads uint64 // threads that entered in the bucket
+}
+
+// BucketNS is the length of an occupancy bucket in ns.
+const BucketNS = 1 << OccShift
+
+// Tracker turns a region's successive snapshots into finished runs,
+// per-interval SM balance and complete occupancy buckets. One per region.
+//
+// Runs: a kernel's blocks belong to one run until a block id comes back
+// (the next launch of the kernel) or a read brings no block of the kernel
+// (the launch is over), so a run is reported one read after its last
+// block. Launches of one kernel that overlap (several streams) merge.
+type Tracker struct {
+	open    map[uint64]*openRun
+	sms     map[uint32]SMLoad // totals at the last read
+	occDone map[uint32]uint64 // per SM: the newest bucket reported
+}
+
+type openRun struct {
+	Run
+	seen map[uint64]bool
+}
+
+// MaxOpenBlocks bounds the blocks an open run keeps (a run that grows past
+// it is reported and a new one started: a corrupt ring cannot grow memory).
+const MaxOpenBlocks = 1 << 20
+
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker {
+	return &Tracker{open: map[uint64]*openRun{}, sms: map[uint32]SMLoad{}, occDone: map[uint32]uint64{}}
+}
+
+// Blocks takes a read's block records and returns the runs it finished.
+func (t *Tracker) Blocks(blocks []Block) []Run {
+	var done []Run
+	got := map[uint64]bool{}
+	for _, b := range blocks {
+		got[b.KernelID] = true
+		o := t.open[b.KernelID]
+		if o != nil && (o.seen[b.Block] || len(o.Blocks) >= MaxOpenBlocks) {
+			done = append(done, o.finish())
+			o = nil
+		}
+		if o == nil {
+			o = &openRun{Run: Run{KernelID: b.KernelID, FirstStart: b.StartNS}, seen: map[uint64]bool{}}
+			t.open[b.KernelID] = o
+		}
+		o.seen[b.Block] = true
+		o.Blocks = append(o.Blocks, b)
+		o.FirstStart = min(o.FirstStart, b.StartNS)
+		o.LastEnd = max(o.LastEnd, b.EndNS)
+		o.Threads += uint64(b.Threads)
+	}
+	for k, o := range t.open {
+		if !got[k] {
+			done = append(done, o.finish())
+			delete(t.open, k)
+		}
+	}
+	sortRuns(done)
+	return done
+}
+
+// Flush returns the runs still open (the region is going away).
+func (t *Tracker) Flush() []Run {
+	var done []Run
+	for k, o := range t.open {
+		done = append(done, o.finish())
+		delete(t.open, k)
+	}
+	sortRuns(done)
+	return done
+}
+
+func (o *openRun) finish() Run {
+	r := o.Run
+	sort.SliceStable(r.Blocks, func(i, j int) bool { return r.Blocks[i].StartNS < r.Blocks[j].StartNS })
+	return r
+}
+
+func sortRuns(rs []Run) {
+	sort.Slice(rs, func(i, j int) bool {
+		return rs[i].FirstStart < rs[j].FirstStart || rs[i].FirstStart == rs[j].FirstStart && rs[i].KernelID < rs[j].KernelID
+	})
+}
+
+// SMs takes a read's per-SM totals and returns the work since the last
+// read. Totals that went down (a region reused) count from zero.
+func (t *Tracker) SMs(totals []SMLoad) SMBalance {
+	var b SMBalance
+	top := -1
+	delta := map[uint32]SMLoad{}
+	for _, s := range totals {
+		p := t.sms[s.SM]
+		d := SMLoad{SM: s.SM, Blocks: sub(s.Blocks, p.Blocks), Threads: sub(s.Threads, p.Threads), LaneNS: sub(s.LaneNS, p.LaneNS)}
+		t.sms[s.SM] = s
+		if d.Blocks|d.Threads|d.LaneNS != 0 {
+			delta[s.SM] = d
+			top = max(top, int(s.SM))
+		}
+	}
+	if top < 0 {
+		return b
+	}
+	var sum, most float64
+	for sm := 0; sm <= top; sm++ {
+		d := delta[uint32(sm)]
+		d.SM = uint32(sm)
+		b.SMs = append(b.SMs, d)
+		sum += float64(d.LaneNS)
+		most = max(most, float64(d.LaneNS))
+	}
+	if sum > 0 {
+		b.Imbalance = most / (sum / float64(len(b.SMs)))
+	}
+	return b
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return a
+	}
+	return a - b
+}
+
+// Occupancy takes a read's occupancy slots and returns the buckets that
+// are complete (older than the newest bucket any SM holds) and not
+// reported before, by bucket then SM.
+func (t *Tracker) Occupancy(slots []Occ) []OccPoint {
+	var newest uint64
+	for _, o := range slots {
+		newest = max(newest, o.Bucket)
+	}
+	var out []OccPoint
+	top := map[uint32]uint64{}
+	for _, o := range slots {
+		if o.Bucket >= newest || o.Bucket <= t.occDone[o.SM] {
+			continue
+		}
+		out = append(out, OccPoint{SM: o.SM, Bucket: o.Bucket, Threads: o.Threads,
+			Warps: float64(o.LaneNS) / 32 / BucketNS})
+		top[o.SM] = max(top[o.SM], o.Bucket)
+	}
+	for sm, b := range top {
+		t.occDone[sm] = b
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Bucket < out[j].Bucket || out[i].Bucket == out[j].Bucket && out[i].SM < out[j].SM
+	})
+	return out
+}
