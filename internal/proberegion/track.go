@@ -132,31 +132,46 @@ func sortRuns(rs []Run) {
 // SMs takes a read's per-SM totals and returns the work since the last
 // read. Totals that went down (a region reused) count from zero.
 func (t *Tracker) SMs(totals []SMLoad) SMBalance {
-	var b SMBalance
-	top := -1
-	delta := map[uint32]SMLoad{}
+	var delta []SMLoad
 	for _, s := range totals {
 		p := t.sms[s.SM]
 		d := SMLoad{SM: s.SM, Blocks: sub(s.Blocks, p.Blocks), Threads: sub(s.Threads, p.Threads), LaneNS: sub(s.LaneNS, p.LaneNS)}
 		t.sms[s.SM] = s
-		if d.Blocks|d.Threads|d.LaneNS != 0 {
-			delta[s.SM] = d
-			top = max(top, int(s.SM))
+		delta = append(delta, d)
+	}
+	return Balance(delta)
+}
+
+// Balance sums per-SM work (of one or several regions of a process) into
+// SMs 0 to the highest SM with work, and its imbalance.
+func Balance(loads []SMLoad) SMBalance {
+	var b SMBalance
+	top := -1
+	sum := map[uint32]SMLoad{}
+	for _, d := range loads {
+		if d.Blocks|d.Threads|d.LaneNS == 0 {
+			continue
 		}
+		s := sum[d.SM]
+		s.Blocks += d.Blocks
+		s.Threads += d.Threads
+		s.LaneNS += d.LaneNS
+		sum[d.SM] = s
+		top = max(top, int(d.SM))
 	}
 	if top < 0 {
 		return b
 	}
-	var sum, most float64
+	var total, most float64
 	for sm := 0; sm <= top; sm++ {
-		d := delta[uint32(sm)]
+		d := sum[uint32(sm)]
 		d.SM = uint32(sm)
 		b.SMs = append(b.SMs, d)
-		sum += float64(d.LaneNS)
+		total += float64(d.LaneNS)
 		most = max(most, float64(d.LaneNS))
 	}
-	if sum > 0 {
-		b.Imbalance = most / (sum / float64(len(b.SMs)))
+	if total > 0 {
+		b.Imbalance = most / (total / float64(len(b.SMs)))
 	}
 	return b
 }

@@ -1,0 +1,112 @@
+// Package probesim runs compiled device probes on devrt/jit's interpreter
+// as a GPU would call them for the thread blocks of a launch, so tests
+// without a GPU get the region contents a real run of the shipped probes
+// writes (exact records, SM totals, occupancy buckets) from a timeline they
+// choose, an imbalanced one included.
+package probesim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+)
+
+// Block is one thread block of a simulated launch: it runs on SM from
+// Start to End (%globaltimer ns). Its warps enter WarpGap ns apart and
+// leave so that the last leaves at End.
+type Block struct {
+	Block      uint32
+	SM         uint32
+	Start, End uint64
+}
+
+// Launch is a simulated launch of one kernel.
+type Launch struct {
+	Kernel  string // mangled name (the probes see its FNV-1a 64)
+	Grid    uint32 // blocks (x only)
+	Threads uint32 // per block, a multiple of 32
+	NSM     uint32
+	Blocks  []Block
+}
+
+// WarpGap is the time between the entries (and exits) of a block's warps.
+const WarpGap = 100
+
+// WarpTimes are the entry and exit times of warp w of a block of threads.
+func WarpTimes(b Block, threads, w uint32) (uint64, uint64) {
+	nw := uint64(threads / 32)
+	return b.Start + uint64(w)*WarpGap, b.End - (nw-1-uint64(w))*WarpGap
+}
+
+type event struct {
+	t    uint64
+	exit bool
+	b    Block
+	warp uint32
+	slot uint32
+}
+
+// Run calls the entry and exit probes of c for every warp of l, in time
+// order, at warp level (one run per warp standing for its 32 lanes), on
+// region. Warps get hardware slots per SM in order of their blocks.
+func Run(c *jit.Compiled, region []byte, l Launch) error {
+	if l.Threads == 0 || l.Threads%32 != 0 {
+		return fmt.Errorf("threads per block %d: want a multiple of 32", l.Threads)
+	}
+	kid := ptx.KernelID(l.Kernel)
+	var evs []event
+	perSM := map[uint32]uint32{}
+	for _, b := range l.Blocks {
+		slot := perSM[b.SM]
+		perSM[b.SM] += l.Threads / 32
+		for w := uint32(0); w < l.Threads/32; w++ {
+			in, out := WarpTimes(b, l.Threads, w)
+			evs = append(evs, event{t: in, b: b, warp: w, slot: (slot + w) % 64},
+				event{t: out, exit: true, b: b, warp: w, slot: (slot + w) % 64})
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
+	for _, e := range evs {
+		site := jit.SiteEntry
+		if e.exit {
+			site = jit.SiteExit
+		}
+		for _, p := range c.Probes {
+			if p.Site != site || !(jit.Program{Kernel: p.Kernel}).MatchKernel(l.Kernel) {
+				continue
+			}
+			tm := e.t
+			env := &jit.Env{
+				BlockIdx: [3]uint32{e.b.Block, 0, 0}, BlockDim: [3]uint32{l.Threads, 1, 1},
+				GridDim: [3]uint32{l.Grid, 1, 1}, ThreadIdx: [3]uint32{e.warp * 32, 0, 0},
+				SMID: e.b.SM, NSMID: l.NSM, WarpID: e.slot, LaneID: 0, ActiveLanes: 32,
+				Timer: func() uint64 { return tm },
+			}
+			binary.LittleEndian.PutUint32(env.Ctx[0:], uint32(site))
+			binary.LittleEndian.PutUint64(env.Ctx[16:], kid)
+			if _, err := c.Run(p.Index, region, env); err != nil {
+				return fmt.Errorf("%s at block %d warp %d: %w", p.Name, e.b.Block, e.warp, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Imbalanced is the bench kernel's pattern: every 8th block does 8x the
+// work. blocks blocks on nsm SMs (block b on SM b % nsm), started 1 µs
+// apart from t0; heavy blocks run 2.4 ms, the others 0.3 ms.
+func Imbalanced(t0 uint64, blocks, nsm uint32) []Block {
+	var bs []Block
+	for b := uint32(0); b < blocks; b++ {
+		d := uint64(300_000)
+		if b%8 == 0 {
+			d = 2_400_000
+		}
+		s := t0 + uint64(b)*1000
+		bs = append(bs, Block{Block: b, SM: b % nsm, Start: s, End: s + d})
+	}
+	return bs
+}
