@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
-	"github.com/otelcol-gpu/otelcol-gpu/internal/probeset"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion/probesim"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/probeset"
 )
 
 type simBlock = probesim.Block
