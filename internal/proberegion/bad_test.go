@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,7 +38,7 @@ func TestBadRegions(t *testing.T) {
 	p := write("short.maps", make([]byte, lay.Size-1))
 	_, err := Open(p, lay)
 	require.ErrorIs(t, err, ErrBroken)
-	require.EqualError(t, err, "proberegion: region broken: "+p+" has "+itoa(lay.Size-1)+" bytes, the probe set's maps need "+itoa(lay.Size))
+	require.EqualError(t, err, "proberegion: region broken: "+p+" has "+strconv.FormatUint(lay.Size-1, 10)+" bytes, the probe set's maps need "+strconv.FormatUint(lay.Size, 10))
 
 	// Garbage: headers of another layout (or none that make sense).
 	g := make([]byte, lay.Size)
@@ -102,17 +103,6 @@ func TestBadRegions(t *testing.T) {
 	require.Empty(t, snap.Blocks)
 	require.Equal(t, 1, snap.Bad)
 	require.Equal(t, uint64(1), snap.Drops[MapBlockRing])
-}
-
-func itoa(n uint64) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }
 
 // FuzzRegion: any bytes as a region are read without a panic; a region

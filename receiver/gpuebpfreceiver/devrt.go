@@ -3,9 +3,14 @@ package gpuebpfreceiver
 import (
 	"context"
 
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devprobes"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devrt"
 )
 
@@ -41,6 +46,43 @@ func (r *gpuReceiver) startDevrt(ctx context.Context) {
 	r.devrt.Start(ctx)
 }
 
+// startProbes compiles the device probes and starts an injection server in
+// each devrt directory. A probe set that cannot be used is reported and
+// devrt runs on without injection.
+func (r *gpuReceiver) startProbes(host component.Host, hostName string) {
+	src, err := devprobes.New(r.cfg.DevRT.Probes, devprobes.Options{
+		Dirs:     r.cfg.DevRT.Directories,
+		Settings: withLogger(r.set, r.log.With(zap.String("source", "devprobes"))),
+		HostName: hostName,
+	})
+	if err != nil {
+		r.log.Error("device probes unavailable; devrt runs on without injection", zap.Error(err))
+		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+		return
+	}
+	src.Start()
+	r.probes = src
+}
+
+func withLogger(set receiver.Settings, log *zap.Logger) receiver.Settings {
+	set.Logger = log
+	return set
+}
+
+// probesLaunched and probesExecuted pass devrt's launch calls and their
+// GPU timing to the device probes (launch latency).
+func (r *gpuReceiver) probesLaunched(pid uint32, kernel string, start uint64) {
+	if r.probes != nil {
+		r.probes.Launch(pid, kernel, start)
+	}
+}
+
+func (r *gpuReceiver) probesExecuted(pid uint32, kernel string, callStart, gpuStart uint64) {
+	if r.probes != nil {
+		r.probes.Timed(pid, kernel, callStart, gpuStart)
+	}
+}
+
 // handleDevrt decodes one record of the ring of process pid (in the
 // collector's pid namespace). What the process claims is its own business
 // except who it is: the pid is the ring's, the source devrt, and only
@@ -63,6 +105,19 @@ func (r *gpuReceiver) handleDevrt(pid uint32, rec []byte) {
 		}
 		e.PID, e.Source = pid, ev.SourceDevrt
 		r.tr.Handle(&e)
+	case devrtinject.KindInject:
+		// What devrt did with a module load (written only while an
+		// injection socket exists).
+		if r.probes == nil {
+			var x devrtinject.Event
+			if err := devrtinject.DecodeEvent(rec, &x); err != nil {
+				r.devrtDecodeError(err, rec)
+			}
+			return
+		}
+		if err := r.probes.HandleInject(pid, rec); err != nil {
+			r.devrtDecodeError(err, rec)
+		}
 	default:
 		r.devrtDecodeError(ev.ErrKind, rec)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/symtab"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/cudaprobe"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devprobes"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devrt"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/nvml"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/translate"
@@ -56,6 +57,7 @@ type gpuReceiver struct {
 	xid      *xidprobe.Probe
 	uvm      *uvm.Source
 	devrt    *devrt.Source
+	probes   *devprobes.Source // device probes (devrt::probes), or nil
 	resolver *procattr.Resolver
 	scanCh   chan uint32 // new programs (exec): scan their maps a little later
 	seenCh   chan uint32 // first call of a traced process: scan its maps now
@@ -116,6 +118,8 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		Released: r.released,
 		Seen:     func(pid uint32) { trySend(r.seenCh, pid) },
 		Holding:  r.devrtHolding,
+		Launched: r.probesLaunched,
+		Executed: r.probesExecuted,
 		Cgroups:  procattr.NewCgroupIndex(hostRoot(cfg.ProcRoot)+"/sys/fs/cgroup", time.Second),
 	})
 
@@ -144,6 +148,9 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 	}
 	if cfg.DevRT.Enabled {
 		r.startDevrt(ctx)
+		if cfg.DevRT.Probes.Enabled {
+			r.startProbes(host, hostName)
+		}
 	}
 	if r.tracer != nil {
 		r.attachInitial()
@@ -229,6 +236,9 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 	tick := func(now time.Time) {
 		if !now.Before(nextDrain) {
 			r.devrt.Poll()
+			if r.probes != nil {
+				r.probes.Poll() // after the rings: launch calls before the blocks they started
+			}
 			nextDrain = now.Add(r.cfg.DevRT.PollInterval)
 			if r.tr.PendingSpans() >= r.cfg.Spans.MaxBatch {
 				r.flushSpans(ctx)
@@ -249,6 +259,10 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 		if r.devrt != nil {
 			r.devrt.Shutdown()
 			r.tr.FlushGPUExec()
+		}
+		if r.probes != nil {
+			r.probes.Poll()
+			r.probes.Shutdown()
 		}
 		r.flushSpans(context.Background())
 		r.emitMetrics(context.Background())
@@ -317,10 +331,15 @@ func (r *gpuReceiver) handle(raw []byte, e *ev.Event) {
 }
 
 func (r *gpuReceiver) flushSpans(ctx context.Context) {
-	if r.tr.PendingSpans() == 0 && r.tr.WaitingGPUExec() == 0 {
+	if r.tr.PendingSpans() == 0 && r.tr.WaitingGPUExec() == 0 && (r.probes == nil || r.probes.PendingSpans() == 0) {
 		return
 	}
 	td, n := r.tr.TakeSpans()
+	if r.probes != nil {
+		pt, pn := r.probes.TakeSpans()
+		pt.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
+		n += pn
+	}
 	if r.traces == nil || n == 0 {
 		return
 	}
@@ -347,6 +366,9 @@ func (r *gpuReceiver) emitMetrics(ctx context.Context) {
 			Invalid: d.Invalid, Abandoned: d.Abandoned, Stale: d.Stale}
 	}
 	md := r.tr.Metrics(st)
+	if r.probes != nil {
+		r.probes.Metrics().ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
+	}
 	if r.metrics == nil {
 		return
 	}

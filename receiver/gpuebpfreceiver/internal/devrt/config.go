@@ -10,6 +10,7 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
 	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devprobes"
 )
 
 // Config configures the devrt source.
@@ -35,6 +36,9 @@ type Config struct {
 	SampleEvery int `mapstructure:"sample_every"`
 	// MaxRings bounds the rings read at once.
 	MaxRings int `mapstructure:"max_rings"`
+	// Probes injects device probes into the GPU kernels of the processes
+	// devrt runs in (off by default): devrt::probes.
+	Probes devprobes.Config `mapstructure:"probes"`
 }
 
 // NewDefaultConfig returns the defaults.
@@ -45,6 +49,7 @@ func NewDefaultConfig() Config {
 		PollInterval: 50 * time.Millisecond,
 		SampleEvery:  32,
 		MaxRings:     1024,
+		Probes:       devprobes.NewDefaultConfig(),
 	}
 }
 
@@ -93,6 +98,10 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRings < 1 || c.MaxRings > maxRingsLimit {
 		errs = append(errs, fmt.Errorf("devrt::max_rings: must be between 1 and %d, got %d", maxRingsLimit, c.MaxRings))
+	}
+	errs = append(errs, c.Probes.Validate())
+	if c.Probes.Enabled && !c.Enabled {
+		errs = append(errs, errors.New("devrt::probes::enabled: needs devrt::enabled (the probes reach processes through devrt)"))
 	}
 	return errors.Join(errs...)
 }

@@ -98,6 +98,9 @@ func (t *Translator) execLink(p *process, e *ev.Event) *execLink {
 	*l = execLink{corr: e.Corr, valid: true, dir: e.Direction}
 	if e.API.Class() == ev.ClassLaunch {
 		l.kernel = t.kernelName(p, e)
+		if l.kernel != "" && t.hooks.Launched != nil {
+			t.hooks.Launched(p.pid, l.kernel, e.Start)
+		}
 	}
 	return l
 }
@@ -184,6 +187,9 @@ func (t *Translator) execute(p *process, x *ev.GPUExec, link *execLink) {
 	dur := float64(x.Duration()) / 1e9
 	dir := ev.DirNone
 	if x.API.Class() == ev.ClassLaunch {
+		if link != nil && link.kernel != "" && t.hooks.Executed != nil {
+			t.hooks.Executed(p.pid, link.kernel, x.CallStart, x.GPUStart)
+		}
 		observe(&p.exec.kernelDur, t.cfg.KernelExecution, x.API, dur)
 		observe(&p.exec.queueDelay, t.cfg.KernelQueueDelay, x.API, float64(x.QueueDelay())/1e9)
 	} else {

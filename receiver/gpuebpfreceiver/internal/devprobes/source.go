@@ -1,0 +1,601 @@
+package devprobes
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/receiver"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/probeset"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devprobes/internal/metadata"
+)
+
+// Histogram metrics (mdatagen cannot describe histograms).
+const (
+	histScheduleDelay = "gpu.kernel.block.schedule.delay"
+	histLaunchLatency = "gpu.kernel.launch.latency"
+	attrKernelName    = "gpu.cuda.kernel.name"
+)
+
+// RegionPattern matches devrt's region files in a directory.
+const RegionPattern = "gpuext-devmaps-*.maps"
+
+// Limits on what one source keeps.
+const (
+	MaxRegions   = 4096 // regions read at once
+	maxBad       = 4096 // region files given up, remembered so they are not opened again
+	maxPending   = 1 << 14
+	maxSpansHeld = 1 << 16
+)
+
+// Options connect the source to the receiver.
+type Options struct {
+	// Dirs are the devrt directories (devrt::directories): a server
+	// listens in each, and region files are looked for there.
+	Dirs     []string
+	Settings receiver.Settings
+	HostName string
+	// Now is the wall clock and Monotonic CLOCK_MONOTONIC in ns (tests
+	// set them).
+	Now       func() time.Time
+	Monotonic func() uint64
+}
+
+// Source is the device probes' part of the receiver. Poll, HandleInject,
+// Launch and Timed run on the receiver's event goroutine; Metrics and
+// TakeSpans on any.
+type Source struct {
+	cfg   Config
+	opts  Options
+	log   *zap.Logger
+	set   *probeset.Set
+	mb    *metadata.MetricsBuilder
+	start pcommon.Timestamp
+
+	servers []*devrtinject.Server
+
+	mu      sync.Mutex
+	procs   map[uint32]*proc
+	regions map[string]*region
+	bad     map[string]bool
+	broken  int64
+	modules map[devrtinject.Outcome]int64
+	spans   ptrace.Traces
+	nspans  int
+}
+
+type region struct {
+	r     *proberegion.Region
+	tr    *proberegion.Tracker
+	pid   uint32
+	drops map[string]uint64
+}
+
+// proc is what the probes saw of one process, cumulative.
+type proc struct {
+	pid       uint32
+	regions   int
+	retire    bool // no region left: emitted once more, then dropped
+	matcher   *proberegion.LaunchMatcher
+	blocks    map[string]int64
+	smBlocks  map[uint32]int64
+	smBusy    map[uint32]float64
+	imbalance float64
+	occ       map[uint32]float64
+	dropped   map[string]int64
+	delay     map[string]*histogram.Histogram
+	latency   map[string]*histogram.Histogram
+}
+
+// New compiles the probe set; an unusable one (a probe the verifier
+// rejects, a missing file) is an error.
+func New(cfg Config, opts Options) (*Source, error) {
+	set, err := probeset.New(cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Monotonic == nil {
+		opts.Monotonic = monotonic
+	}
+	log := opts.Settings.Logger
+	if log == nil {
+		log = zap.NewNop()
+		opts.Settings.Logger = log
+	}
+	s := &Source{
+		cfg: cfg, opts: opts, log: log, set: set,
+		start:   pcommon.NewTimestampFromTime(opts.Now()),
+		procs:   map[uint32]*proc{},
+		regions: map[string]*region{},
+		bad:     map[string]bool{},
+		modules: map[devrtinject.Outcome]int64{},
+		spans:   ptrace.NewTraces(),
+	}
+	s.mb = metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, opts.Settings, metadata.WithStartTime(s.start))
+	return s, nil
+}
+
+func monotonic() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// Set is the compiled probe set (its layout, its kernel names).
+func (s *Source) Set() *probeset.Set { return s.set }
+
+// Start listens on the injection socket of each directory. A directory
+// where it cannot is logged and skipped: devrt there loads originals.
+func (s *Source) Start() {
+	for _, d := range s.opts.Dirs {
+		srv, err := devrtinject.Listen(devrtinject.Config{
+			Path:    filepath.Join(d, devrtinject.SocketName),
+			Patcher: s.set,
+			Logger:  s.log,
+		})
+		if err != nil {
+			s.log.Warn("device probes: no injection server in this directory", zap.String("dir", d), zap.Error(err))
+			continue
+		}
+		s.servers = append(s.servers, srv)
+	}
+	s.log.Info("device probes injecting", zap.Int("probes", len(s.set.Compiled().Probes)),
+		zap.Uint64("region_bytes", s.set.Layout().Size), zap.Int("servers", len(s.servers)),
+		zap.Bool("per_thread", s.cfg.Mode == probeset.ModeThread))
+}
+
+// Shutdown closes the servers (their sockets are removed) and the regions.
+func (s *Source) Shutdown() {
+	for _, srv := range s.servers {
+		_ = srv.Close()
+	}
+	s.servers = nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, rg := range s.regions {
+		_ = rg.r.Close()
+		delete(s.regions, p)
+	}
+}
+
+// ServerStats sums the injection servers' counters.
+func (s *Source) ServerStats() devrtinject.Stats {
+	var t devrtinject.Stats
+	for _, srv := range s.servers {
+		st := srv.Stats()
+		t.Requests += st.Requests
+		t.BadRequests += st.BadRequests
+		t.Patched += st.Patched
+		t.Unchanged += st.Unchanged
+		t.Rejected += st.Rejected
+		t.Errors += st.Errors
+		t.CacheHits += st.CacheHits
+		t.Patches += st.Patches
+		t.PatchNanos += st.PatchNanos
+		t.WriteErrors += st.WriteErrors
+	}
+	return t
+}
+
+// HandleInject takes one of devrt's injection records (kind 8) of process
+// pid. An undecodable record is an error (the receiver counts it as a
+// decode error).
+func (s *Source) HandleInject(pid uint32, rec []byte) error {
+	var e devrtinject.Event
+	if err := devrtinject.DecodeEvent(rec, &e); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.modules[e.Outcome]++
+	s.mu.Unlock()
+	if e.Outcome != devrtinject.OutPatched && e.Outcome != devrtinject.OutUnchanged {
+		s.log.Debug("devrt did not instrument a module", zap.Uint32("pid", pid),
+			zap.Stringer("outcome", e.Outcome), zap.Stringer("reason", e.Reason),
+			zap.String("text", e.Text), zap.Int32("cuda_result", e.CUDAResult), zap.Uint32("sm_arch", e.SMArch))
+	}
+	return nil
+}
+
+// Launch takes devrt's record of a launch call of kernel (mangled) by
+// process pid, started at start (CLOCK_MONOTONIC ns). Kernels the probes
+// were never put into are ignored.
+func (s *Source) Launch(pid uint32, kernel string, start uint64) {
+	id := ptx.KernelID(kernel)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.matcherProc(pid, id); p != nil {
+		p.matcher.Host(id, start)
+	}
+}
+
+// Timed takes devrt's GPU timing of a launch of kernel: the call started
+// at callStart, the work at gpuStart (both CLOCK_MONOTONIC ns).
+func (s *Source) Timed(pid uint32, kernel string, callStart, gpuStart uint64) {
+	id := ptx.KernelID(kernel)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.matcherProc(pid, id); p != nil {
+		p.matcher.Timed(id, callStart, gpuStart)
+	}
+}
+
+func (s *Source) matcherProc(pid uint32, id uint64) *proc {
+	if _, ok := s.set.KernelName(id); !ok {
+		return nil
+	}
+	if _, ok := s.set.Layout().Find(proberegion.MapLaunchRing); !ok {
+		return nil
+	}
+	return s.proc(pid)
+}
+
+func (s *Source) proc(pid uint32) *proc {
+	p := s.procs[pid]
+	if p == nil {
+		p = &proc{pid: pid, matcher: proberegion.NewLaunchMatcher(),
+			blocks: map[string]int64{}, smBlocks: map[uint32]int64{}, smBusy: map[uint32]float64{},
+			occ: map[uint32]float64{}, dropped: map[string]int64{},
+			delay: map[string]*histogram.Histogram{}, latency: map[string]*histogram.Histogram{}}
+		s.procs[pid] = p
+	}
+	p.retire = false
+	return p
+}
+
+// regionPID is the pid in gpuext-devmaps-<pid>-<created_ns>.maps.
+func regionPID(name string) (uint32, bool) {
+	rest, ok := strings.CutPrefix(name, "gpuext-devmaps-")
+	if !ok {
+		return 0, false
+	}
+	rest, ok = strings.CutSuffix(rest, ".maps")
+	if !ok {
+		return 0, false
+	}
+	p, ns, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.ParseUint(p, 10, 32)
+	if err != nil || pid == 0 {
+		return 0, false
+	}
+	if _, err := strconv.ParseUint(ns, 10, 64); err != nil {
+		return 0, false
+	}
+	return uint32(pid), true
+}
+
+// Poll finds new region files, reads every region and retires those whose
+// file devrt removed (the module was unloaded or the process ended; the
+// mapping still holds the last contents, read once more).
+func (s *Source) Poll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.opts.Dirs {
+		paths, _ := filepath.Glob(filepath.Join(d, RegionPattern))
+		for _, path := range paths {
+			if s.regions[path] != nil || s.bad[path] {
+				continue
+			}
+			pid, ok := regionPID(filepath.Base(path))
+			if !ok || len(s.regions) >= MaxRegions {
+				continue
+			}
+			r, err := proberegion.Open(path, s.set.Layout())
+			if err != nil {
+				s.giveUp(path, err)
+				continue
+			}
+			s.regions[path] = &region{r: r, tr: proberegion.NewTracker(), pid: pid, drops: map[string]uint64{}}
+			s.proc(pid).regions++
+		}
+	}
+	paths := make([]string, 0, len(s.regions))
+	for p := range s.regions {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	sms := map[uint32][]proberegion.SMLoad{}
+	for _, path := range paths {
+		rg := s.regions[path]
+		_, statErr := os.Stat(path)
+		gone := statErr != nil
+		snap, err := rg.r.Read()
+		p := s.proc(rg.pid)
+		s.consume(p, rg, &snap)
+		sms[rg.pid] = append(sms[rg.pid], rg.tr.SMs(snap.SMs).SMs...)
+		if err != nil || gone {
+			s.finishRuns(p, rg.tr.Flush())
+			_ = rg.r.Close()
+			delete(s.regions, path)
+			if p.regions--; p.regions <= 0 {
+				p.retire = true
+			}
+			if err != nil {
+				s.giveUp(path, err)
+			}
+		}
+	}
+	for pid, loads := range sms {
+		p := s.procs[pid]
+		b := proberegion.Balance(loads)
+		for _, l := range b.SMs {
+			p.smBlocks[l.SM] += int64(l.Blocks)
+			p.smBusy[l.SM] += float64(l.LaneNS) / 32 / 1e9
+		}
+		if b.Imbalance > 0 {
+			p.imbalance = b.Imbalance
+		}
+	}
+}
+
+// giveUp drops a region with one clear log line; nothing else is affected.
+func (s *Source) giveUp(path string, err error) {
+	s.broken++
+	if len(s.bad) >= maxBad {
+		clear(s.bad)
+	}
+	s.bad[path] = true
+	s.log.Warn("device probe region dropped", zap.String("path", path), zap.Error(err))
+}
+
+func (s *Source) kernelName(id uint64) string {
+	if n, ok := s.set.KernelName(id); ok {
+		return n
+	}
+	return fmt.Sprintf("kernel-%016x", id)
+}
+
+func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
+	s.finishRuns(p, rg.tr.Blocks(snap.Blocks))
+	if len(snap.Launches) > 0 {
+		p.matcher.Device(snap.Launches)
+	}
+	for _, l := range p.matcher.Take() {
+		name := s.kernelName(l.KernelID)
+		h := p.latency[name]
+		if h == nil {
+			h = histogram.New(s.cfg.LaunchLatency.Buckets)
+			p.latency[name] = h
+		}
+		h.Record(s.cfg.LaunchLatency.Buckets, float64(l.NS)/1e9)
+	}
+	for _, o := range rg.tr.Occupancy(snap.Occupancy) {
+		p.occ[o.SM] = o.Warps // in bucket order: the newest stays
+	}
+	for m, d := range snap.Drops {
+		if d > rg.drops[m] {
+			p.dropped[m] += int64(d - rg.drops[m])
+		}
+		rg.drops[m] = d
+	}
+	if snap.Bad > 0 {
+		p.dropped["bad_record"] += int64(snap.Bad)
+	}
+}
+
+func (s *Source) finishRuns(p *proc, runs []proberegion.Run) {
+	for i := range runs {
+		run := &runs[i]
+		name := s.kernelName(run.KernelID)
+		p.blocks[name] += int64(len(run.Blocks))
+		h := p.delay[name]
+		if h == nil {
+			h = histogram.New(s.cfg.ScheduleDelay.Buckets)
+			p.delay[name] = h
+		}
+		for _, d := range run.Delays() {
+			h.Record(s.cfg.ScheduleDelay.Buckets, float64(d)/1e9)
+		}
+		if s.cfg.Spans && s.nspans < maxSpansHeld {
+			s.appendSpan(p, name, run)
+		}
+	}
+}
+
+// gpuTime converts a %globaltimer value to wall-clock time: through the
+// process's calibrated offset when known (see proberegion's launch
+// latency), else taken as is (NVIDIA's drivers start %globaltimer at the
+// host's Unix time; not guaranteed: spans then say gpu.clock.calibrated
+// false).
+func (s *Source) gpuTime(p *proc, ns uint64) (pcommon.Timestamp, bool) {
+	off, ok := p.matcher.Offset()
+	if !ok {
+		return pcommon.Timestamp(ns), false
+	}
+	mono := int64(ns) - off
+	wall := s.opts.Now().UnixNano() - int64(s.opts.Monotonic())
+	return pcommon.Timestamp(mono + wall), true
+}
+
+func (s *Source) appendSpan(p *proc, name string, run *proberegion.Run) {
+	rs := s.spans.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutInt("process.pid", int64(p.pid))
+	if s.opts.HostName != "" {
+		rs.Resource().Attributes().PutStr("host.name", s.opts.HostName)
+	}
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName(metadata.ScopeName)
+	sp := ss.Spans().AppendEmpty()
+	var tid [16]byte
+	var sid [8]byte
+	for i := range tid {
+		tid[i] = byte(rand.Uint32())
+	}
+	for i := range sid {
+		sid[i] = byte(rand.Uint32())
+	}
+	sp.SetTraceID(tid)
+	sp.SetSpanID(sid)
+	sp.SetName(name + " blocks")
+	sp.SetKind(ptrace.SpanKindInternal)
+	st, cal := s.gpuTime(p, run.FirstStart)
+	en, _ := s.gpuTime(p, run.LastEnd)
+	sp.SetStartTimestamp(st)
+	sp.SetEndTimestamp(en)
+	var minD, maxD, sumD uint64
+	sms := map[uint32]bool{}
+	for i, b := range run.Blocks {
+		d := b.EndNS - b.StartNS
+		if i == 0 || d < minD {
+			minD = d
+		}
+		maxD = max(maxD, d)
+		sumD += d
+		sms[b.SM] = true
+	}
+	a := sp.Attributes()
+	a.PutStr(attrKernelName, name)
+	a.PutInt("gpu.kernel.blocks", int64(len(run.Blocks)))
+	a.PutInt("gpu.kernel.threads", int64(run.Threads))
+	a.PutInt("gpu.kernel.sms", int64(len(sms)))
+	a.PutDouble("gpu.kernel.block.duration.min", float64(minD)/1e9)
+	a.PutDouble("gpu.kernel.block.duration.mean", float64(sumD)/float64(len(run.Blocks))/1e9)
+	a.PutDouble("gpu.kernel.block.duration.max", float64(maxD)/1e9)
+	delays := run.Delays()
+	a.PutDouble("gpu.kernel.block.schedule.delay.max", float64(delays[len(delays)-1])/1e9)
+	a.PutBool("gpu.clock.calibrated", cal)
+	s.nspans++
+}
+
+// PendingSpans is the number of spans TakeSpans would return.
+func (s *Source) PendingSpans() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nspans
+}
+
+// TakeSpans returns the spans made since the last call.
+func (s *Source) TakeSpans() (ptrace.Traces, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, n := s.spans, s.nspans
+	s.spans, s.nspans = ptrace.NewTraces(), 0
+	return t, n
+}
+
+var outcomeAttr = map[devrtinject.Outcome]metadata.AttributeModuleStatus{
+	devrtinject.OutPatched:           metadata.AttributeModuleStatusPatched,
+	devrtinject.OutUnchanged:         metadata.AttributeModuleStatusUnchanged,
+	devrtinject.OutRejected:          metadata.AttributeModuleStatusRejected,
+	devrtinject.OutNotInstrumentable: metadata.AttributeModuleStatusNotInstrumentable,
+	devrtinject.OutFailed:            metadata.AttributeModuleStatusFailed,
+}
+
+// Metrics returns the cumulative metrics of every process the probes saw
+// and the source's own; processes whose regions are all gone are dropped
+// after this emission.
+func (s *Source) Metrics() pmetric.Metrics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := pcommon.NewTimestampFromTime(s.opts.Now())
+	pids := make([]uint32, 0, len(s.procs))
+	for pid := range s.procs {
+		pids = append(pids, pid)
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	type hist struct {
+		res pcommon.Resource
+		p   *proc
+	}
+	var hists []hist
+	for _, pid := range pids {
+		p := s.procs[pid]
+		for _, k := range sortedKeys(p.blocks) {
+			s.mb.RecordGpuKernelBlocksDataPoint(now, p.blocks[k], k)
+		}
+		for _, sm := range sortedKeys(p.smBlocks) {
+			s.mb.RecordGpuKernelSmBlocksDataPoint(now, p.smBlocks[sm], int64(sm))
+			s.mb.RecordGpuKernelSmBusyDataPoint(now, p.smBusy[sm], int64(sm))
+		}
+		if p.imbalance > 0 {
+			s.mb.RecordGpuKernelSmImbalanceDataPoint(now, p.imbalance)
+		}
+		for _, sm := range sortedKeys(p.occ) {
+			s.mb.RecordGpuWarpOccupancyDataPoint(now, p.occ[sm], int64(sm))
+		}
+		for _, m := range sortedKeys(p.dropped) {
+			s.mb.RecordGpuDevrtProbesDroppedDataPoint(now, p.dropped[m], m)
+		}
+		rb := s.mb.NewResourceBuilder()
+		rb.SetProcessPid(int64(pid))
+		if s.opts.HostName != "" {
+			rb.SetHostName(s.opts.HostName)
+		}
+		res := rb.Emit()
+		s.mb.EmitForResource(metadata.WithResource(res))
+		if len(p.delay)+len(p.latency) > 0 {
+			hists = append(hists, hist{res, p})
+		}
+		if p.retire {
+			delete(s.procs, pid)
+		}
+	}
+	for _, o := range []devrtinject.Outcome{devrtinject.OutPatched, devrtinject.OutUnchanged, devrtinject.OutRejected,
+		devrtinject.OutNotInstrumentable, devrtinject.OutFailed} {
+		s.mb.RecordGpuDevrtModulesDataPoint(now, s.modules[o], outcomeAttr[o])
+	}
+	s.mb.RecordGpuDevrtProbesRegionsDataPoint(now, int64(len(s.regions)), metadata.AttributeRegionStateActive)
+	s.mb.RecordGpuDevrtProbesRegionsDataPoint(now, s.broken, metadata.AttributeRegionStateBroken)
+	rb := s.mb.NewResourceBuilder()
+	if s.opts.HostName != "" {
+		rb.SetHostName(s.opts.HostName)
+	}
+	s.mb.EmitForResource(metadata.WithResource(rb.Emit()))
+	out := s.mb.Emit()
+	for _, h := range hists {
+		rm := out.ResourceMetrics().AppendEmpty()
+		h.res.CopyTo(rm.Resource())
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName(metadata.ScopeName)
+		ms := sm.Metrics()
+		appendHists(ms, histScheduleDelay, "Each thread block's start minus its launch's first block start (block_sched), by kernel.",
+			s.cfg.ScheduleDelay, h.p.delay, s.start, now)
+		appendHists(ms, histLaunchLatency, "Launch call start to the launch's first block start (launch_latency, clock offset from devrt's timed launches), by kernel.",
+			s.cfg.LaunchLatency, h.p.latency, s.start, now)
+	}
+	return out
+}
+
+func appendHists(ms pmetric.MetricSlice, name, desc string, cfg histogram.Config, hs map[string]*histogram.Histogram, start, now pcommon.Timestamp) {
+	if !cfg.Enabled || len(hs) == 0 {
+		return
+	}
+	m := ms.AppendEmpty()
+	m.SetName(name)
+	m.SetDescription(desc)
+	m.SetUnit("s")
+	m.SetEmptyHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	for _, k := range sortedKeys(hs) {
+		hs[k].AppendTo(m.Histogram().DataPoints(), cfg.Buckets, start, now).Attributes().PutStr(attrKernelName, k)
+	}
+}
+
+func sortedKeys[K int | uint32 | string, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,256 @@
+package devprobes
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion/probesim"
+	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devprobes/internal/metadata"
+)
+
+const (
+	pid      = 4242
+	base     = uint64(1_700_000_000_000_000_000) >> proberegion.OccShift << proberegion.OccShift
+	offset   = uint64(1_699_000_000_000_000_000) // %globaltimer - CLOCK_MONOTONIC
+	wallMono = int64(1_600_000_000_000_000_000)  // CLOCK_REALTIME - CLOCK_MONOTONIC
+)
+
+var wall = time.Unix(0, 1_700_000_100_000_000_000)
+
+func newSource(t *testing.T, dir string) (*Source, *observer.ObservedLogs) {
+	cfg := NewDefaultConfig()
+	cfg.Enabled = true
+	core, logs := observer.New(zap.DebugLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.Logger = zap.New(core)
+	s, err := New(cfg, Options{Dirs: []string{dir}, Settings: set, HostName: "node",
+		Now: func() time.Time { return wall }, Monotonic: func() uint64 { return uint64(wall.UnixNano() - wallMono) }})
+	require.NoError(t, err)
+	return s, logs
+}
+
+// mapRegion creates devrt's region file for pid and maps it as devrt does.
+func mapRegion(t *testing.T, s *Source, dir string, created int) []byte {
+	size := (s.Set().Layout().Size + 4095) &^ 4095
+	p := filepath.Join(dir, "gpuext-devmaps-4242-"+strconv.Itoa(created)+".maps")
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, f.Truncate(int64(size)))
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = unix.Munmap(mem) })
+	return mem
+}
+
+// injectRecord is a struct gpuext_inject_event of an outcome and reason.
+func injectRecord(out devrtinject.Outcome, reason devrtinject.Reason, text string) []byte {
+	b := make([]byte, devrtinject.EventSize)
+	binary.LittleEndian.PutUint16(b, devrtinject.KindInject)
+	binary.LittleEndian.PutUint32(b[8:], pid)
+	binary.LittleEndian.PutUint32(b[88:], uint32(out))
+	binary.LittleEndian.PutUint32(b[92:], uint32(reason))
+	copy(b[128:], text)
+	return b
+}
+
+type point struct {
+	attrs map[string]any
+	value float64
+}
+
+// metrics flattens md: metric name -> points (resource pid in attrs as "pid").
+func metrics(md pmetric.Metrics) map[string][]point {
+	out := map[string][]point{}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		var rpid any
+		if v, ok := rm.Resource().Attributes().Get("process.pid"); ok {
+			rpid = v.Int()
+		}
+		for j := 0; j < rm.ScopeMetrics().Len(); j++ {
+			ms := rm.ScopeMetrics().At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				add := func(attrs pcommon.Map, v float64) {
+					a := attrs.AsRaw()
+					if rpid != nil {
+						a["pid"] = rpid
+					}
+					out[m.Name()] = append(out[m.Name()], point{a, v})
+				}
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					for d := 0; d < m.Sum().DataPoints().Len(); d++ {
+						dp := m.Sum().DataPoints().At(d)
+						add(dp.Attributes(), dp.DoubleValue()+float64(dp.IntValue()))
+					}
+				case pmetric.MetricTypeGauge:
+					for d := 0; d < m.Gauge().DataPoints().Len(); d++ {
+						dp := m.Gauge().DataPoints().At(d)
+						add(dp.Attributes(), dp.DoubleValue()+float64(dp.IntValue()))
+					}
+				case pmetric.MetricTypeHistogram:
+					for d := 0; d < m.Histogram().DataPoints().Len(); d++ {
+						dp := m.Histogram().DataPoints().At(d)
+						a := dp.Attributes().AsRaw()
+						a["pid"] = rpid
+						a["buckets"] = dp.BucketCounts().AsRaw()
+						a["sum"] = dp.Sum()
+						out[m.Name()] = append(out[m.Name()], point{a, float64(dp.Count())})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestImbalancedKernelMetrics: the shipped probes run on the interpreter
+// for an imbalanced launch (16 blocks of 64 threads on 4 SMs, every 8th
+// block 8x longer) in a region file as devrt makes it; the source's OTel
+// output is checked exactly.
+func TestImbalancedKernelMetrics(t *testing.T) {
+	dir := t.TempDir()
+	s, logs := newSource(t, dir)
+	s.Start()
+	defer s.Shutdown()
+	_, err := os.Stat(filepath.Join(dir, devrtinject.SocketName))
+	require.NoError(t, err, "the injection server listens")
+
+	// The module is patched first (its kernel names become known).
+	src, err := os.ReadFile("../../../../devrt/ptx/testdata/corpus/nvcc_kernels.ptx")
+	require.NoError(t, err)
+	res, err := s.Set().Patch(context.Background(), &devrtinject.Module{PTX: src})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusPatched, res.Status)
+	require.NoError(t, s.HandleInject(pid, injectRecord(devrtinject.OutPatched, 0, "")))
+	require.NoError(t, s.HandleInject(pid, injectRecord(devrtinject.OutNotInstrumentable, devrtinject.ReasonSASSOnly, "")))
+	require.NoError(t, s.HandleInject(pid, injectRecord(devrtinject.OutRejected, devrtinject.ReasonNone, "every kernel refused")))
+	require.Error(t, s.HandleInject(pid, []byte{8, 0, 1}))
+	require.Equal(t, 2, logs.FilterMessage("devrt did not instrument a module").Len())
+
+	mem := mapRegion(t, s, dir, 1)
+	// A garbage region beside it is dropped; the good one is not affected.
+	junk := make([]byte, s.Set().Layout().Size)
+	for i := range junk {
+		junk[i] = 0xa5
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gpuext-devmaps-4243-9.maps"), junk, 0o600))
+
+	// The launch call (host clock) 5 µs before its first block, devrt's
+	// timing of it exactly at the first block.
+	blocks := probesim.Imbalanced(base, 16, 4)
+	hostStart := base - offset - 5000
+	s.Launch(pid, "imbalanced", hostStart)
+	s.Timed(pid, "imbalanced", hostStart, base-offset)
+	require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4, Blocks: blocks}))
+	s.Poll()
+	require.Equal(t, 1, logs.FilterMessage("device probe region dropped").Len())
+	s.Poll() // no new blocks: the launch is over
+	md := s.Metrics()
+	got := metrics(md)
+
+	// SM 0 ran blocks 0, 4, 8, 12 (0 and 8 heavy); each block 2 warps.
+	busy := func(heavy, light int) float64 {
+		return float64(heavy*2*(2_400_000-100)+light*2*(300_000-100)) / 1e9 // warp-seconds
+	}
+	require.Equal(t, []point{
+		{map[string]any{"gpu.sm.id": int64(0), "pid": int64(pid)}, 4}, {map[string]any{"gpu.sm.id": int64(1), "pid": int64(pid)}, 4},
+		{map[string]any{"gpu.sm.id": int64(2), "pid": int64(pid)}, 4}, {map[string]any{"gpu.sm.id": int64(3), "pid": int64(pid)}, 4},
+	}, got["gpu.kernel.sm.blocks"])
+	require.Len(t, got["gpu.kernel.sm.busy"], 4)
+	require.InDelta(t, busy(2, 2), got["gpu.kernel.sm.busy"][0].value, 1e-12)
+	for sm := 1; sm < 4; sm++ {
+		require.InDelta(t, busy(0, 4), got["gpu.kernel.sm.busy"][sm].value, 1e-12)
+	}
+	require.Len(t, got["gpu.kernel.sm.imbalance"], 1)
+	require.InDelta(t, busy(2, 2)/((busy(2, 2)+3*busy(0, 4))/4), got["gpu.kernel.sm.imbalance"][0].value, 1e-9)
+	require.InDelta(t, 2.4, got["gpu.kernel.sm.imbalance"][0].value, 1e-3)
+	require.Equal(t, []point{{map[string]any{"gpu.cuda.kernel.name": "imbalanced", "pid": int64(pid)}, 16}}, got["gpu.kernel.blocks"])
+
+	// Block delays 0, 1, ..., 15 µs.
+	require.Equal(t, []point{{map[string]any{"gpu.cuda.kernel.name": "imbalanced", "pid": int64(pid),
+		"buckets": []uint64{2, 1, 3, 5, 5, 0, 0, 0, 0,
+			0, 0, 0, 0, 0, 0, 0, 0}, "sum": 120e-6}, 16}},
+		roundSums(got["gpu.kernel.block.schedule.delay"]))
+	// Launch latency 5 µs: bucket (2 µs, 5 µs].
+	require.Equal(t, []point{{map[string]any{"gpu.cuda.kernel.name": "imbalanced", "pid": int64(pid),
+		"buckets": []uint64{0, 0, 1, 0, 0, 0, 0, 0, 0,
+			0, 0, 0, 0, 0, 0}, "sum": 5e-6}, 1}},
+		roundSums(got["gpu.kernel.launch.latency"]))
+
+	// Occupancy: the launch spans buckets base>>20 .. ; complete ones
+	// reported, the newest per SM kept as the gauge.
+	require.Len(t, got["gpu.warp.occupancy"], 4)
+	for _, p := range got["gpu.warp.occupancy"] {
+		require.Greater(t, p.value, 0.0)
+	}
+
+	require.Equal(t, []point{
+		{map[string]any{"gpu.devrt.module.status": "patched"}, 1}, {map[string]any{"gpu.devrt.module.status": "unchanged"}, 0},
+		{map[string]any{"gpu.devrt.module.status": "rejected"}, 1}, {map[string]any{"gpu.devrt.module.status": "not_instrumentable"}, 1},
+		{map[string]any{"gpu.devrt.module.status": "failed"}, 0},
+	}, got["gpu.devrt.modules"])
+	require.Equal(t, []point{{map[string]any{"state": "active"}, 1}, {map[string]any{"state": "broken"}, 1}}, got["gpu.devrt.probes.regions"])
+	for _, p := range got["gpu.devrt.probes.dropped"] {
+		require.Zero(t, p.value, p.attrs)
+	}
+
+	// One span for the launch, on the host's clock through the offset.
+	td, n := s.TakeSpans()
+	require.Equal(t, 1, n)
+	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	require.Equal(t, "imbalanced blocks", sp.Name())
+	require.Equal(t, pcommon.Timestamp(int64(base-offset)+wallMono), sp.StartTimestamp())
+	require.Equal(t, pcommon.Timestamp(int64(base+8000+2_400_000-offset)+wallMono), sp.EndTimestamp())
+	require.Equal(t, map[string]any{
+		"gpu.cuda.kernel.name": "imbalanced", "gpu.kernel.blocks": int64(16), "gpu.kernel.threads": int64(1024),
+		"gpu.kernel.sms": int64(4), "gpu.kernel.block.duration.min": 300e-6, "gpu.kernel.block.duration.mean": (2*2.4e-3 + 14*0.3e-3) / 16,
+		"gpu.kernel.block.duration.max": 2.4e-3, "gpu.kernel.block.schedule.delay.max": 15e-6, "gpu.clock.calibrated": true,
+	}, roundAttrs(sp.Attributes().AsRaw()))
+
+	// The region file removed (module unloaded): read once more and closed;
+	// the process's metrics are emitted once more, then dropped.
+	require.NoError(t, os.Remove(filepath.Join(dir, "gpuext-devmaps-4242-1.maps")))
+	s.Poll()
+	got = metrics(s.Metrics())
+	require.Equal(t, []point{{map[string]any{"state": "active"}, 0}, {map[string]any{"state": "broken"}, 1}}, got["gpu.devrt.probes.regions"])
+	require.Len(t, got["gpu.kernel.blocks"], 1)
+	got = metrics(s.Metrics())
+	require.Empty(t, got["gpu.kernel.blocks"])
+}
+
+func roundSums(ps []point) []point {
+	for _, p := range ps {
+		p.attrs["sum"] = round(p.attrs["sum"].(float64))
+	}
+	return ps
+}
+
+func roundAttrs(m map[string]any) map[string]any {
+	for k, v := range m {
+		if f, ok := v.(float64); ok {
+			m[k] = round(f)
+		}
+	}
+	return m
+}
+
+// round drops float noise below 1e-15 s.
+func round(f float64) float64 { return float64(int64(f*1e15+0.5)) / 1e15 }
