@@ -51,6 +51,13 @@ func TestLoadConfig(t *testing.T) {
 	want.DevRT.Classes = []string{"launch", "copy", "exec"}
 	want.DevRT.SampleEvery = 0
 	want.DevRT.MaxRings = 64
+	want.DevRT.Probes.Enabled = true
+	want.DevRT.Probes.Probes = []string{"block_sched", "sm_load"}
+	want.DevRT.Probes.Include = []string{"*attention*", "_Z4axpy*"}
+	want.DevRT.Probes.Exclude = []string{"*_debug"}
+	want.DevRT.Probes.Mode = "thread"
+	want.DevRT.Probes.ScheduleDelay.Buckets = []float64{1e-6, 1e-3}
+	want.DevRT.Probes.Spans = false
 	require.Equal(t, "/usr/local/nvidia/lib64/libnvidia-ml.so.1", got.NVML.LibraryPath)
 	require.False(t, got.NVML.ProcessUsage)
 	require.False(t, got.NVML.Metrics.HwGpuIo.Enabled)
@@ -69,6 +76,13 @@ func TestValidateNamesTheField(t *testing.T) {
 		want   string
 	}{
 		{"interval", func(c *Config) { c.CollectionInterval = 0 }, "collection_interval: must be positive, got 0s"},
+		{"probe mode", func(c *Config) { c.DevRT.Probes.Mode = "lane" }, `devrt::probes::mode: "lane" is not warp or thread`},
+		{"probe name", func(c *Config) { c.DevRT.Probes.Probes = []string{"blocks"} },
+			`devrt::probes::probes[0]: "blocks" is neither a shipped probe (block_sched, launch_latency, sm_load, warp_occupancy) nor an absolute path`},
+		{"probes without devrt", func(c *Config) { c.DevRT.Probes.Enabled = true; c.DevRT.Enabled = false },
+			"devrt::probes::enabled: needs devrt::enabled (the probes reach processes through devrt)"},
+		{"probe buckets", func(c *Config) { c.DevRT.Probes.LaunchLatency.Buckets = []float64{2, 1} },
+			"devrt::probes::launch_latency::buckets: must be strictly increasing, got [2 1]"},
 		{"proc root", func(c *Config) { c.ProcRoot = "proc" }, `proc_root: must be an absolute path, got "proc"`},
 		{"library path", func(c *Config) { c.CUDA.Libraries = []string{"libcuda.so.1"} },
 			`cuda::libraries[0]: must be an absolute path, got "libcuda.so.1"`},
