@@ -55,6 +55,10 @@ type Options struct {
 	// set them).
 	Now       func() time.Time
 	Monotonic func() uint64
+	// Alive tells whether a process still runs (default: kill(pid, 0)).
+	// Region files of processes that ended without unloading their
+	// modules are read a last time and removed.
+	Alive func(pid uint32) bool
 }
 
 // Source is the device probes' part of the receiver. Poll, HandleInject,
@@ -116,6 +120,9 @@ func New(cfg Config, opts Options) (*Source, error) {
 	if opts.Monotonic == nil {
 		opts.Monotonic = monotonic
 	}
+	if opts.Alive == nil {
+		opts.Alive = alive
+	}
 	log := opts.Settings.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -132,6 +139,11 @@ func New(cfg Config, opts Options) (*Source, error) {
 	}
 	s.mb = metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, opts.Settings, metadata.WithStartTime(s.start))
 	return s, nil
+}
+
+func alive(pid uint32) bool {
+	err := unix.Kill(int(pid), 0)
+	return err == nil || err == unix.EPERM
 }
 
 func monotonic() uint64 {
@@ -294,11 +306,21 @@ func (s *Source) Poll() {
 	for _, d := range s.opts.Dirs {
 		paths, _ := filepath.Glob(filepath.Join(d, RegionPattern))
 		for _, path := range paths {
-			if s.regions[path] != nil || s.bad[path] {
+			if s.regions[path] != nil {
 				continue
 			}
 			pid, ok := regionPID(filepath.Base(path))
-			if !ok || len(s.regions) >= MaxRegions {
+			if !ok {
+				continue
+			}
+			if s.bad[path] {
+				if !s.opts.Alive(pid) { // its process is gone: nobody else removes it
+					_ = os.Remove(path)
+					delete(s.bad, path)
+				}
+				continue
+			}
+			if len(s.regions) >= MaxRegions {
 				continue
 			}
 			r, err := proberegion.Open(path, s.set.Layout())
@@ -320,14 +342,18 @@ func (s *Source) Poll() {
 		rg := s.regions[path]
 		_, statErr := os.Stat(path)
 		gone := statErr != nil
+		ended := !gone && !s.opts.Alive(rg.pid)
 		snap, err := rg.r.Read()
 		p := s.proc(rg.pid)
 		s.consume(p, rg, &snap)
 		sms[rg.pid] = append(sms[rg.pid], rg.tr.SMs(snap.SMs).SMs...)
-		if err != nil || gone {
+		if err != nil || gone || ended {
 			s.finishRuns(p, rg.tr.Flush())
 			_ = rg.r.Close()
 			delete(s.regions, path)
+			if ended && err == nil {
+				_ = os.Remove(path) // the process ended without unloading the module
+			}
 			if p.regions--; p.regions <= 0 {
 				p.retire = true
 			}

@@ -32,13 +32,16 @@ const (
 
 var wall = time.Unix(0, 1_700_000_100_000_000_000)
 
+// dead are the processes the tests' sources take for ended.
+var dead = map[uint32]bool{}
+
 func newSource(t *testing.T, dir string) (*Source, *observer.ObservedLogs) {
 	cfg := NewDefaultConfig()
 	cfg.Enabled = true
 	core, logs := observer.New(zap.DebugLevel)
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
-	s, err := New(cfg, Options{Dirs: []string{dir}, Settings: set, HostName: "node",
+	s, err := New(cfg, Options{Dirs: []string{dir}, Settings: set, HostName: "node", Alive: func(p uint32) bool { return !dead[p] },
 		Now: func() time.Time { return wall }, Monotonic: func() uint64 { return uint64(wall.UnixNano() - wallMono) }})
 	require.NoError(t, err)
 	return s, logs
@@ -234,6 +237,20 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	require.Len(t, got["gpu.kernel.blocks"], 1)
 	got = metrics(s.Metrics())
 	require.Empty(t, got["gpu.kernel.blocks"])
+
+	// Processes that ended without unloading: their regions (read or
+	// refused) are read a last time and removed.
+	mapRegion(t, s, dir, 2)
+	s.Poll()
+	require.Equal(t, 1, len(s.regions))
+	dead[pid], dead[4243] = true, true
+	defer delete(dead, pid)
+	defer delete(dead, 4243)
+	s.Poll()
+	require.Empty(t, s.regions)
+	left, err := filepath.Glob(filepath.Join(dir, "gpuext-devmaps-*"))
+	require.NoError(t, err)
+	require.Empty(t, left)
 }
 
 func roundSums(ps []point) []point {

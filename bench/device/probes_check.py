@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Device probes on a real GPU, through the collector: the program side and
+the analysis (bench/device/probes_check.sh runs both).
+
+run KERNELS_PTX TRITON_PTX: loads both modules with cuModuleLoadData (devrt,
+when preloaded, asks the collector for the patched twins), runs vec_add,
+early_exits and Triton's add_kernel, then after a pause (so the collector's
+SM imbalance of the last interval is the imbalanced kernel's alone) the
+imbalanced kernel; prints one JSON line: per kernel the SHA-256 of its
+outputs (after one launch on fresh inputs), the median and every kernel time
+of REPS timed launches (CUDA events, microseconds), and the host
+CLOCK_MONOTONIC of the timed launches. ctypes and the driver API only.
+
+analyze OTEL_JSONL RUN_JSON PROBE: checks what the collector exported for
+one probe against the program's run (exit 1 on failure, one line per check).
+"""
+import ctypes as c
+import hashlib
+import json
+import os
+import struct
+import sys
+import time
+
+REPS = int(os.environ.get("REPS", 21))
+
+
+def run(kernels_ptx, triton_ptx):
+    cu = c.CDLL("libcuda.so.1")
+
+    def ck(r, what):
+        if r != 0:
+            name = c.c_char_p()
+            cu.cuGetErrorName(r, c.byref(name))
+            raise RuntimeError(f"{what}: {name.value.decode() if name.value else r}")
+
+    ck(cu.cuInit(0), "cuInit")
+    dev = c.c_int()
+    ck(cu.cuDeviceGet(c.byref(dev), 0), "cuDeviceGet")
+    ctx = c.c_void_p()
+    ck(cu.cuDevicePrimaryCtxRetain(c.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+    ck(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    nsm = c.c_int()
+    ck(cu.cuDeviceGetAttribute(c.byref(nsm), 16, dev), "multiprocessor count")  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+
+    def load(path):
+        mod = c.c_void_p()
+        img = c.create_string_buffer(open(path, "rb").read())
+        t0 = time.perf_counter_ns()
+        ck(cu.cuModuleLoadData(c.byref(mod), img), f"cuModuleLoadData {path}")
+        return mod, (time.perf_counter_ns() - t0) / 1e3
+
+    mods = {}
+    mods["nvcc"], load_nvcc = load(kernels_ptx)
+    mods["triton"], load_triton = load(triton_ptx)
+
+    def alloc(data):
+        p = c.c_uint64()
+        ck(cu.cuMemAlloc_v2(c.byref(p), c.c_size_t(len(data))), "cuMemAlloc")
+        ck(cu.cuMemcpyHtoD_v2(p, data, c.c_size_t(len(data))), "cuMemcpyHtoD")
+        return p.value
+
+    def dtoh(p, n):
+        buf = c.create_string_buffer(n)
+        ck(cu.cuMemcpyDtoH_v2(buf, c.c_uint64(p), c.c_size_t(n)), "cuMemcpyDtoH")
+        return buf.raw
+
+    e0, e1 = c.c_void_p(), c.c_void_p()
+    ck(cu.cuEventCreate(c.byref(e0), 0), "cuEventCreate")
+    ck(cu.cuEventCreate(c.byref(e1), 0), "cuEventCreate")
+
+    def case(mod, kernel, grid, block, inputs, outputs, args):
+        fn = c.c_void_p()
+        ck(cu.cuModuleGetFunction(c.byref(fn), mods[mod], kernel.encode()), f"cuModuleGetFunction {kernel}")
+        bufs = {k: alloc(v) for k, v in inputs.items()}
+        outs = {k: alloc(b"\xab" * n) for k, n in outputs.items()}
+        vals = []
+        for kind, v in args:
+            if kind == "p":
+                vals.append(c.c_uint64(bufs.get(v) or outs[v]))
+            elif kind == "i":
+                vals.append(c.c_int32(v))
+            elif kind == "f":
+                vals.append(c.c_float(v))
+        params = (c.c_void_p * len(vals))(*[c.addressof(v) for v in vals])
+
+        def launch():
+            ck(cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, None, params, None), f"launch {kernel}")
+
+        launch()
+        ck(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+        h = hashlib.sha256()
+        for k in sorted(outs):
+            h.update(dtoh(outs[k], outputs[k]))
+        times, hosts = [], []
+        for _ in range(REPS):
+            hosts.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+            ck(cu.cuEventRecord(e0, None), "cuEventRecord")
+            launch()
+            ck(cu.cuEventRecord(e1, None), "cuEventRecord")
+            ck(cu.cuEventSynchronize(e1), "cuEventSynchronize")
+            ms = c.c_float()
+            ck(cu.cuEventElapsedTime(c.byref(ms), e0, e1), "cuEventElapsedTime")
+            times.append(ms.value * 1000)
+        for p in list(bufs.values()) + list(outs.values()):
+            cu.cuMemFree_v2(c.c_uint64(p))
+        st = sorted(times)
+        return {"sha256": h.hexdigest(), "median_us": st[len(st) // 2], "times_us": times,
+                "host_ns": hosts, "grid": grid, "block": block}
+
+    n = 1 << 22
+    f32 = lambda xs: struct.pack(f"<{len(xs)}f", *xs)
+    res = {"sms": nsm.value, "load_us": {"nvcc": load_nvcc, "triton": load_triton}, "kernels": {}}
+    res["kernels"]["vec_add"] = case("nvcc", "vec_add", n // 256, 256,
+                                     {"a": f32([i * 0.5 for i in range(n)]), "b": f32([2.0] * n)}, {"c": 4 * n},
+                                     [("p", "a"), ("p", "b"), ("p", "c"), ("i", n)])
+    flags = struct.pack(f"<{n}i", *[(-1 if i % 3 == 0 else 0 if i % 3 == 1 else i % 7 + 1) for i in range(n)])
+    res["kernels"]["early_exits"] = case("nvcc", "early_exits", n // 256, 256, {"flags": flags}, {"out": 4 * n},
+                                         [("p", "flags"), ("p", "out"), ("i", n)])
+    res["kernels"]["add_kernel"] = case("triton", "add_kernel", n // 1024, 128,
+                                        {"x": f32([i * 1.5 for i in range(n)]), "y": f32([3.0] * n)},
+                                        {"out": 4 * n, "s1": 64, "s2": 64},
+                                        [("p", "x"), ("p", "y"), ("p", "out"), ("i", n), ("p", "s1"), ("p", "s2")])
+    time.sleep(float(os.environ.get("PAUSE", 2)))
+    # One block per SM; block b spins base*(b+1) iterations: SM load grows
+    # with the SM's block, so max/mean tends to 2 (the ideal placement).
+    res["kernels"]["imbalanced"] = case("nvcc", "imbalanced", nsm.value, 256, {}, {"out": 4 * 256 * nsm.value},
+                                        [("p", "out"), ("i", int(os.environ.get("BASE_ITERS", 2000)))])
+    time.sleep(float(os.environ.get("PAUSE", 2)))
+    print(json.dumps(res))
+
+
+def otel(path):
+    """Spans and metric data points of an OTLP JSON lines file."""
+    spans, points = [], []
+    for line in open(path):
+        line = line.strip()
+        if not line:
+            continue
+        d = json.loads(line)
+        for rs in d.get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for s in ss.get("spans", []):
+                    s["attrs"] = {a["key"]: list(a["value"].values())[0] for a in s.get("attributes", [])}
+                    spans.append(s)
+        for rm in d.get("resourceMetrics", []):
+            for sm in rm.get("scopeMetrics", []):
+                for m in sm.get("metrics", []):
+                    for kind in ("sum", "gauge", "histogram"):
+                        for dp in m.get(kind, {}).get("dataPoints", []):
+                            dp["attrs"] = {a["key"]: list(a["value"].values())[0] for a in dp.get("attributes", [])}
+                            dp["name"], dp["kind"] = m["name"], kind
+                            points.append(dp)
+    return spans, points
+
+
+def value(dp):
+    return float(dp.get("asDouble", dp.get("asInt", 0)))
+
+
+def analyze(otel_path, run_path, probe):
+    run_res = json.load(open(run_path))
+    spans, points = otel(otel_path)
+    ok = True
+
+    def check(cond, what):
+        nonlocal ok
+        print(("PASS " if cond else "FAIL ") + probe + ": " + what)
+        ok = ok and cond
+
+    def last(name, **attrs):
+        found = [p for p in points if p["name"] == name and all(p["attrs"].get(k) == v for k, v in attrs.items())]
+        return found[-1] if found else None
+
+    patched = last("gpu.devrt.modules", **{"gpu.devrt.module.status": "patched"})
+    check(patched is not None and value(patched) >= 2, f"both modules patched (gpu.devrt.modules patched = {value(patched) if patched else None})")
+    broken = last("gpu.devrt.probes.regions", state="broken")
+    check(broken is not None and value(broken) == 0, "no region broken")
+    if probe == "block_sched":
+        for k, r in run_res["kernels"].items():
+            mine = [s for s in spans if s["name"] == k + " blocks"]
+            launches = 1 + len(r["times_us"])
+            check(len(mine) >= launches * 0.9, f"{k}: {len(mine)} block spans for {launches} launches")
+            if not mine:
+                continue
+            durs = sorted((int(s["endTimeUnixNano"]) - int(s["startTimeUnixNano"])) / 1e3 for s in mine)
+            ev = sorted(r["times_us"])
+            # The span runs from the first block's start to the last block's
+            # end: inside the launch the events time, so never longer (5 µs
+            # of event resolution), and most of it for a kernel this long.
+            check(durs[-1] <= ev[-1] + 5, f"{k}: longest block span {durs[-1]:.1f} µs <= longest event time {ev[-1]:.1f} µs")
+            med = durs[len(durs) // 2]
+            check(med >= 0.5 * ev[0] or ev[0] < 20, f"{k}: median block span {med:.1f} µs against the fastest event time {ev[0]:.1f} µs")
+            blocks = [s["attrs"].get("gpu.kernel.blocks") for s in mine]
+            check(all(int(b) == r["grid"] for b in blocks), f"{k}: every span saw all {r['grid']} blocks ({sorted(set(blocks))[:5]})")
+            dmax = max(float(s["attrs"]["gpu.kernel.block.duration.max"]) for s in mine) * 1e6
+            check(dmax <= ev[-1] + 5, f"{k}: longest block {dmax:.1f} µs within the launch")
+            if k == "imbalanced":
+                mx = [float(s["attrs"]["gpu.kernel.block.duration.max"]) for s in mine]
+                mn = [float(s["attrs"]["gpu.kernel.block.duration.min"]) for s in mine]
+                ratio = sorted(a / b for a, b in zip(mx, mn) if b > 0)
+                rr = ratio[len(ratio) // 2] if ratio else 0
+                check(rr > 0.5 * r["grid"], f"imbalanced: longest/shortest block {rr:.1f} (work ratio {r['grid']})")
+        h = last("gpu.kernel.block.schedule.delay", **{"gpu.cuda.kernel.name": "imbalanced"})
+        check(h is not None and int(h["count"]) > 0, "imbalanced: schedule delay histogram")
+    if probe == "sm_load":
+        imb = last("gpu.kernel.sm.imbalance")
+        v = value(imb) if imb is not None else 0.0
+        check(1.4 < v < 2.2, f"imbalanced: SM imbalance {v:.3f} (ideal one block per SM: {2 * run_res['sms'] / (run_res['sms'] + 1):.3f})")
+        sms = {p["attrs"].get("gpu.sm.id") for p in points if p["name"] == "gpu.kernel.sm.blocks"}
+        check(len(sms) >= 0.9 * run_res["sms"], f"{len(sms)} SMs reported of {run_res['sms']}")
+    if probe == "launch_latency":
+        for k in run_res["kernels"]:
+            h = last("gpu.kernel.launch.latency", **{"gpu.cuda.kernel.name": k})
+            if h is None:
+                check(False, f"{k}: no launch latency (no devrt-timed launch matched?)")
+                continue
+            mean = float(h["sum"]) / max(1, int(h["count"])) * 1e6
+            check(int(h["count"]) > 0 and 0 < mean < 10000, f"{k}: {h['count']} latencies, mean {mean:.1f} µs")
+    if probe == "warp_occupancy":
+        occ = [p for p in points if p["name"] == "gpu.warp.occupancy"]
+        check(len(occ) > 0 and all(0 <= value(p) <= 64 for p in occ),
+              f"warp occupancy: {len(occ)} points, max {max((value(p) for p in occ), default=0):.2f} warps per SM")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "run":
+        run(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "analyze":
+        analyze(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        sys.exit("usage: probes_check.py run KERNELS_PTX TRITON_PTX | analyze OTEL_JSONL RUN_JSON PROBE")

@@ -1,0 +1,172 @@
+#!/bin/bash
+# GPU check of the device probes through the collector (issue 7): the
+# built otelcol-gpu with devrt.probes enabled patches the modules a program
+# loads (devrt, LD_PRELOADed, asks it), the probes run inside the kernels,
+# the collector reads their regions and exports metrics and spans to a file.
+#
+# What it checks, for each shipped probe (block_sched, launch_latency,
+# sm_load, warp_occupancy) at warp level and per thread:
+#   - results identical with and without instrumentation: the SHA-256 of
+#     every output of nvcc's vec_add, early_exits, imbalanced
+#     (bench/device/ptx/kernels.cu) and Triton's add_kernel
+#     (devrt/ptx/testdata/corpus/triton_add.ptx) equals the uninstrumented
+#     run's;
+#   - block_sched: one "<kernel> blocks" span per launch with every block,
+#     its first-block-start to last-block-end no longer than the CUDA-event
+#     time of the launches, the longest block inside it; imbalanced's
+#     longest/shortest block near its work ratio (blocks = SMs, block b
+#     spins b+1 units); a schedule delay histogram;
+#   - sm_load: gpu.kernel.sm.imbalance of the imbalanced kernel (one block
+#     per SM, work growing with the block: ideally 2 * SMs / (SMs + 1));
+#   - launch_latency: latencies for every kernel (the offset calibrated
+#     from devrt's timed launches), mean between 0 and 10 ms;
+#   - warp_occupancy: occupancy points between 0 and 64 warps per SM;
+# and times each kernel (median of REPS launches, CUDA events):
+# uninstrumented, devrt without a collector, each probe warp-level and per
+# thread, as a table of ratios to the uninstrumented time; and the patch +
+# JIT cost of each module load (the program's cuModuleLoadData time).
+#
+# Build first, where Go is (from the repository root):
+#   make build                                           # bin/otelcol-gpu
+#   make -C devrt OUT=$(pwd)/.device/probes/devrt
+#   mkdir -p .device/probes && cp bin/otelcol-gpu .device/probes/
+# then on the GPU machine, from the repository root:
+#   bench/device/probes_check.sh
+# nvcc, when present, compiles bench/device/ptx/kernels.cu to PTX afresh
+# (sm_90); otherwise the committed nvcc output of the corpus is used. The
+# ring directory is on /dev/shm: devrt's regions must be on tmpfs (see
+# devrt/README.md). Knobs: REPS (21), BASE_ITERS (2000), PROBES, MODES.
+# Output: $OUT/probes_check.txt, the collector's exports and logs; exit 1
+# on any failure.
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+D=$ROOT/.device/probes
+PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
+PROBES=${PROBES:-"block_sched launch_latency sm_load warp_occupancy"}
+MODES=${MODES:-"warp thread"}
+DIR=/dev/shm/gxprobes-$$
+W=$(mktemp -d)
+COL=
+cleanup() {
+	[ -n "$COL" ] && kill "$COL" 2>/dev/null && wait "$COL" 2>/dev/null
+	rm -rf "$DIR" "$W"
+}
+trap cleanup EXIT
+for f in "$D/otelcol-gpu" "$D/devrt/libgpuext-devrt.so"; do
+	[ -e "$f" ] || { echo "missing $f: build first (see the top of $0)"; exit 1; }
+done
+mkdir -p "$DIR"
+
+KPTX=$ROOT/devrt/ptx/testdata/corpus/nvcc_kernels.ptx
+if command -v nvcc >/dev/null; then
+	nvcc -ptx -arch=sm_90 -o "$W/kernels.ptx" bench/device/ptx/kernels.cu && KPTX=$W/kernels.ptx
+fi
+TPTX=$ROOT/devrt/ptx/testdata/corpus/triton_add.ptx
+
+# collector_config PROBE MODE: devrt only, the probe, a file exporter.
+collector_config() {
+	cat <<YAML
+receivers:
+  gpuebpf:
+    collection_interval: 500ms
+    spans:
+      flush_interval: 200ms
+    cuda:
+      enabled: false
+    nvml:
+      enabled: false
+    uvm:
+      enabled: false
+    devrt:
+      directories: [$DIR]
+      poll_interval: 20ms
+      sample_every: 4
+      probes:
+        enabled: true
+        probes: [$1]
+        mode: $2
+exporters:
+  file:
+    path: $OUT/otel-$1-$2.jsonl
+    flush_interval: 200ms
+service:
+  telemetry:
+    logs:
+      level: info
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [gpuebpf]
+      exporters: [file]
+    metrics:
+      receivers: [gpuebpf]
+      exporters: [file]
+YAML
+}
+
+status=0
+run_program() { # NAME [env...]: the program, its JSON in $OUT/run-NAME.json
+	local name=$1; shift
+	env "$@" $PY bench/device/probes_check.py run "$KPTX" "$TPTX" >"$OUT/run-$name.json" 2>"$OUT/run-$name.err" ||
+		{ echo "FAIL $name: the program failed: $(tail -3 "$OUT/run-$name.err")"; status=1; return 1; }
+}
+same_results() { # NAME: outputs identical to the uninstrumented run's
+	$PY - "$OUT/run-base.json" "$OUT/run-$1.json" "$1" <<'PYEOF' || status=1
+import json, sys
+a, b = (json.load(open(p))["kernels"] for p in sys.argv[1:3])
+bad = [k for k in a if a[k]["sha256"] != b[k]["sha256"]]
+print(("FAIL " if bad else "PASS ") + sys.argv[3] + ": outputs identical to the uninstrumented run" + (f" except {bad}" if bad else ""))
+sys.exit(1 if bad else 0)
+PYEOF
+}
+{
+	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+	echo "kernels: $KPTX; triton: $TPTX"
+	run_program base
+	run_program devrt LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR" && same_results devrt
+	for probe in $PROBES; do
+		for mode in $MODES; do
+			name=$probe-$mode
+			collector_config "$probe" "$mode" >"$W/$name.yaml"
+			"$D/otelcol-gpu" --config "$W/$name.yaml" >"$OUT/collector-$name.log" 2>&1 &
+			COL=$!
+			for _ in $(seq 100); do [ -S "$DIR/gpuext-inject.sock" ] && break; sleep 0.1; done
+			if [ ! -S "$DIR/gpuext-inject.sock" ]; then
+				echo "FAIL $name: the collector's injection socket never appeared"; status=1
+				kill $COL; wait $COL; COL=; continue
+			fi
+			run_program "$name" LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR" &&
+				same_results "$name"
+			sleep 2 # the last reads, collection and file flush
+			kill $COL; wait $COL; COL=
+			# What a collector of another probe set must not find (the
+			# collector removes regions of ended processes itself).
+			left=$(ls "$DIR" | grep -c '^gpuext-devmaps-')
+			[ "$left" = 0 ] || echo "FAIL $name: $left region files left after the program ended"
+			rm -f "$DIR"/gpuext-devmaps-*.maps
+			if [ -s "$OUT/run-$name.json" ]; then
+				$PY bench/device/probes_check.py analyze "$OUT/otel-$name.jsonl" "$OUT/run-$name.json" "$probe" || status=1
+			fi
+		done
+	done
+	# Times: median µs per launch and ratio to the uninstrumented kernel;
+	# module load (patch + JIT when instrumented).
+	$PY - "$OUT" <<'PYEOF'
+import glob, json, os, sys
+runs = {os.path.basename(p)[4:-5]: json.load(open(p)) for p in sorted(glob.glob(sys.argv[1] + "/run-*.json")) if os.path.getsize(p)}
+base = runs.get("base")
+if base:
+    ks = list(base["kernels"])
+    print("| run | " + " | ".join(f"{k} µs (x)" for k in ks) + " | load nvcc / triton µs |")
+    print("|---" * (len(ks) + 2) + "|")
+    for name, r in runs.items():
+        cells = [f"{r['kernels'][k]['median_us']:.1f} ({r['kernels'][k]['median_us'] / base['kernels'][k]['median_us']:.3f})" for k in ks]
+        print(f"| {name} | " + " | ".join(cells) + f" | {r['load_us']['nvcc']:.0f} / {r['load_us']['triton']:.0f} |")
+PYEOF
+} 2>&1 | tee "$OUT/probes_check.txt"
+grep -q "^FAIL" "$OUT/probes_check.txt" && status=1
+exit $status
