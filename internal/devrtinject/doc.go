@@ -31,8 +31,8 @@
 // patched PTX, the total) and the device pointer of the shared region.
 // DecodeEvent reads it.
 //
-// Not done here: the receiver does not yet start a Server or decode these
-// records (a follow-up exposes probes through its configuration; until then
-// a collector without the socket never gets such records, because devrt
-// writes them only when the socket exists).
+// The gpuebpf receiver starts a Server in each devrt directory when its
+// devrt.probes configuration is enabled (receiver/gpuebpfreceiver/internal/
+// devprobes, with internal/probeset as the Patcher) and counts these
+// records by outcome; devrt writes them only while the socket exists.
 package devrtinject
