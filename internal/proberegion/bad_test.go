@@ -38,7 +38,8 @@ func TestBadRegions(t *testing.T) {
 	p := write("short.maps", make([]byte, lay.Size-1))
 	_, err := Open(p, lay)
 	require.ErrorIs(t, err, ErrBroken)
-	require.EqualError(t, err, "proberegion: region broken: "+p+" has "+strconv.FormatUint(lay.Size-1, 10)+" bytes, the probe set's maps need "+strconv.FormatUint(lay.Size, 10))
+	require.ErrorIs(t, err, ErrShort)
+	require.EqualError(t, err, "proberegion: region broken: "+p+" has "+strconv.FormatUint(lay.Size-1, 10)+" bytes, the probe set's maps need "+strconv.FormatUint(lay.Size, 10)+" (shorter than the layout)")
 
 	// Garbage: headers of another layout (or none that make sense).
 	g := make([]byte, lay.Size)

@@ -27,6 +27,11 @@ const MaxRecords = 1 << 18
 // ErrBroken is wrapped by every error of a region that is given up.
 var ErrBroken = errors.New("proberegion: region broken")
 
+// ErrShort is wrapped (with ErrBroken) when the file is shorter than the
+// layout: devrt creates the file, then sizes it, so a new file may be
+// seen short for a moment; a caller may try again a little later.
+var ErrShort = errors.New("shorter than the layout")
+
 // Region is one process's shared region, mapped.
 type Region struct {
 	layout gpumap.Layout
@@ -57,7 +62,7 @@ func Open(path string, layout gpumap.Layout) (*Region, error) {
 		return nil, fmt.Errorf("%w: %s has %d links", ErrBroken, path, st.Nlink)
 	}
 	if layout.Size == 0 || uint64(st.Size) < layout.Size {
-		return nil, fmt.Errorf("%w: %s has %d bytes, the probe set's maps need %d", ErrBroken, path, st.Size, layout.Size)
+		return nil, fmt.Errorf("%w: %s has %d bytes, the probe set's maps need %d (%w)", ErrBroken, path, st.Size, layout.Size, ErrShort)
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(layout.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {

@@ -1,6 +1,7 @@
 package devprobes
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -325,6 +326,12 @@ func (s *Source) Poll() {
 			}
 			r, err := proberegion.Open(path, s.set.Layout())
 			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					continue // unloaded between the listing and the open
+				}
+				if errors.Is(err, proberegion.ErrShort) && s.young(path) && s.opts.Alive(pid) {
+					continue // devrt is still sizing it: next poll
+				}
 				s.giveUp(path, err)
 				continue
 			}
@@ -373,6 +380,15 @@ func (s *Source) Poll() {
 			p.imbalance = b.Imbalance
 		}
 	}
+}
+
+// sizeGrace is how long a region file may stay shorter than the layout
+// before it is given up (devrt creates it, then sizes it).
+const sizeGrace = 10 * time.Second
+
+func (s *Source) young(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && s.opts.Now().Sub(fi.ModTime()) < sizeGrace
 }
 
 // giveUp drops a region with one clear log line; nothing else is affected.

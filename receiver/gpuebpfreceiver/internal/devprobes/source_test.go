@@ -253,6 +253,33 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	require.Empty(t, left)
 }
 
+// TestRegionBeingSized: devrt creates a region file, then sizes it; one
+// seen short while young and of a live process is tried again, not dropped.
+func TestRegionBeingSized(t *testing.T) {
+	dir := t.TempDir()
+	s, logs := newSource(t, dir)
+	s.opts.Now = time.Now
+	p := filepath.Join(dir, "gpuext-devmaps-4242-7.maps")
+	require.NoError(t, os.WriteFile(p, nil, 0o600))
+	s.Poll()
+	require.Empty(t, s.regions)
+	require.Zero(t, s.broken)
+	require.Zero(t, logs.FilterMessage("device probe region dropped").Len())
+	require.NoError(t, os.Truncate(p, int64(s.Set().Layout().Size)))
+	s.Poll()
+	require.Len(t, s.regions, 1)
+	s.Shutdown()
+
+	// Short and old: dropped.
+	s, logs = newSource(t, dir)
+	s.opts.Now = func() time.Time { return time.Now().Add(time.Minute) }
+	require.NoError(t, os.Truncate(p, 100))
+	s.Poll()
+	require.Empty(t, s.regions)
+	require.Equal(t, int64(1), s.broken)
+	require.Equal(t, 1, logs.FilterMessage("device probe region dropped").Len())
+}
+
 func roundSums(ps []point) []point {
 	for _, p := range ps {
 		p.attrs["sum"] = round(p.attrs["sum"].(float64))
