@@ -232,6 +232,36 @@ DONE:
 }
 `
 
+// A kernel using the rewriter's reserved register names is refused: beside
+// another kernel the module is patched without it (devrt does not redirect
+// it); alone, the module is rejected with the rewriter's reason.
+const reservedKernel = `
+.visible .entry uses_reserved()
+{
+	.reg .b64 %gx_rd<2>;
+	mov.u64 %gx_rd1, 0;
+	ret;
+}
+`
+
+func TestRewriterRefusal(t *testing.T) {
+	s, err := New(Config{Probes: []string{"launch_latency"}})
+	require.NoError(t, err)
+	res, err := s.Patch(context.Background(), &devrtinject.Module{PTX: []byte(multiExit + reservedKernel)})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusPatched, res.Status)
+	require.Equal(t, []string{"three_exits"}, res.Kernels)
+	require.Contains(t, res.Reason, "not instrumented: uses_reserved: ")
+	_, ok := s.KernelName(ptx.KernelID("uses_reserved"))
+	require.False(t, ok)
+
+	hdr := multiExit[:strings.Index(multiExit, ".visible")]
+	res, err = s.Patch(context.Background(), &devrtinject.Module{PTX: []byte(hdr + reservedKernel)})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusRejected, res.Status)
+	require.Contains(t, res.Reason, "every kernel refused: uses_reserved: ")
+}
+
 func TestSiteCountsMultiExit(t *testing.T) {
 	s, err := New(Config{Probes: []string{"block_sched", "launch_latency"}})
 	require.NoError(t, err)
