@@ -2,7 +2,9 @@ package devprobes
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion/probesim"
@@ -298,3 +301,53 @@ func roundAttrs(m map[string]any) map[string]any {
 
 // round drops float noise below 1e-15 s.
 func round(f float64) float64 { return float64(int64(f*1e15+0.5)) / 1e15 }
+
+// TestServerPatchesCorpus: devrt's request for every module of the PTX
+// corpus (nvcc and Triton, from an H200), over the receiver's injection
+// socket with the protocol devrt speaks, is answered PATCHED with every
+// kernel, the region size of the probe set and PTX that parses; the second
+// request of a module comes from the cache.
+func TestServerPatchesCorpus(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "gxsrv")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s, _ := newSource(t, dir)
+	s.Start()
+	defer s.Shutdown()
+	files, err := filepath.Glob("../../../../devrt/ptx/testdata/corpus/*.ptx")
+	require.NoError(t, err)
+	require.Len(t, files, 7)
+	ask := func(src []byte, kernels []string) *devrtinject.Response {
+		c, err := net.Dial("unix", filepath.Join(dir, devrtinject.SocketName))
+		require.NoError(t, err)
+		defer c.Close()
+		req, err := devrtinject.AppendRequest(nil, &devrtinject.Request{PID: pid, SMArch: 90, Image: devrtinject.ImagePTX,
+			Hash: sha256.Sum256(src), PTX: src, Kernels: kernels})
+		require.NoError(t, err)
+		_, err = c.Write(req)
+		require.NoError(t, err)
+		resp, err := devrtinject.ReadResponse(c)
+		require.NoError(t, err)
+		return resp
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		m, err := ptx.Parse(string(src))
+		require.NoError(t, err)
+		resp := ask(src, m.KernelNames())
+		require.Equal(t, devrtinject.StatusPatched, resp.Status, "%s: %s", f, resp.Reason)
+		require.ElementsMatch(t, m.KernelNames(), resp.Kernels, f)
+		require.Equal(t, s.Set().Layout().Size, resp.SharedSize)
+		_, err = ptx.Parse(string(resp.PTX))
+		require.NoError(t, err, f)
+		again := ask(src, m.KernelNames())
+		require.Equal(t, resp.PTX, again.PTX)
+		require.NotZero(t, again.Flags&devrtinject.RespCached, "the second answer is the cache's")
+	}
+	st := s.ServerStats()
+	require.Equal(t, uint64(14), st.Requests)
+	require.Equal(t, uint64(14), st.Patched)
+	require.Equal(t, uint64(7), st.CacheHits)
+	require.Equal(t, uint64(7), st.Patches)
+}
