@@ -41,7 +41,10 @@ type pair struct {
 }
 
 // LaunchMatcher pairs one process's launch calls with launch_latency's
-// records. Bounded: at most MaxPending of each kind are kept.
+// records. Bounded: at most MaxPending of each kind per kernel, and
+// MaxKernels kernels with pending launches (beyond, the pending launches
+// are forgotten: what a burst of distinct kernels without device records
+// can cost is MaxKernels * MaxPending * 16 bytes).
 type LaunchMatcher struct {
 	host       map[uint64][]HostLaunch // per kernel, by start
 	dev        map[uint64][]Launch     // per kernel, in ring order, not matched yet
@@ -51,8 +54,11 @@ type LaunchMatcher struct {
 	out        []Latency
 }
 
-// MaxPending bounds each queue of a matcher.
-const MaxPending = 4096
+// Bounds of a matcher's queues.
+const (
+	MaxPending = 512 // launches of one kernel waiting for their pair
+	MaxKernels = 512 // kernels with launches waiting
+)
 
 // NewLaunchMatcher returns an empty matcher.
 func NewLaunchMatcher() *LaunchMatcher {
@@ -64,6 +70,9 @@ func (m *LaunchMatcher) Offset() (int64, bool) { return m.offset, m.calibrated }
 
 // Host adds a launch call of kernel.
 func (m *LaunchMatcher) Host(kernel uint64, start uint64) {
+	if _, ok := m.host[kernel]; !ok && len(m.host) >= MaxKernels {
+		clear(m.host)
+	}
 	q := append(m.host[kernel], HostLaunch{Start: start})
 	if len(q) > MaxPending {
 		q = q[len(q)-MaxPending:]
@@ -94,6 +103,9 @@ func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart uint64) {
 func (m *LaunchMatcher) Device(ls []Launch) {
 	touched := map[uint64]bool{}
 	for _, l := range ls {
+		if _, ok := m.dev[l.KernelID]; !ok && len(m.dev) >= MaxKernels {
+			clear(m.dev)
+		}
 		q := append(m.dev[l.KernelID], l)
 		if len(q) > MaxPending {
 			q = q[len(q)-MaxPending:]

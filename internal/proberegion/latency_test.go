@@ -62,4 +62,8 @@ func TestLaunchMatcherBounded(t *testing.T) {
 	require.Len(t, m.host[1], MaxPending)
 	require.Len(t, m.dev[2], MaxPending)
 	require.Equal(t, uint64(2*MaxPending), m.host[1][0].Start)
+	for k := range uint64(MaxKernels) {
+		m.Host(100+k, 1)
+	}
+	require.Len(t, m.host, 1, "the kernels' queues were forgotten when full")
 }
