@@ -101,6 +101,7 @@ type proc struct {
 	blocks    map[string]int64
 	smBlocks  map[uint32]int64
 	smBusy    map[uint32]float64
+	interval  []proberegion.SMLoad // SM work since the last emission
 	imbalance float64
 	occ       map[uint32]float64
 	dropped   map[string]int64
@@ -376,9 +377,7 @@ func (s *Source) Poll() {
 			p.smBlocks[l.SM] += int64(l.Blocks)
 			p.smBusy[l.SM] += float64(l.LaneNS) / 32 / 1e9
 		}
-		if b.Imbalance > 0 {
-			p.imbalance = b.Imbalance
-		}
+		p.interval = proberegion.Balance(append(p.interval, b.SMs...)).SMs // summed per SM: bounded
 	}
 }
 
@@ -570,6 +569,10 @@ func (s *Source) Metrics() pmetric.Metrics {
 			s.mb.RecordGpuKernelSmBlocksDataPoint(now, p.smBlocks[sm], int64(sm))
 			s.mb.RecordGpuKernelSmBusyDataPoint(now, p.smBusy[sm], int64(sm))
 		}
+		if b := proberegion.Balance(p.interval); b.Imbalance > 0 {
+			p.imbalance = b.Imbalance // over the collection interval
+		}
+		p.interval = p.interval[:0]
 		if p.imbalance > 0 {
 			s.mb.RecordGpuKernelSmImbalanceDataPoint(now, p.imbalance)
 		}
