@@ -56,39 +56,13 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	if err != nil {
 		return rejected("PTX does not parse: %v", err), nil
 	}
-	// Group the kernels by the probes that apply to them: one Instrument
-	// call per group, with the group's exact names.
-	groups := map[string]*ptx.Spec{}
-	for _, k := range mod.KernelNames() {
-		var spec ptx.Spec
-		for _, pr := range p.probes.Probes {
-			if !(jit.Program{Kernel: pr.Kernel}).MatchKernel(k) {
-				continue
-			}
-			switch pr.Site {
-			case jit.SiteEntry:
-				spec.Entry = append(spec.Entry, pr.Func)
-			case jit.SiteExit:
-				spec.Exit = append(spec.Exit, pr.Func)
-			case jit.SiteLoad:
-				spec.Load = append(spec.Load, pr.Func)
-			case jit.SiteStore:
-				spec.Store = append(spec.Store, pr.Func)
-			}
-		}
-		if len(spec.Entry)+len(spec.Exit)+len(spec.Load)+len(spec.Store) == 0 {
-			continue
-		}
-		key := strings.Join([]string{strings.Join(spec.Entry, ","), strings.Join(spec.Exit, ","),
-			strings.Join(spec.Load, ","), strings.Join(spec.Store, ",")}, ";")
-		if g, ok := groups[key]; ok {
-			g.Kernels = append(g.Kernels, k)
-			continue
-		}
-		spec.Kernels = []string{k}
-		groups[key] = &spec
+	// One pass: each probe at its own sites of the kernels its section's
+	// glob selects (the ABI's site kinds are jit's and ptx's alike).
+	var spec ptx.Spec
+	for _, pr := range p.probes.Probes {
+		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel}})
 	}
-	if len(groups) == 0 {
+	if !anyKernelMatches(mod.KernelNames(), p.probes.Probes) {
 		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no probe applies to its kernels"}, nil
 	}
 	frag, err := ptx.ParseFragment(p.probes.PTX)
@@ -98,24 +72,16 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	if err := ptx.Link(mod, frag); err != nil {
 		return rejected("cannot link the probes: %v", err), nil
 	}
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
+	rep, err := ptx.Instrument(mod, spec)
+	if err != nil {
+		return rejected("cannot instrument: %v", err), nil
 	}
-	sort.Strings(keys)
-	var patched []string
-	var refused []string
-	for _, k := range keys {
-		rep, err := ptx.Instrument(mod, *groups[k])
-		if err != nil {
-			return rejected("cannot instrument: %v", err), nil
-		}
-		for _, kr := range rep.Kernels {
-			patched = append(patched, kr.Name)
-		}
-		for _, r := range rep.Refused {
-			refused = append(refused, r.Kernel+": "+r.Reason)
-		}
+	var patched, refused []string
+	for _, kr := range rep.Kernels {
+		patched = append(patched, kr.Name)
+	}
+	for _, r := range rep.Refused {
+		refused = append(refused, r.Kernel+": "+r.Reason)
 	}
 	if len(patched) == 0 {
 		return rejected("every kernel refused: %s", strings.Join(refused, "; ")), nil
@@ -135,4 +101,17 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 
 func rejected(format string, args ...any) devrtinject.Result {
 	return devrtinject.Result{Status: devrtinject.StatusRejected, Reason: fmt.Sprintf(format, args...)}
+}
+
+// anyKernelMatches tells whether some probe's kernel glob selects one of
+// the module's kernels.
+func anyKernelMatches(kernels []string, probes []jit.Probe) bool {
+	for _, k := range kernels {
+		for _, pr := range probes {
+			if (jit.Program{Kernel: pr.Kernel}).MatchKernel(k) {
+				return true
+			}
+		}
+	}
+	return false
 }
