@@ -13,6 +13,8 @@ command -v gcc >/dev/null || need+=(gcc)
 # C headers and the static libc (devrt's ringdump is linked -static).
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 command -v make >/dev/null || need+=(make)
+# devrt's inject test checks its LZ4 decoder against the reference library.
+[ -f /usr/lib/x86_64-linux-gnu/liblz4.so.1 ] || need+=(liblz4-1)
 # --- kernel modules and their qemu tests (kernel-modules/, make kernel-test) ---
 # pahole (dwarves) writes a module's .BTF, without which its struct_ops and
 # kfuncs cannot register; dpkg-deb unpacks the pinned kernel
