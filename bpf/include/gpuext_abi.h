@@ -945,9 +945,12 @@ enum gpuext_dev_site {
 };
 
 /*
- * struct gpuext_dev_ctx - what a device probe gets in r1: the call site
- * builds it in .local memory and passes its generic address. Read-only for
- * the program. 24 bytes.
+ * struct gpuext_dev_ctx - what a device probe gets in r1. Read-only for
+ * the program. 24 bytes. The call site passes it by value, as three .u64
+ * .param arguments (site << 32 | kind, addr, kernel_id: the struct's three
+ * little-endian words); the probe's code reads them directly, or copies
+ * them into .local memory for r1 when the program reads the ctx at a
+ * variable offset (devrt/ptx, devrt/jit).
  */
 struct gpuext_dev_ctx {
 	__u32 kind;      /* enum gpuext_dev_site */

@@ -54,7 +54,7 @@ func run(t testing.TB, insns asm.Instructions, env *Env) (uint64, []byte) {
 		var err error
 		c, err = Compile([]*Object{o}, Options{PerThread: per, Harness: true})
 		require.NoError(t, err)
-		require.Contains(t, c.PTX, ".func __gpuext_probe_0(.param .u64 __gx_ctx)")
+		require.Contains(t, c.PTX, ".func __gpuext_probe_0(.param .u64 __gx_c0, .param .u64 __gx_c1, .param .u64 __gx_c2)")
 	}
 	region := make([]byte, c.Layout.Size)
 	require.NoError(t, c.Layout.Init(region))

@@ -18,8 +18,10 @@
 // and the instruction index.
 //
 // Code generation (ptx.go) emits a fragment (.global and .func only) with
-// one function per program, .func __gpuext_probe_<N>(.param .u64 ctx), and
-// the maps laid out in one shared region reached through the module global
+// one function per program, .func __gpuext_probe_<N>(.param .u64 __gx_c0,
+// .param .u64 __gx_c1, .param .u64 __gx_c2) taking the ctx by value (its
+// three little-endian words: site<<32 | kind, addr, kernel_id), and the
+// maps laid out in one shared region reached through the module global
 // __gpuext_shared (gpumap). By default a probe runs once per warp: the
 // lowest active lane runs the body and r0 is shared with the others.
 //

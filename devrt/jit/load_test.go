@@ -54,7 +54,7 @@ func TestLoadObject(t *testing.T) {
 		require.Equal(t, "*", p.Kernel)
 		names = append(names, p.Name)
 	}
-	require.Equal(t, []string{"alu32", "alu64", "array_ops", "atomics", "atomics_fetch", "bswap", "ctx_read", "dims", "divmod",
+	require.Equal(t, []string{"alu32", "alu64", "array_ops", "atomics", "atomics_fetch", "bswap", "ctx_read", "ctx_var", "dims", "divmod",
 		"hash_ops", "jumps", "ldimm64", "per_copy", "props", "ring_out", "stack_loop"}, names)
 	require.Equal(t, []gpumap.Def{
 		{Name: ".bss", Type: gpumap.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},

@@ -11,12 +11,16 @@ import (
 // PTX code generation. Each eBPF register is a .b64 PTX register (%gr0..
 // %gr10); the stack is a 512-byte .local array; pointers hold addresses of
 // the space the verifier proved they reach (stack: .local, map values:
-// .global inside the region, ctx: generic), so every access uses the
-// state space the verifier recorded for it. Map operations call one .func
-// per hash or ring map (emitted once per fragment); array lookups are
-// inline. The eBPF semantics the interpreter runs (semantics.go) are kept
-// exactly: 32-bit operations zero-extend, shift counts are masked, division
-// by zero gives 0, modulo by zero keeps the dividend, INT_MIN/-1 = INT_MIN.
+// .global inside the region, ctx copy: generic), so every access uses the
+// state space the verifier recorded for it. The ctx arrives by value, as
+// three .u64 parameters (see ctxParam); a ctx read at a constant offset
+// takes its bytes from the parameter, and only a program that reads the
+// ctx at a variable offset copies it to .local memory for r1 to point to.
+// Map operations call one .func per hash or ring map (emitted once per
+// fragment); array lookups are inline. The eBPF semantics the interpreter
+// runs (semantics.go) are kept exactly: 32-bit operations zero-extend,
+// shift counts are masked, division by zero gives 0, modulo by zero keeps
+// the dividend, INT_MIN/-1 = INT_MIN.
 
 type gen struct {
 	// hashValAlign: per hash map, the alignment every insert's value
@@ -135,15 +139,52 @@ func usesStack(p *compiledProg) bool {
 	return false
 }
 
+// ctxParam names the probe's parameters: __gx_c0 = site<<32 | kind, __gx_c1
+// = addr, __gx_c2 = kernel_id, the three little-endian words of struct
+// gpuext_dev_ctx, which devrt/ptx's call sites pass by value.
+const ctxParam = "__gx_c"
+
+// ctxLocal is the .local copy of the ctx of a program that reads it at a
+// variable offset.
+const ctxLocal = "__gx_ctxv"
+
+// ctxStandIn is r1 when the ctx is not in memory: never dereferenced (every
+// ctx read then has a constant offset and reads a parameter), but not NULL,
+// as the verifier assumes of a ctx pointer (the interpreter's ctx address).
+const ctxStandIn = vCtx
+
+// ctxDirect tells whether insn i is a ctx read at the same constant offset
+// on every path, within one parameter word: its code reads the parameter.
+func ctxDirect(p *compiledProg, i int) bool {
+	acc := p.facts.mem[i]
+	if !p.facts.visited[i] || p.Insns[i].class() != clsLDX || acc.k != kCtx || acc.lo != acc.hi {
+		return false
+	}
+	n := int64(p.Insns[i].bytes())
+	return acc.lo >= 0 && acc.lo+n <= CtxSize && acc.lo%n == 0 && acc.lo/8 == (acc.lo+n-1)/8
+}
+
+// ctxInMemory tells whether some ctx read of p is not ctxDirect: the
+// program then needs the ctx in .local memory and r1 pointing to it.
+func ctxInMemory(p *compiledProg) bool {
+	for i, in := range p.Insns {
+		if p.facts.visited[i] && in.class() == clsLDX && p.facts.mem[i].k == kCtx && !ctxDirect(p, i) {
+			return true
+		}
+	}
+	return false
+}
+
 func (g *gen) probe(name string, withRet bool) error {
 	p := g.p
 	warp := !g.c.Opts.PerThread
 	done := fmt.Sprintf("$GX%d_DONE", g.pi)
 	fmt.Fprintf(&g.b, "\n// %s: program %s (section %s)\n", name, p.Name, p.Section)
+	params := fmt.Sprintf("(.param .u64 %[1]s0, .param .u64 %[1]s1, .param .u64 %[1]s2)", ctxParam)
 	if withRet {
-		fmt.Fprintf(&g.b, ".func (.param .b64 __gx_ret) %s(.param .u64 __gx_ctx)\n{\n", name)
+		fmt.Fprintf(&g.b, ".func (.param .b64 __gx_ret) %s%s\n{\n", name, params)
 	} else {
-		fmt.Fprintf(&g.b, ".func %s(.param .u64 __gx_ctx)\n{\n", name)
+		fmt.Fprintf(&g.b, ".func %s%s\n{\n", name, params)
 	}
 	g.f(".reg .b64 %%gr<11>;")
 	g.f(".reg .b64 %%gt<16>;")
@@ -156,10 +197,16 @@ func (g *gen) probe(name string, withRet bool) error {
 	if stack {
 		g.f(".local .align 8 .b8 __gx_stk[%d];", StackSize)
 	}
-	g.f("ld.param.u64 %%gr1, [__gx_ctx];")
+	inMem := ctxInMemory(p)
+	if inMem {
+		g.f(".local .align 8 .b8 %s[%d];", ctxLocal, CtxSize)
+	}
 	for r := 0; r <= 9; r++ {
-		if r != 1 {
+		switch {
+		case r != 1:
 			g.f("mov.b64 %%gr%d, 0;", r)
+		case !inMem:
+			g.f("mov.b64 %%gr1, %#x; // ctx stand-in, never dereferenced", ctxStandIn)
 		}
 	}
 	g.f("mov.b64 %%gbase, 0;")
@@ -176,6 +223,15 @@ func (g *gen) probe(name string, withRet bool) error {
 		g.f("ld.global.u64 %%gbase, [%s];", SharedSymbol)
 		g.f("setp.eq.u64 %%gp0, %%gbase, 0;")
 		g.f("@%%gp0 bra %s;", done)
+	}
+	if inMem {
+		// after the election: at warp level only the leader pays for it
+		for w := 0; w < CtxSize/8; w++ {
+			g.f("ld.param.u64 %%gt0, [%s%d];", ctxParam, w)
+			g.f("st.local.u64 %s, %%gt0;", addr(ctxLocal, int64(8*w)))
+		}
+		g.f("mov.u64 %%gr1, %s;", ctxLocal)
+		g.f("cvta.local.u64 %%gr1, %%gr1;")
 	}
 	if stack {
 		g.f("mov.u64 %%gr10, __gx_stk;")
@@ -270,6 +326,10 @@ func (g *gen) insn(i int, in Insn, done string) error {
 		acc := g.p.facts.mem[i]
 		a := addr(r(in.Src), int64(in.Off))
 		n := in.bytes()
+		if ctxDirect(g.p, i) {
+			g.ctxLoad(in, acc.lo)
+			break
+		}
 		if n == 8 {
 			g.f("ld%s.u64 %s, %s;", space(acc.k), r(in.Dst), a)
 		} else if in.mode() == modeMEMSX {
@@ -307,6 +367,22 @@ func (g *gen) insn(i int, in Insn, done string) error {
 		return g.jump(i, in, done)
 	}
 	return nil
+}
+
+// ctxLoad emits a ctx read of in.bytes() bytes at constant offset o (within
+// one word) from the parameter holding that word: the bytes at o%8 of a
+// little-endian word are its bits 8*(o%8) up, which bfe extracts
+// (sign-extending for BPF_MEMSX).
+func (g *gen) ctxLoad(in Insn, o int64) {
+	d := r(in.Dst)
+	g.f("ld.param.u64 %s, [%s%d];", d, ctxParam, o/8)
+	if n := in.bytes(); n < 8 {
+		t := "u64"
+		if in.mode() == modeMEMSX {
+			t = "s64"
+		}
+		g.f("bfe.%s %s, %s, %d, %d;", t, d, d, 8*(o%8), 8*n)
+	}
 }
 
 func (g *gen) alu64(in Insn) {

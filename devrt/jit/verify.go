@@ -112,6 +112,10 @@ type memAccess struct {
 	k     kind
 	m     int32
 	align int // bytes the address is known to be a multiple of (1..8)
+	// lo, hi: the lowest and highest offset into the object the access
+	// starts at, over every path (loads and stores; code generation reads
+	// a ctx field from its parameter when lo == hi)
+	lo, hi int64
 }
 
 // callInfo is what code generation needs about one helper call.
@@ -655,7 +659,7 @@ func (v *verifier) access(s *state, i int, p reg, off int64, n int, write bool, 
 	if c := p.off + off; c%8 != 0 {
 		al = min(al, 1<<bits.TrailingZeros64(uint64(c)))
 	}
-	acc := memAccess{k: p.k, m: p.m, align: al}
+	acc := memAccess{k: p.k, m: p.m, align: al, lo: lo, hi: hi}
 	if al < n {
 		return acc, v.errf(i, "%s of %d bytes at a %s%+d is not %d-byte aligned", what, n, p.k, lo, n)
 	}
@@ -699,6 +703,8 @@ func (v *verifier) record(i int, acc memAccess) error {
 		return v.errf(i, "memory access reaches a %s on one path and a %s on another", prev.k, acc.k)
 	}
 	v.f.mem[i].align = min(prev.align, acc.align)
+	v.f.mem[i].lo = min(prev.lo, acc.lo)
+	v.f.mem[i].hi = max(prev.hi, acc.hi)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,15 +35,27 @@ func (k SiteKind) String() string {
 	return "SiteKind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Names the rewriter adds to an instrumented kernel. The register prefix
-// and both names are reserved: a kernel already using them is refused.
+// Names of the rewriter. The register prefix and reservedNames are
+// reserved: a kernel already using them is refused.
 const (
-	CtxVar    = "__gpuext_ctx" // .local .align 8 .b8 __gpuext_ctx[24] in the kernel's top scope
-	ArgVar    = "__gpuext_arg" // the .param of each call, in the call's own scope
-	RegPrefix = "%gx_"         // registers the rewriter declares: %gx_rd<1>
-	CtxSize   = 24             // sizeof(struct gpuext_dev_ctx)
+	RegPrefix = "%gx_" // registers the rewriter declares: %gx_rd<1>
+	CtxSize   = 24     // sizeof(struct gpuext_dev_ctx)
 	ctxReg    = "%gx_rd0"
+	// CtxVar and ArgVar are the names of the earlier calling convention
+	// (the ctx built in a kernel-scope .local array, its address passed
+	// in one .param): no longer added, still refused, so a kernel patched
+	// that way is not patched again.
+	CtxVar = "__gpuext_ctx"
+	ArgVar = "__gpuext_arg"
 )
+
+// argVars are the three .param arguments of each call, declared in the
+// call's own scope: site<<32 | kind, addr, kernel_id.
+var argVars = [3]string{"__gpuext_arg0", "__gpuext_arg1", "__gpuext_arg2"}
+
+// reservedNames are the variable names the rewriter refuses in a module
+// or a kernel.
+var reservedNames = []string{CtxVar, ArgVar, argVars[0], argVars[1], argVars[2]}
 
 // DefaultMinMaxNReg is the smallest .maxnreg a kernel may declare and still
 // be instrumented (Spec.MinMaxNReg overrides it). A probe call follows the
@@ -52,8 +65,9 @@ const (
 const DefaultMinMaxNReg = 32
 
 // Spec selects kernels and the probe functions to call at each kind of site.
-// Probes are .func definitions of m (normally added by Link) with exactly one
-// parameter, `.param .u64` or `.param .b64` (the ctx pointer), and no return value.
+// Probes are .func definitions of m (normally added by Link) with exactly three
+// parameters, each `.param .u64` or `.param .b64` (the ctx fields: site<<32 |
+// kind, addr, kernel_id), and no return value.
 type Spec struct {
 	// Kernels are mangled kernel names or path.Match globs ("*", "_Z4axpy*");
 	// empty selects every kernel.
@@ -102,7 +116,8 @@ type KernelReport struct {
 	Sites []Site
 	// RegsAdded counts the registers declared, by type (".b64": 1).
 	RegsAdded map[string]int
-	// LocalBytes is the .local memory added per thread (the ctx).
+	// LocalBytes is the .local memory added per thread: 0 since the ctx
+	// fields are passed as .param values.
 	LocalBytes int
 }
 
@@ -129,17 +144,18 @@ func KernelID(name string) uint64 {
 
 // probe is a validated probe function.
 type probe struct {
-	name      string
-	paramType string
-	index     int // position in m.Items
+	name       string
+	paramTypes [3]string
+	index      int // position in m.Items
 }
 
 // Instrument inserts probe calls into the kernels of m that spec selects:
 // at entry after the declarations, before every ret/exit (with the exit's
 // guard, so `@%p ret;` becomes guarded calls then `@%p ret;`; a label on the
-// exit now labels the first inserted instruction), and before global (and
-// optionally generic) loads and stores. Each site fills the kernel's
-// .local ctx (kind, site, addr, kernel_id) and passes its generic address.
+// exit now labels the first inserted statement), and before global (and
+// optionally generic) loads and stores. Each site passes the ctx fields as
+// three .param values (site<<32 | kind, addr, kernel_id): nothing goes
+// through memory.
 //
 // A kernel that cannot be instrumented safely is left unchanged and listed
 // in Report.Refused with the reason. An error means the spec itself is
@@ -182,7 +198,7 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 			return rep, fmt.Errorf("ptx: instrument: kernel pattern %q: %v", pat, err)
 		}
 	}
-	for _, n := range []string{CtxVar, ArgVar} {
+	for _, n := range reservedNames {
 		if it, _ := m.Lookup(n); it != nil {
 			return rep, fmt.Errorf("ptx: instrument: the module defines %s, a name the rewriter reserves", n)
 		}
@@ -265,7 +281,7 @@ func selected(patterns []string, name string) bool {
 }
 
 // checkProbe validates that name is a .func definition of m with the probe
-// signature (one .u64/.b64 .param, no return value).
+// signature (three .u64/.b64 .params, no return value).
 func checkProbe(m *Module, name string) (probe, error) {
 	it, idx := m.Lookup(name)
 	f, ok := it.(*Function)
@@ -278,12 +294,15 @@ func checkProbe(m *Module, name string) (probe, error) {
 		return probe{}, fmt.Errorf("ptx: instrument: probe %s is declared but not defined", name)
 	case len(f.Returns) != 0:
 		return probe{}, fmt.Errorf("ptx: instrument: probe %s returns a value; probes return nothing", name)
-	case len(f.Params) != 1:
-		return probe{}, fmt.Errorf("ptx: instrument: probe %s takes %d parameters; probes take one (.param .u64 ctx)", name, len(f.Params))
+	case len(f.Params) != 3:
+		return probe{}, fmt.Errorf("ptx: instrument: probe %s takes %d parameters; probes take three (.param .u64 kind_site, .param .u64 addr, .param .u64 kernel_id)", name, len(f.Params))
 	}
-	p := f.Params[0]
-	if p.Space != ".param" || (p.Type != ".u64" && p.Type != ".b64") || p.Vector != "" || len(p.Dims) != 0 {
-		return probe{}, fmt.Errorf("ptx: instrument: probe %s's parameter must be .param .u64 (or .b64), not %s%s %s", name, p.Space, p.Vector, p.Type)
+	var types [3]string
+	for i, p := range f.Params {
+		if p.Space != ".param" || (p.Type != ".u64" && p.Type != ".b64") || p.Vector != "" || len(p.Dims) != 0 {
+			return probe{}, fmt.Errorf("ptx: instrument: probe %s's parameter %d must be .param .u64 (or .b64), not %s%s %s", name, i+1, p.Space, p.Vector, p.Type)
+		}
+		types[i] = p.Type
 	}
 	// a prototype ahead of the definition is enough for calls after it
 	for i, it := range m.Items {
@@ -292,7 +311,7 @@ func checkProbe(m *Module, name string) (probe, error) {
 			break
 		}
 	}
-	return probe{name: name, paramType: p.Type, index: idx}, nil
+	return probe{name: name, paramTypes: types, index: idx}, nil
 }
 
 // kernelRewriter rewrites one kernel body.
@@ -341,7 +360,7 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 				}
 			}
 		case *Var:
-			if s.Name == CtxVar || s.Name == ArgVar {
+			if slices.Contains(reservedNames, s.Name) {
 				reason = fmt.Sprintf("%s at %s is a reserved name (already instrumented?)", s.Name, s.Pos)
 			}
 		}
@@ -351,16 +370,13 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 		return KernelReport{}, nil, fmt.Errorf("%s", reason)
 	}
 	r := &kernelRewriter{m: m, f: f, spec: spec, probes: probes, id: KernelID(f.Name)}
-	r.rep = KernelReport{Name: f.Name, ID: r.id, RegsAdded: map[string]int{".b64": 1}, LocalBytes: CtxSize}
+	r.rep = KernelReport{Name: f.Name, ID: r.id, RegsAdded: map[string]int{".b64": 1}}
 	body, err := r.block(f.Body, true)
 	if err != nil {
 		return KernelReport{}, nil, err
 	}
-	decls := []Stmt{
-		&Var{Space: ".local", Align: "8", Type: ".b8", Name: CtxVar, Dims: []string{strconv.Itoa(CtxSize)}},
-		&RegDecl{Type: ".b64", Names: []RegName{{Name: RegPrefix + "rd", Count: 1}}},
-	}
-	body.Stmts = append(decls, body.Stmts...)
+	decl := &RegDecl{Type: ".b64", Names: []RegName{{Name: RegPrefix + "rd", Count: 1}}}
+	body.Stmts = append([]Stmt{decl}, body.Stmts...)
 	return r.rep, body, nil
 }
 
@@ -547,8 +563,10 @@ func intValue(e Expr) (int64, bool) {
 	return 0, false
 }
 
-// site builds the code of one site: fill ctx, then call each probe, every
-// instruction under guard g. addr leaves the address in ctxReg (nil: 0).
+// site builds the code of one site: the address (load/store sites, under
+// guard g, into ctxReg), then per probe a scope that stores the three ctx
+// fields into its .param arguments and calls the probe under g. addr nil:
+// ctx.addr is 0.
 func (r *kernelRewriter) site(kind SiteKind, g *Guard, addr []*Instruction, pos Pos, instr string) []Stmt {
 	idx := r.nextSite
 	r.nextSite++
@@ -563,44 +581,43 @@ func (r *kernelRewriter) site(kind SiteKind, g *Guard, addr []*Instruction, pos 
 	case SiteStore:
 		r.rep.Store++
 	}
-	var code []*Instruction
-	// struct gpuext_dev_ctx { u32 kind; u32 site; u64 addr; u64 kernel_id; }, little-endian
-	code = append(code,
-		mkIns("mov", []string{".u64"}, name(ctxReg), &IntLit{Text: fmt.Sprintf("0x%08X%08X", idx, uint32(kind))}), // site<<32 | kind
-		mkIns("st", []string{".local", ".u64"}, &Address{Elems: []Expr{name(CtxVar)}}, name(ctxReg)))
-	if addr == nil {
-		code = append(code, mkIns("mov", []string{".u64"}, name(ctxReg), immU(0)))
-	} else {
-		code = append(code, addr...)
-	}
-	code = append(code,
-		mkIns("st", []string{".local", ".u64"}, ctxField(8), name(ctxReg)),
-		mkIns("mov", []string{".u64"}, name(ctxReg), &IntLit{Text: fmt.Sprintf("0x%016X", r.id)}),
-		mkIns("st", []string{".local", ".u64"}, ctxField(16), name(ctxReg)),
-		mkIns("mov", []string{".u64"}, name(ctxReg), name(CtxVar)),
-		mkIns("cvta", []string{".local", ".u64"}, name(ctxReg), name(ctxReg)))
 	var out []Stmt
-	for _, in := range code {
+	for _, in := range addr {
 		in.Guard = copyGuard(g)
 		out = append(out, in)
 	}
+	// struct gpuext_dev_ctx { u32 kind; u32 site; u64 addr; u64 kernel_id; }
+	// as three u64 words (little-endian: the first is site<<32 | kind);
+	// fresh nodes for every call, the tree shares none
+	field := func(i int) Expr {
+		switch {
+		case i == 0:
+			return &IntLit{Text: fmt.Sprintf("0x%08X%08X", idx, uint32(kind))}
+		case i == 2:
+			return &IntLit{Text: fmt.Sprintf("0x%016X", r.id)}
+		case addr != nil:
+			return name(ctxReg)
+		}
+		return immU(0)
+	}
 	for _, p := range r.probes[kind] {
-		st := mkIns("st", []string{".param", p.paramType}, &Address{Elems: []Expr{name(ArgVar)}}, name(ctxReg))
-		call := mkIns("call", nil, name(p.name), &Paren{Elems: []Expr{name(ArgVar)}})
+		var stmts []Stmt
+		args := make([]Expr, 3)
+		for i, a := range argVars {
+			stmts = append(stmts, &Var{Space: ".param", Type: p.paramTypes[i], Name: a})
+			args[i] = name(a)
+		}
 		// ptxas refuses a predicated st.param ("Illegal to predicate
-		// instruction 'st.param'"); storing into our own .param is
+		// instruction 'st.param'"); storing into our own .params is
 		// harmless, so only the call carries the guard.
+		for i, a := range argVars {
+			stmts = append(stmts, mkIns("st", []string{".param", p.paramTypes[i]}, &Address{Elems: []Expr{name(a)}}, field(i)))
+		}
+		call := mkIns("call", nil, name(p.name), &Paren{Elems: args})
 		call.Guard = copyGuard(g)
-		out = append(out, &Block{Stmts: []Stmt{
-			&Var{Space: ".param", Type: p.paramType, Name: ArgVar},
-			st, call,
-		}})
+		out = append(out, &Block{Stmts: append(stmts, call)})
 	}
 	return out
-}
-
-func ctxField(off int) *Address {
-	return &Address{Elems: []Expr{&Binary{Op: "+", X: name(CtxVar), Y: &IntLit{Text: strconv.Itoa(off)}}}}
 }
 
 func copyGuard(g *Guard) *Guard {

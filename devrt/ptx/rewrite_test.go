@@ -79,7 +79,7 @@ func TestInstrumentGolden(t *testing.T) {
 				if s := siteSummary(k.Sites); s != tt.sites[i] {
 					t.Errorf("kernel %s sites %q, want %q", k.Name, s, tt.sites[i])
 				}
-				if k.ID != KernelID(k.Name) || k.LocalBytes != 24 || len(k.RegsAdded) != 1 || k.RegsAdded[".b64"] != 1 {
+				if k.ID != KernelID(k.Name) || k.LocalBytes != 0 || len(k.RegsAdded) != 1 || k.RegsAdded[".b64"] != 1 {
 					t.Errorf("kernel %s: id %x, local %d, regs %v", k.Name, k.ID, k.LocalBytes, k.RegsAdded)
 				}
 			}
@@ -100,32 +100,36 @@ func TestInstrumentGolden(t *testing.T) {
 	}
 }
 
-// TestInstrumentSiteCode pins the code of one guarded load site exactly.
+// TestInstrumentSiteCode pins the code of two guarded load sites exactly:
+// the address under the guard, the three .params (typed as the probe
+// declares them) stored unguarded, the call guarded; no .local ctx.
 func TestInstrumentSiteCode(t *testing.T) {
-	m := linked(t, testHeader+".visible .entry k(.param .u64 k_p)\n{\n.reg .pred %p<2>;\n.reg .b64 %rd<3>;\n@!%p1 ld.global.u64 %rd1, [%rd2+-8];\n}\n")
+	m := linked(t, testHeader+".visible .entry k(.param .u64 k_p)\n{\n.reg .pred %p<2>;\n.reg .b64 %rd<4>;\n"+
+		"@!%p1 ld.global.u64 %rd1, [%rd2+-8];\n@!%p1 ld.global.u64 %rd3, [%rd2];\n}\n")
 	if _, err := Instrument(m, Spec{Load: []string{p1}}); err != nil {
 		t.Fatal(err)
 	}
 	k, _ := m.Lookup("k")
 	got := stmtsText(k.(*Function).Body.Stmts)
 	id := fmt.Sprintf("0x%016X", KernelID("k"))
+	call := func(site string) string {
+		return "{\n\t.param .b64 __gpuext_arg0;\n\t.param .u64 __gpuext_arg1;\n\t.param .b64 __gpuext_arg2;" +
+			"\n\tst.param.b64 \t[__gpuext_arg0], " + site + ";\n\tst.param.u64 \t[__gpuext_arg1], %gx_rd0;" +
+			"\n\tst.param.b64 \t[__gpuext_arg2], " + id + ";\n\t@!%p1 call \t__gpuext_probe_1, (__gpuext_arg0, __gpuext_arg1, __gpuext_arg2);\n}"
+	}
 	want := strings.Join([]string{
-		".local .align 8 .b8 __gpuext_ctx[24];",
 		".reg .b64 %gx_rd<1>;",
 		".reg .pred %p<2>;",
-		".reg .b64 %rd<3>;",
-		"@!%p1 mov.u64 \t%gx_rd0, 0x0000000000000003;",
-		"@!%p1 st.local.u64 \t[__gpuext_ctx], %gx_rd0;",
+		".reg .b64 %rd<4>;",
 		"@!%p1 mov.b64 \t%gx_rd0, %rd2;",
 		"@!%p1 add.s64 \t%gx_rd0, %gx_rd0, -8;",
 		"@!%p1 cvta.global.u64 \t%gx_rd0, %gx_rd0;",
-		"@!%p1 st.local.u64 \t[__gpuext_ctx+8], %gx_rd0;",
-		"@!%p1 mov.u64 \t%gx_rd0, " + id + ";",
-		"@!%p1 st.local.u64 \t[__gpuext_ctx+16], %gx_rd0;",
-		"@!%p1 mov.u64 \t%gx_rd0, __gpuext_ctx;",
-		"@!%p1 cvta.local.u64 \t%gx_rd0, %gx_rd0;",
-		"{\n\t.param .b64 __gpuext_arg;\n\tst.param.b64 \t[__gpuext_arg], %gx_rd0;\n\t@!%p1 call \t__gpuext_probe_1, (__gpuext_arg);\n}",
+		call("0x0000000000000003"),
 		"@!%p1 ld.global.u64 \t%rd1, [%rd2+-8];",
+		"@!%p1 mov.b64 \t%gx_rd0, %rd2;",
+		"@!%p1 cvta.global.u64 \t%gx_rd0, %gx_rd0;",
+		call("0x0000000100000003"),
+		"@!%p1 ld.global.u64 \t%rd3, [%rd2];",
 	}, " ⏎ ")
 	if got != want {
 		t.Errorf("site code:\n got  %s\n want %s", got, want)
@@ -141,6 +145,7 @@ func TestInstrumentRefusals(t *testing.T) {
 			"setmaxnreg at 7:1: the kernel hands registers back at run time, a probe call could not rely on them"},
 		{"reserved register", ".reg .b64 %gx_rd<1>;\nret;", "", "register %gx_rd at 6:1 uses the reserved prefix %gx_ (already instrumented?)"},
 		{"reserved variable", ".local .b8 __gpuext_ctx[24];\nret;", "", "__gpuext_ctx at 6:1 is a reserved name (already instrumented?)"},
+		{"reserved argument", "{\n.param .u64 __gpuext_arg2;\nret;\n}", "", "__gpuext_arg2 at 7:1 is a reserved name (already instrumented?)"},
 		{"undeclared address register", "ld.global.u32 %r1, [%rdx];\nret;", "",
 			"cannot compute the address of [%rdx] at 6:1: register %rdx is not declared"},
 		{"predicate as address", ".reg .pred %p<2>;\nld.global.u32 %r1, [%p1];\nret;", "",
@@ -198,9 +203,13 @@ func TestInstrumentSpecErrors(t *testing.T) {
 		{"probe with a return value", base + ".func (.param .b32 r) bad(.param .u64 c)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
 			"ptx: instrument: probe bad returns a value; probes return nothing"},
 		{"probe with two params", base + ".func bad(.param .u64 c, .param .u64 d)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
-			"ptx: instrument: probe bad takes 2 parameters; probes take one (.param .u64 ctx)"},
-		{"probe with a 32-bit param", base + ".func bad(.param .u32 c)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
-			"ptx: instrument: probe bad's parameter must be .param .u64 (or .b64), not .param .u32"},
+			"ptx: instrument: probe bad takes 2 parameters; probes take three (.param .u64 kind_site, .param .u64 addr, .param .u64 kernel_id)"},
+		{"probe of the one-pointer convention", base + ".func bad(.param .u64 ctx)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
+			"ptx: instrument: probe bad takes 1 parameters; probes take three (.param .u64 kind_site, .param .u64 addr, .param .u64 kernel_id)"},
+		{"probe with a 32-bit param", base + ".func bad(.param .u64 a, .param .u32 c, .param .u64 k)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
+			"ptx: instrument: probe bad's parameter 2 must be .param .u64 (or .b64), not .param .u32"},
+		{"probe with an array param", base + ".func bad(.param .u64 a, .param .u64 c, .param .b64 k[2])\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
+			"ptx: instrument: probe bad's parameter 3 must be .param .u64 (or .b64), not .param .b64"},
 		{"declared probe", base + ".func bad(.param .u64 c);\n", true, Spec{Exit: []string{"bad"}},
 			"ptx: instrument: probe bad is declared but not defined"},
 		{"bad glob", base, true, Spec{Kernels: []string{"k["}, Entry: []string{p0}}, "ptx: instrument: kernel pattern \"k[\": syntax error in pattern"},
@@ -208,6 +217,8 @@ func TestInstrumentSpecErrors(t *testing.T) {
 			"ptx: instrument: only .address_size 64 modules are supported (this one has 32)"},
 		{"reserved module name", base + ".global .b8 __gpuext_ctx[24];\n", true, Spec{Entry: []string{p0}},
 			"ptx: instrument: the module defines __gpuext_ctx, a name the rewriter reserves"},
+		{"reserved argument name", base + ".global .u64 __gpuext_arg1;\n", true, Spec{Entry: []string{p0}},
+			"ptx: instrument: the module defines __gpuext_arg1, a name the rewriter reserves"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -257,7 +268,7 @@ func TestInstrumentSelection(t *testing.T) {
 		t.Errorf("second pass: %+v", rep)
 	}
 	// a probe defined after the kernel cannot be called from it
-	m2, err := Parse(src + ".func late(.param .u64 c)\n{\nret;\n}\n")
+	m2, err := Parse(src + ".func late(.param .u64 c0, .param .u64 c1, .param .b64 c2)\n{\nret;\n}\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +277,7 @@ func TestInstrumentSelection(t *testing.T) {
 		t.Errorf("late probe: %+v %v", rep, err)
 	}
 	// a prototype ahead of the kernel is enough
-	m3, err := Parse(testHeader + ".func late(.param .u64 c);\n" + strings.TrimPrefix(src, testHeader) + ".func late(.param .u64 c)\n{\nret;\n}\n")
+	m3, err := Parse(testHeader + ".func late(.param .u64 c0, .param .u64 c1, .param .b64 c2);\n" + strings.TrimPrefix(src, testHeader) + ".func late(.param .u64 c0, .param .u64 c1, .param .b64 c2)\n{\nret;\n}\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +520,7 @@ func TestInstrumentEntryPlacement(t *testing.T) {
 	for _, s := range it.(*Function).Body.Stmts {
 		kinds = append(kinds, strings.TrimPrefix(fmt.Sprintf("%T", s), "*ptx."))
 	}
-	want := "Var RegDecl RegDecl Pragma Var Instruction Instruction Instruction Instruction Instruction Instruction Instruction Instruction Block Label Instruction"
+	want := "RegDecl RegDecl Pragma Var Block Label Instruction" // the entry site is one call scope
 	if strings.Join(kinds, " ") != want {
 		t.Errorf("body %s\nwant %s", strings.Join(kinds, " "), want)
 	}

@@ -13,7 +13,7 @@ func Cases() []*Case {
 	add := func(c *Case) { cs = append(cs, c) }
 	// Pure programs: r0 only, every thread different inputs; at warp level
 	// with all lanes, a partial warp with a scattered pattern, and per thread.
-	for _, p := range []string{"alu64", "alu32", "divmod", "bswap", "jumps", "stack_loop", "ctx_read", "ldimm64", "dims", "props"} {
+	for _, p := range []string{"alu64", "alu32", "divmod", "bswap", "jumps", "stack_loop", "ctx_read", "ctx_var", "ldimm64", "dims", "props"} {
 		add(&Case{Name: p + "-warp", Object: "classes", Entry: p, Grid: [3]uint32{2, 2, 1}, Block: [3]uint32{64, 1, 1}})
 		add(&Case{Name: p + "-warp-mixed", Object: "classes", Entry: p, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{40, 1, 1}, Active: "mixed"})
 		add(&Case{Name: p + "-thread", Object: "classes", Entry: p, Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, PerThread: true})

@@ -11,11 +11,12 @@ import (
 const HarnessKernel = "gx_test"
 
 // Module is the case's self-contained PTX module: the compiled fragment
-// and a kernel gx_test(u64 out, u64 ctxs) in which every thread copies its
-// entry ctx (ctxs[tid][0], 24 bytes) to .local memory, calls the entry
-// probe's harness function and stores its r0 at out[2*tid]; with an exit
-// program it then (after an optional spin) does the same with ctxs[tid][1]
-// and out[2*tid+1]. Lanes outside the case's pattern call nothing. The
+// and a kernel gx_test(u64 out, u64 ctxs) in which every thread loads its
+// entry ctx (ctxs[tid][0], 24 bytes), calls the entry probe's harness
+// function with it as devrt/ptx's call sites do (three .u64 .params: site
+// << 32 | kind, addr, kernel_id) and stores its r0 at out[2*tid]; with an
+// exit program it then (after an optional spin) does the same with
+// ctxs[tid][1] and out[2*tid+1]. Lanes outside the case's pattern call nothing. The
 // driver sets __gpuext_shared before the launch.
 func (c *Case) Module(comp *jit.Compiled) string {
 	var b strings.Builder
@@ -32,7 +33,6 @@ func (c *Case) Module(comp *jit.Compiled) string {
 	w(".reg .b64 %%x<16>;")
 	w(".reg .b32 %%y<8>;")
 	w(".reg .pred %%q<4>;")
-	w(".local .align 8 .b8 gx_ctx[%d];", jit.CtxSize)
 	w("ld.param.u64 %%x0, [gx_out];")
 	w("ld.param.u64 %%x1, [gx_ctxs];")
 	w("cvta.to.global.u64 %%x0, %%x0;")
@@ -86,16 +86,17 @@ func (c *Case) Module(comp *jit.Compiled) string {
 		w("add.s64 %%x6, %%x6, %d;", which*jit.CtxSize)
 		w("add.s64 %%x6, %%x1, %%x6;")
 		for o := 0; o < jit.CtxSize; o += 8 {
-			w("ld.global.u64 %%x7, [%%x6+%d];", o)
-			w("st.local.u64 [gx_ctx+%d], %%x7;", o)
+			w("ld.global.u64 %%x%d, [%%x6+%d];", 7+o/8, o)
 		}
-		w("mov.u64 %%x8, gx_ctx;")
-		w("cvta.local.u64 %%x8, %%x8;")
 		w("{")
-		w(".param .b64 gx_p;")
-		w("st.param.b64 [gx_p], %%x8;")
+		for a := 0; a < jit.CtxSize/8; a++ {
+			w(".param .u64 gx_p%d;", a)
+		}
+		for a := 0; a < jit.CtxSize/8; a++ {
+			w("st.param.u64 [gx_p%d], %%x%d;", a, 7+a)
+		}
 		w(".param .b64 gx_r;")
-		w("%scall (gx_r), %s, (gx_p);", guard, jit.RunFunc(probe))
+		w("%scall (gx_r), %s, (gx_p0, gx_p1, gx_p2);", guard, jit.RunFunc(probe))
 		w("ld.param.b64 %%x9, [gx_r];")
 		w("}")
 		w("mul.lo.u64 %%x6, %%x5, 16;")

@@ -158,6 +158,18 @@ __u64 ctx_read(const struct gpuext_dev_ctx *ctx)
 	       ((__u64)p[9] << 32) + ((__u64)h[5] << 40);
 }
 
+/* ctx reads at offsets the verifier knows only as ranges: the ctx goes to
+ * .local memory (a read at a constant offset takes its parameter) */
+SEC("gpu/entry/*")
+__u64 ctx_var(const struct gpuext_dev_ctx *ctx)
+{
+	const __u8 *p = (const __u8 *)ctx;
+	const __u64 *w = (const __u64 *)ctx;
+	__u64 i = ctx->site & 15, j = ctx->kind & 1;
+
+	return p[8 + i] + (w[1 + j] << 8) + ((__u64)ctx->site << 48);
+}
+
 SEC("gpu/entry/*")
 __u64 ldimm64(const struct gpuext_dev_ctx *ctx)
 {
