@@ -9,7 +9,8 @@ cuLibraryLoadData + cuKernelGetFunction), runs it ROUNDS times over N floats,
 checks every value, times LAUNCHES back-to-back cuLaunchKernel calls of a
 one-block launch, and, when devrt patched the module (GPUEXT_DEVRT_DIR holds
 a gpuext-devmaps-*.maps file), reads the region's first 8 bytes, which the
-injecttest Patcher's Mark code stores from the GPU. Prints one JSON line.
+injecttest Patcher's Mark code stores from the GPU (into device memory, which
+devrt copies into the file). Prints one JSON line.
 Run it under LD_PRELOAD=libgpuext-devrt.so by devrt/devrttest's
 TestInjectOnGPU (bench/device/inject_check.sh); no dependency but ctypes.
 """
@@ -134,11 +135,20 @@ def main():
     t1 = time.perf_counter_ns()
     ck(cu.cuCtxSynchronize(), "cuCtxSynchronize")
 
+    # The region is device memory that devrt copies into its file every
+    # GPUEXT_DEVRT_PROBE_SYNC_MS (100 ms by default): wait for a copy.
     marks = []
-    for path in sorted(glob.glob(os.path.join(os.environ.get("GPUEXT_DEVRT_DIR", "/nonexistent"),
-                                              "gpuext-devmaps-*.maps"))):
-        with open(path, "rb") as f:
-            marks.append(struct.unpack("<Q", f.read(8))[0])
+    paths = sorted(glob.glob(os.path.join(os.environ.get("GPUEXT_DEVRT_DIR", "/nonexistent"),
+                                          "gpuext-devmaps-*.maps")))
+    deadline = time.monotonic() + 2.0
+    while True:
+        marks = []
+        for path in paths:
+            with open(path, "rb") as f:
+                marks.append(struct.unpack("<Q", f.read(8))[0])
+        if all(marks) or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
 
     if mode == "library":
         ck(cu.cuLibraryUnload(mod), "cuLibraryUnload")

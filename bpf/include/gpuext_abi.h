@@ -793,7 +793,20 @@ struct gpuext_sim_bench {
  *             names_len bytes: nkernels NUL-terminated .entry names
  *   response: struct gpuext_inj_resp, reason_len bytes of text (no NUL),
  *             ptx_len bytes of patched PTX (PATCHED only), names_len bytes:
- *             nkernels NUL-terminated names of the patched kernels
+ *             nkernels NUL-terminated names of the patched kernels, then
+ *             init_len bytes: the region's initial contents, entries of
+ *             struct gpuext_inj_init each followed by its len bytes padded
+ *             to 8 (the maps' headers; the rest of the region starts zero)
+ *
+ * The shared region the probes' maps live in is device memory (cuMemAlloc
+ * in the loading context; its device pointer goes into the patched module's
+ * __gpuext_shared), one per process, context and probe set, shared by every
+ * module patched for it. devrt mirrors it into a file beside the ring,
+ * <ring dir>/gpuext-devmaps-<pid>-<created_ns>.maps, which the collector
+ * maps read-only: first with the initial contents, then with a device-to-
+ * host copy on a stream of its own every GPUEXT_DEVRT_PROBE_SYNC_MS
+ * (default 100 ms), at the unload of the region's last module and at exit.
+ * Map atomics so stay in the GPU's L2 instead of crossing PCIe.
  *
  * devrt bounds the whole exchange (GPUEXT_INJ_TIMEOUT_MS by default) and
  * loads the original module on any failure: injection never changes what a
@@ -801,12 +814,13 @@ struct gpuext_sim_bench {
  * ---------------------------------------------------------------------- */
 #define GPUEXT_INJ_REQ_MAGIC 0x51524a47U  /* "GJRQ" */
 #define GPUEXT_INJ_RESP_MAGIC 0x53524a47U /* "GJRS" */
-#define GPUEXT_INJ_VERSION 1
+#define GPUEXT_INJ_VERSION 2
 #define GPUEXT_INJ_MAX_PTX (64U << 20)      /* PTX bytes, either way */
 #define GPUEXT_INJ_MAX_NAMES (4U << 20)     /* bytes of kernel names */
 #define GPUEXT_INJ_MAX_KERNELS 65536        /* names in one message */
 #define GPUEXT_INJ_MAX_REASON 1024          /* bytes of reason text */
 #define GPUEXT_INJ_MAX_SHARED (1ULL << 30)  /* shared region bytes */
+#define GPUEXT_INJ_MAX_INIT (1U << 20)      /* bytes of initial contents */
 #define GPUEXT_INJ_TIMEOUT_MS 2000          /* devrt's default bound */
 #define GPUEXT_INJ_SOCK_NAME "gpuext-inject.sock"
 #define GPUEXT_INJ_SHARED_GLOBAL "__gpuext_shared"
@@ -858,8 +872,15 @@ struct gpuext_inj_resp {
 	__u64 shared_size; /* bytes of the shared region the probes use; 0: none */
 	__u64 probe_version; /* the probe set that patched it */
 	__u32 flags;       /* GPUEXT_INJ_RF_* */
-	__u32 _pad;
+	__u32 init_len;    /* PATCHED: bytes of initial region contents; else 0 */
 	__u8 sha256[32];   /* the request's, echoed */
+};
+
+/* One range of the region's initial contents (its len bytes follow). 16 bytes. */
+struct gpuext_inj_init {
+	__u64 offset;      /* in the region; offset + len <= shared_size */
+	__u32 len;         /* > 0 */
+	__u32 _pad;
 };
 
 /*
@@ -904,6 +925,7 @@ enum gpuext_inj_reason {
 /* struct gpuext_inject_event.flags */
 #define GPUEXT_IF_COLLECTOR_CACHE (1U << 0) /* the collector answered from its cache */
 #define GPUEXT_IF_LIBRARY (1U << 1)         /* module and patched are CUlibrary handles */
+#define GPUEXT_IF_REGION_SHARED (1U << 2)   /* the region was made for an earlier module */
 
 struct gpuext_inject_event {
 	__u16 kind;        /* GPUEXT_KIND_INJECT */
@@ -915,7 +937,8 @@ struct gpuext_inject_event {
 	__u64 ts_ns;       /* CLOCK_MONOTONIC when the outcome was known */
 	__u64 module;      /* the original CUmodule / CUlibrary (what the program got) */
 	__u64 patched;     /* the patched one; 0 if none */
-	__u64 shared_dptr; /* device pointer written to __gpuext_shared; 0 if none */
+	__u64 shared_dptr; /* device pointer written to __gpuext_shared (the
+	                    * region, device memory); 0 if none */
 	__u64 shared_size;
 	__u64 ask_ns;      /* asking the collector (connect to last byte) */
 	__u64 load_ns;     /* loading the patched PTX (the driver's JIT) */
@@ -1001,10 +1024,13 @@ enum gpuext_dev_helper {
 
 /*
  * struct gpuext_gpumap_hdr - the header of one GPU map inside the shared
- * region (host-mapped memory, device pointer in __gpuext_shared); the map's
- * data follows it. Maps sit at 128-byte aligned offsets the compiler chose.
- * The static fields are written by the host (Layout.Init); the probes use
- * compiled-in constants and only touch head, drops and count. 128 bytes.
+ * region (device memory, device pointer in __gpuext_shared, mirrored into a
+ * file by devrt); the map's data follows it. Maps sit at 128-byte aligned
+ * offsets the compiler chose. The static fields come from the collector
+ * (Layout.Init, sent as the region's initial contents); the probes use
+ * compiled-in constants and only touch head, drops and count. The host
+ * never writes the region (its copy is overwritten by every mirror):
+ * readers keep their ring tail and their own losses. 128 bytes.
  *
  * Data: ARRAY kinds: slots x max_entries elements of stride bytes (copy of
  * slot s, key k at (s*max_entries + k)*stride). HASH: slots buckets of
@@ -1023,10 +1049,10 @@ struct gpuext_gpumap_hdr {
 	__u32 flags;
 	__u64 data_size;   /* bytes of data after the header */
 	__u64 head;        /* ring: records reserved (device, atom.add) */
-	__u64 drops;       /* copy index beyond slots, hash full or probe limit; ring:
-	                    * records overwritten before the host read them (host) */
+	__u64 drops;       /* copy index beyond slots, hash full or probe limit
+	                    * (device; a ring's overwritten records the reader counts) */
 	__u64 count;       /* hash: keys inserted */
-	__u64 tail;        /* ring: records consumed (host writes; own cache line) */
+	__u64 tail;        /* unused (0): the reader keeps its ring tail */
 	__u64 _reserved[7];
 };
 

@@ -48,15 +48,15 @@ const (
 
 // launched is a line of the fake driver's launch file.
 type launched struct {
-	Module     string `json:"module"`
-	Lib        bool   `json:"lib"`
-	Unloaded   bool   `json:"unloaded"`
-	Name       string `json:"name"`
-	Handle     string `json:"handle"`
-	Launches   int    `json:"launches"`
-	Patched    bool   `json:"patched"`
-	Shared     string `json:"shared"`
-	Registered int    `json:"shared_registered"`
+	Module   string `json:"module"`
+	Lib      bool   `json:"lib"`
+	Unloaded bool   `json:"unloaded"`
+	Name     string `json:"name"`
+	Handle   string `json:"handle"`
+	Launches int    `json:"launches"`
+	Patched  bool   `json:"patched"`
+	Shared   string `json:"shared"`
+	Device   int    `json:"shared_device"` // the device allocation it points into
 }
 
 // injectRun is one run of the inject scenario.
@@ -208,7 +208,9 @@ func TestInjectPatched(t *testing.T) {
 	// The program did and got the same.
 	require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
 
-	// One record per module load, in order.
+	// One record per module load, in order. The first patched module's
+	// region is every later one's (one context, one probe set).
+	shared := uint16(devrtinject.FlagRegionShared)
 	type want struct {
 		api     ev.API
 		outcome devrtinject.Outcome
@@ -219,11 +221,11 @@ func TestInjectPatched(t *testing.T) {
 	}
 	wants := []want{
 		{ev.APICuModuleLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, 0, ir.handles["m1"], vecaddPTX},
-		{ev.APICuModuleLoadDataEx, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache, ir.handles["m2"], vecaddPTX},
-		{ev.APICuModuleLoadFatBinary, devrtinject.OutPatched, devrtinject.ReasonNone, 0, ir.handles["m3"], scalePTX},
+		{ev.APICuModuleLoadDataEx, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache | shared, ir.handles["m2"], vecaddPTX},
+		{ev.APICuModuleLoadFatBinary, devrtinject.OutPatched, devrtinject.ReasonNone, shared, ir.handles["m3"], scalePTX},
 		{ev.APICuModuleLoadData, devrtinject.OutNotInstrumentable, devrtinject.ReasonSASSOnly, 0, ir.handles["m4"], ""},
-		{ev.APICuLibraryLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagLibrary, ir.handles["lib"], libPTX},
-		{ev.APICuModuleLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache, "", scalePTX},
+		{ev.APICuLibraryLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagLibrary | shared, ir.handles["lib"], libPTX},
+		{ev.APICuModuleLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache | shared, "", scalePTX},
 	}
 	require.Len(t, ir.events, len(wants))
 	for i, w := range wants {
@@ -273,15 +275,15 @@ func TestInjectPatched(t *testing.T) {
 		require.Equal(t, k.other, other, k.name)
 	}
 
-	// Each twin's __gpuext_shared holds its region's device pointer, a
-	// registered mapped range; every module was unloaded.
+	// Each twin's __gpuext_shared holds the one region's device pointer,
+	// device memory of the region's size; every module was unloaded.
 	dptrs := map[string]bool{}
 	for _, e := range ir.events {
 		if e.Outcome == devrtinject.OutPatched {
 			dptrs["0x"+strconv.FormatUint(e.SharedDptr, 16)] = true
 		}
 	}
-	require.Len(t, dptrs, 5, "one region per patched module")
+	require.Len(t, dptrs, 1, "one region for the process's context and probe set")
 	twins := 0
 	for _, l := range ir.launches {
 		require.True(t, l.Unloaded, "%+v", l)
@@ -291,7 +293,7 @@ func TestInjectPatched(t *testing.T) {
 		}
 		twins++
 		require.True(t, dptrs[l.Shared], "%+v", l)
-		require.Equal(t, 8192, l.Registered, "%+v", l)
+		require.Equal(t, 8192, l.Device, "%+v", l)
 	}
 	require.Equal(t, 5, twins)
 
@@ -317,6 +319,92 @@ func TestInjectPatched(t *testing.T) {
 	// The program's five launch calls; the runtime's driver launch inside
 	// its reported cudaLaunchKernel is not reported (GPUEXT_CLASS_NESTED).
 	require.Equal(t, 5*injectN, launchRecords)
+}
+
+// TestInjectRegionMirror: the region is device memory (the fake driver
+// backs it, and each launch of a patched kernel adds one to a word of it,
+// as a probe would); devrt starts it with the collector's initial
+// contents and copies it into the file the collector reads, periodically
+// while the modules stay loaded and once more at the last unload.
+func TestInjectRegionMirror(t *testing.T) {
+	h := newHarness(t)
+	dir := shortSocketDir(t)
+	const counter = 2048 // the word the fake "probe" adds to
+	hdr := make([]byte, 128)
+	for i := range hdr {
+		hdr[i] = byte(i + 1)
+	}
+	p := &injecttest.Patcher{SharedSize: 5000, Init: []devrtinject.InitRange{
+		{Offset: 0, Data: hdr}, {Offset: 4096, Data: []byte("tail-hdr")}}}
+	serve(t, dir, p)
+
+	// Watch for the region file; keep it open (its contents outlive the
+	// unlink at the last unload) and note the counter while it exists.
+	type seen struct {
+		f       *os.File
+		maxLive uint64 // the counter in the file while the modules were loaded
+	}
+	done := make(chan struct{})
+	got := make(chan seen, 1)
+	go func() {
+		var s seen
+		defer func() { got <- s }()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if s.f == nil {
+				paths, _ := filepath.Glob(filepath.Join(dir, "gpuext-devmaps-*.maps"))
+				if len(paths) == 0 {
+					continue
+				}
+				f, err := os.Open(paths[0])
+				if err != nil {
+					continue
+				}
+				s.f = f
+			}
+			if _, err := os.Stat(s.f.Name()); err != nil {
+				continue // unloaded: the final copy is read after the run
+			}
+			var w [8]byte
+			if _, err := s.f.ReadAt(w[:], counter); err == nil {
+				s.maxLive = max(s.maxLive, binary.LittleEndian.Uint64(w[:]))
+			}
+		}
+	}()
+	ir := runInject(t, h, true, dir, "FAKECUDA_DEVICE_BACKING=1",
+		"FAKECUDA_PROBE_COUNTER="+strconv.Itoa(counter),
+		"GPUEXT_DEVRT_PROBE_SYNC_MS=5", "WORKLOAD_INJECT_HOLD_MS=300")
+	close(done)
+	s := <-got
+	require.NotNil(t, s.f, "the region file was seen")
+	defer s.f.Close()
+
+	// Launches of the patched twins, the ones the "probe" counted.
+	twins := 0
+	for _, k := range []string{"_Z6vecAddPfS_S_i", "_Z5scalePfi", "add_kernel"} {
+		_, other := ir.launchesOf(k)
+		twins += other
+	}
+	require.Equal(t, 5*injectN, twins)
+
+	b := make([]byte, 8192)
+	n, err := s.f.ReadAt(b, 0)
+	require.NoError(t, err)
+	require.Equal(t, 8192, n, "5000 bytes, in whole pages")
+	require.Equal(t, hdr, b[:128], "initial contents")
+	require.Equal(t, []byte("tail-hdr"), b[4096:4104])
+	require.Equal(t, uint64(twins), binary.LittleEndian.Uint64(b[counter:]), "the copy at the last unload")
+	require.Equal(t, uint64(twins), s.maxLive, "a periodic copy while the modules were loaded")
+	for i, c := range b {
+		if i < 128 || i >= 4096 && i < 4104 || i >= counter && i < counter+8 {
+			continue
+		}
+		require.Zero(t, c, "byte %d", i)
+	}
 }
 
 // renamer answers PATCHED with kernels that are not in the module.

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,4 +307,31 @@ __attribute__((constructor)) static void devrt_load(void)
 	read_config(&devrt.cfg);
 	devrt_resolve_init();
 	pthread_atfork(NULL, NULL, devrt_fork_child);
+}
+
+int devrt_thread_start(void *(*fn)(void *))
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	sigset_t all, old;
+	int err;
+
+	if ((err = pthread_attr_init(&attr)))
+		return err;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&th, &attr, fn, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
+void devrt_sleep_ns(__u64 ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL),
+			       (long)(ns % 1000000000ULL) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }

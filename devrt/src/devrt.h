@@ -212,6 +212,20 @@ static inline void *devrt_real(enum devrt_sym id)
 }
 
 void *devrt_driver_sym(const char *name);
+
+/* Stores the driver's function name (or NULL) into the function pointer at
+ * field: the typed tables of devrt's own driver calls are filled this way. */
+static inline void devrt_driver_sym_into(void *field, const char *name)
+{
+	void *p = devrt_driver_sym(name);
+
+	__builtin_memcpy(field, &p, sizeof(p));
+}
+
+/* A thread of devrt's own (detached; no signal of the program lands in
+ * it): 0, or an errno.  And sleeping in one, restarted after signals. */
+int devrt_thread_start(void *(*fn)(void *));
+void devrt_sleep_ns(__u64 ns);
 void devrt_note_driver(void *fn);
 void devrt_map_entry(const char *base, void **pfn);
 int devrt_is_wrapper(const void *p);

@@ -13,12 +13,13 @@
  *
  *   1. loads it with the real cuModuleLoadDataEx / cuLibraryLoadData (the
  *      driver JITs it; load_ns in the record);
- *   2. creates the shared region the probes' maps live in as a file beside
- *      the ring, <dir>/gpuext-devmaps-<pid>-<created_ns>.maps, of the size
- *      the collector asked for, maps it shared, registers it with
- *      cuMemHostRegister(DEVICEMAP) and writes its device pointer into the
- *      patched module's __gpuext_shared global (cuModuleGetGlobal or
- *      cuLibraryGetGlobal, then cuMemcpyHtoD);
+ *   2. finds or makes the shared region the probes' maps live in: device
+ *      memory of the size the collector asked for (one per context and
+ *      probe set, shared by the modules patched for it), starting with the
+ *      collector's initial contents, mirrored into a file beside the ring,
+ *      <dir>/gpuext-devmaps-<pid>-<created_ns>.maps (region.c), and writes
+ *      its device pointer into the patched module's __gpuext_shared global
+ *      (cuModuleGetGlobal or cuLibraryGetGlobal, then cuMemcpyHtoD);
  *   3. resolves each patched kernel in both modules and enters original ->
  *      patched in the redirect table, which every launch wrapper consults
  *      (devrt_inject_fn in inject.h: one relaxed load while nothing is
@@ -26,7 +27,8 @@
  *
  * cuModuleGetFunction is not touched: the program only ever sees original
  * handles.  cuModuleUnload / cuLibraryUnload of an original removes its
- * redirects, then unloads the patched twin and the region.
+ * redirects, then unloads the patched twin and lets go of the region (the
+ * last module of a region mirrors it a last time and frees it).
  *
  * Fail open: any failure (no answer in time, a broken answer, a driver that
  * refuses the patched PTX, a missing global or kernel) undoes what was done
@@ -100,35 +102,20 @@ static struct {
 	CUresult (*dev_attr)(int *, int, CUdevice);
 	CUresult (*mod_global)(CUdeviceptr *, size_t *, CUmodule, const char *);
 	CUresult (*lib_global)(CUdeviceptr *, size_t *, CUlibrary, const char *);
-	CUresult (*host_register)(void *, size_t, unsigned int);
-	CUresult (*host_unregister)(void *);
-	CUresult (*host_dptr)(CUdeviceptr *, void *, unsigned int);
 } idrv;
 
 static pthread_once_t idrv_once = PTHREAD_ONCE_INIT;
 
 static void idrv_load(void)
 {
-	void *p;
-
-#define IDRV(field, name)						\
-	do {								\
-		p = devrt_driver_sym(name);				\
-		memcpy(&idrv.field, &p, sizeof(p));			\
-	} while (0)
-	IDRV(ctx_get_device, "cuCtxGetDevice");
-	IDRV(dev_attr, "cuDeviceGetAttribute");
-	IDRV(mod_global, "cuModuleGetGlobal_v2");
-	IDRV(lib_global, "cuLibraryGetGlobal");
-	IDRV(host_register, "cuMemHostRegister_v2");
-	IDRV(host_unregister, "cuMemHostUnregister");
-	IDRV(host_dptr, "cuMemHostGetDevicePointer_v2");
-#undef IDRV
+	devrt_driver_sym_into(&idrv.ctx_get_device, "cuCtxGetDevice");
+	devrt_driver_sym_into(&idrv.dev_attr, "cuDeviceGetAttribute");
+	devrt_driver_sym_into(&idrv.mod_global, "cuModuleGetGlobal_v2");
+	devrt_driver_sym_into(&idrv.lib_global, "cuLibraryGetGlobal");
 }
 
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
-#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
 
 /* Compute capability of the current context's device, major * 10 + minor. */
 static __u32 sm_arch(void)
@@ -235,23 +222,10 @@ struct inj_mod {
 	int lib;                /* CUlibrary handles */
 	__u32 nkeys;
 	void **keys;            /* redirected originals */
-	void *region;           /* the shared region, or NULL */
-	size_t region_size;
-	char path[640];         /* its file */
+	struct devrt_region *region; /* the shared region, or NULL */
 };
 
 static struct inj_mod *mods;
-
-static void region_free(struct inj_mod *m)
-{
-	if (!m->region)
-		return;
-	if (idrv.host_unregister)
-		idrv.host_unregister(m->region);
-	munmap(m->region, m->region_size);
-	unlink(m->path);
-	m->region = NULL;
-}
 
 static void patched_unload(struct inj_mod *m)
 {
@@ -268,8 +242,10 @@ static void patched_unload(struct inj_mod *m)
 
 static void mod_free(struct inj_mod *m)
 {
-	region_free(m);
+	/* The twin first: no launch of it may run on a freed region. */
 	patched_unload(m);
+	devrt_region_put(m->region);
+	m->region = NULL;
 	free(m->keys);
 	free(m);
 }
@@ -290,61 +266,6 @@ static void emit(struct inj_try *x, __u32 outcome, __u32 reason)
 	e->ts_ns = devrt_now();
 	e->total_ns = e->ts_ns - x->t0;
 	devrt_ring_write(e, sizeof(*e));
-}
-
-/*
- * The region: a file beside the ring, shared, mapped for the device.  On
- * failure *step names what failed.  The ring directory must be on tmpfs
- * (/dev/shm) or hugetlbfs: since Linux 6.5 the long-term pin that
- * cuMemHostRegister takes is refused for other file-backed pages.
- */
-static int region_make(struct inj_mod *m, __u64 size, CUdeviceptr *dptr,
-		       CUresult *res, const char **step)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-	size_t len = (size_t)((size + (__u64)pg - 1) & ~((__u64)pg - 1));
-	void *p;
-	int fd;
-
-	*step = "driver: no cuMemHostRegister";
-	if (!idrv.host_register || !idrv.host_dptr)
-		return -1;
-	*step = "region file";
-	snprintf(m->path, sizeof(m->path), "%s/gpuext-devmaps-%d-%llu.maps",
-		 devrt.cfg.dir, (int)devrt.pid,
-		 (unsigned long long)devrt_now());
-	fd = open(m->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		  0600);
-	if (fd < 0)
-		return -1;
-	if (ftruncate(fd, (off_t)len) < 0) {
-		close(fd);
-		unlink(m->path);
-		return -1;
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED) {
-		unlink(m->path);
-		return -1;
-	}
-	m->region = p;
-	m->region_size = len;
-	*step = "cuMemHostRegister";
-	*res = idrv.host_register(p, len, CU_MEMHOSTREGISTER_DEVICEMAP);
-	if (*res != CUDA_SUCCESS) {
-		munmap(p, len);
-		unlink(m->path);
-		m->region = NULL;
-		return -1;
-	}
-	*step = "cuMemHostGetDevicePointer";
-	*res = idrv.host_dptr(dptr, p, 0);
-	if (*res != CUDA_SUCCESS) {
-		region_free(m);
-		return -1;
-	}
-	return 0;
 }
 
 /* Writes dptr into the patched module's __gpuext_shared. */
@@ -484,9 +405,17 @@ static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
 	}
 	if (a->shared_size) {
 		const char *step = "";
+		int shared = 0;
 
-		if (region_make(m, a->shared_size, &dptr, &r, &step) ||
-		    region_bind(m, dptr, &r, &step)) {
+		m->region = devrt_region_get(a->shared_size, a->probe_version,
+					     a->init, a->init_len, &shared,
+					     &r, &step);
+		if (m->region) {
+			dptr = devrt_region_dptr(m->region);
+			if (shared)
+				e->flags |= GPUEXT_IF_REGION_SHARED;
+		}
+		if (!m->region || region_bind(m, dptr, &r, &step)) {
 			e->cuda_result = r;
 			snprintf(e->text, sizeof(e->text), "%s", step);
 			mod_free(m);
@@ -507,7 +436,7 @@ static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
 	}
 	e->patched = (__u64)(uintptr_t)m->patched;
 	e->shared_dptr = dptr;
-	e->shared_size = m->region_size;
+	e->shared_size = m->region ? devrt_region_size(m->region) : 0;
 	e->kernels = a->nkernels;
 	emit(x, GPUEXT_INJ_OUT_PATCHED, GPUEXT_INJ_R_NONE);
 }
@@ -680,6 +609,7 @@ void devrt_inject_refused(void *orig, CUresult twin, CUresult res)
 static void inject_atfork_child(void)
 {
 	pthread_mutex_init(&inj_lock, NULL);
+	devrt_region_atfork_child();
 }
 
 __attribute__((constructor)) static void inject_init(void)

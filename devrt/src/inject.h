@@ -145,8 +145,22 @@ struct devrt_inj_answer {
 	char *ptx;          /* NUL-terminated patched PTX (malloc'd), PATCHED */
 	size_t ptx_len;
 	char *names;        /* nkernels NUL-terminated names (malloc'd) */
+	__u8 *init;         /* the region's initial contents (malloc'd): */
+	size_t init_len;    /* struct gpuext_inj_init entries, checked */
+	__u64 probe_version;
 	char text[48];      /* the reason text, NUL-terminated, truncated */
 };
+
+/* region.c: the shared region of device probes' maps. */
+struct devrt_region;
+struct devrt_region *devrt_region_get(__u64 size, __u64 version,
+				      const __u8 *init, size_t init_len,
+				      int *shared, CUresult *res,
+				      const char **step);
+CUdeviceptr devrt_region_dptr(const struct devrt_region *g);
+__u64 devrt_region_size(const struct devrt_region *g);
+void devrt_region_put(struct devrt_region *g);
+void devrt_region_atfork_child(void);
 
 int devrt_inject_ask(const char *sock, __u32 timeout_ms,
 		     const struct gpuext_inj_req *req, const char *ptx,

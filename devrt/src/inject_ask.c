@@ -138,7 +138,35 @@ void devrt_inject_answer_free(struct devrt_inj_answer *a)
 {
 	free(a->ptx);
 	free(a->names);
+	free(a->init);
 	a->ptx = a->names = NULL;
+	a->init = NULL;
+}
+
+/*
+ * The region's initial contents: entries of struct gpuext_inj_init, each
+ * followed by its bytes padded to 8, exactly filling len bytes, every one
+ * inside the shared_size bytes of the region.
+ */
+static int init_ok(const __u8 *b, size_t len, __u64 shared)
+{
+	struct gpuext_inj_init e;
+	size_t i = 0;
+
+	while (i < len) {
+		if (len - i < sizeof(e))
+			return 0;
+		memcpy(&e, b + i, sizeof(e));
+		i += sizeof(e);
+		if (!e.len || e._pad || e.offset > shared ||
+		    e.len > shared - e.offset ||
+		    ((__u64)e.len + 7) / 8 * 8 > len - i)
+			return 0;
+		for (i += e.len; i % 8; i++)
+			if (b[i])
+				return 0;	/* padding is zero */
+	}
+	return 1;
 }
 
 static int read_answer(int fd, const struct gpuext_inj_req *req,
@@ -156,11 +184,13 @@ static int read_answer(int fd, const struct gpuext_inj_req *req,
 	    h.ptx_len > GPUEXT_INJ_MAX_PTX || h.names_len > GPUEXT_INJ_MAX_NAMES ||
 	    h.nkernels > GPUEXT_INJ_MAX_KERNELS ||
 	    h.shared_size > GPUEXT_INJ_MAX_SHARED ||
+	    h.init_len > GPUEXT_INJ_MAX_INIT || h.init_len % 8 ||
+	    (h.init_len && !h.shared_size) ||
 	    memcmp(h.sha256, req->sha256, sizeof(h.sha256)) ||
 	    ((h.status == GPUEXT_INJ_PATCHED) !=
 	     (h.ptx_len > 0 && h.nkernels > 0)) ||
 	    (h.status != GPUEXT_INJ_PATCHED &&
-	     (h.names_len || h.ptx_len || h.nkernels)))
+	     (h.names_len || h.ptx_len || h.nkernels || h.init_len)))
 		return -GPUEXT_INJ_R_BAD_RESPONSE;
 	if ((r = recv_all(fd, reason, h.reason_len, deadline)))
 		return r;
@@ -175,16 +205,21 @@ static int read_answer(int fd, const struct gpuext_inj_req *req,
 	if (h.status == GPUEXT_INJ_PATCHED) {
 		a->ptx = malloc(h.ptx_len + 1);
 		a->names = malloc(h.names_len + 1);
-		if (!a->ptx || !a->names)
+		a->init = h.init_len ? malloc(h.init_len) : NULL;
+		if (!a->ptx || !a->names || (h.init_len && !a->init))
 			return -GPUEXT_INJ_R_NO_MEMORY;
 		if ((r = recv_all(fd, a->ptx, h.ptx_len, deadline)) ||
-		    (r = recv_all(fd, a->names, h.names_len, deadline)))
+		    (r = recv_all(fd, a->names, h.names_len, deadline)) ||
+		    (r = recv_all(fd, a->init, h.init_len, deadline)))
 			return r;
+		a->init_len = h.init_len;
+		a->probe_version = h.probe_version;
 		a->ptx[h.ptx_len] = '\0';
 		a->names[h.names_len] = '\0';
 		a->ptx_len = h.ptx_len;
 		if (strlen(a->ptx) != h.ptx_len ||
-		    !names_ok(a->names, h.names_len, h.nkernels))
+		    !names_ok(a->names, h.names_len, h.nkernels) ||
+		    !init_ok(a->init, a->init_len, h.shared_size))
 			return -GPUEXT_INJ_R_BAD_RESPONSE;
 	}
 	a->status = h.status;

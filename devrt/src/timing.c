@@ -33,7 +33,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -75,7 +74,6 @@ struct pool {
 
 static struct pool pools[MAX_POOLS];
 static int timing;          /* OFF, UNKNOWN, STARTING, ON */
-static pthread_t poller;
 static int flush_req, flush_done;
 
 static void drop_timing(void)
@@ -430,14 +428,6 @@ static int poll_once(void)
 	return running;
 }
 
-static void sleep_ns(__u64 ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000ULL),
-			       (long)(ns % 1000000000ULL) };
-
-	nanosleep(&ts, NULL);
-}
-
 static void *poll_main(void *arg)
 {
 	__u64 idle = (__u64)devrt.cfg.poll_us * 1000, deadline = 0;
@@ -452,11 +442,11 @@ static void *poll_main(void *arg)
 				deadline = devrt_now() + FLUSH_WAIT_NS;
 			if (!running || devrt_now() > deadline)
 				break;
-			sleep_ns(100000);
+			devrt_sleep_ns(100000);
 			continue;
 		}
 		/* Idle: look ten times less often. */
-		sleep_ns(running ? idle : 10 * idle);
+		devrt_sleep_ns(running ? idle : 10 * idle);
 	}
 	__atomic_store_n(&flush_done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -466,8 +456,6 @@ static void *poll_main(void *arg)
 static int timing_ready(void)
 {
 	int st = __atomic_load_n(&timing, __ATOMIC_ACQUIRE);
-	pthread_attr_t attr;
-	sigset_t all, old;
 	int err = -1;
 
 	if (likely(st == ON))
@@ -483,16 +471,8 @@ static int timing_ready(void)
 		}
 		return st == ON;
 	}
-	if (devrt_driver_load() == 0 && !(devrt.cfg.faults & DEVRT_FAULT_POLLER) &&
-	    pthread_attr_init(&attr) == 0) {
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		/* No signal of the application lands in devrt's thread. */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		err = pthread_create(&poller, &attr, poll_main, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&attr);
-	}
+	if (devrt_driver_load() == 0 && !(devrt.cfg.faults & DEVRT_FAULT_POLLER))
+		err = devrt_thread_start(poll_main);
 	if (err)
 		devrt_debug("GPU execution timing off: %s",
 			    err > 0 ? strerror(err) : "no driver functions or fault injected");
@@ -616,7 +596,7 @@ void devrt_timing_flush(void)
 	__atomic_store_n(&flush_req, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < 1000 && !__atomic_load_n(&flush_done, __ATOMIC_ACQUIRE);
 	     i++)
-		sleep_ns(1000000);
+		devrt_sleep_ns(1000000);
 }
 
 /* In a forked child: the parent's events and poller are not ours. */

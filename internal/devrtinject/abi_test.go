@@ -74,7 +74,8 @@ func TestLayoutMatchesBTF(t *testing.T) {
 		{"gpuext_inj_resp", RespHeaderSize, map[string]uint32{
 			"magic": 0, "version": 4, "hdr_size": 6, "status": 8, "reason_len": 12,
 			"ptx_len": 16, "names_len": 24, "nkernels": 28, "shared_size": 32,
-			"probe_version": 40, "flags": 48, "sha256": 56}},
+			"probe_version": 40, "flags": 48, "init_len": 52, "sha256": 56}},
+		{"gpuext_inj_init", InitHeaderSize, map[string]uint32{"offset": 0, "len": 8}},
 		{"gpuext_inject_event", EventSize, map[string]uint32{
 			"kind": evOffKind, "api": evOffAPI, "source": evOffSource, "flags": evOffFlags,
 			"pid": evOffPID, "tid": evOffTID, "ts_ns": evOffTS, "module": evOffModule,
@@ -122,7 +123,8 @@ func TestConstantsMatchHeader(t *testing.T) {
 	want := map[string]string{
 		"GPUEXT_INJ_REQ_MAGIC":      "0x51524a47U",
 		"GPUEXT_INJ_RESP_MAGIC":     "0x53524a47U",
-		"GPUEXT_INJ_VERSION":        "1",
+		"GPUEXT_INJ_VERSION":        "2",
+		"GPUEXT_INJ_MAX_INIT":       "(1U << 20)",
 		"GPUEXT_INJ_MAX_PTX":        "(64U << 20)",
 		"GPUEXT_INJ_MAX_NAMES":      "(4U << 20)",
 		"GPUEXT_INJ_MAX_KERNELS":    "65536",
@@ -134,6 +136,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"GPUEXT_INJ_RF_CACHED":      "(1U << 0)",
 		"GPUEXT_IF_COLLECTOR_CACHE": "(1U << 0)",
 		"GPUEXT_IF_LIBRARY":         "(1U << 1)",
+		"GPUEXT_IF_REGION_SHARED":   "(1U << 2)",
 	}
 	got := map[string]string{}
 	for _, line := range strings.Split(string(hdr), "\n") {

@@ -74,6 +74,7 @@ func (r Reason) String() string {
 const (
 	FlagCollectorCache = 1 << 0 // the collector answered from its cache
 	FlagLibrary        = 1 << 1 // Module and Patched are CUlibrary handles
+	FlagRegionShared   = 1 << 2 // the region was made for an earlier module
 )
 
 // Event is struct gpuext_inject_event: what devrt did with one module load.

@@ -27,6 +27,11 @@ type Result struct {
 	// SharedSize is the bytes of the shared region the probes' maps need
 	// (0: none).
 	SharedSize uint64
+	// Init is the region's initial contents (the maps' headers); devrt
+	// writes them into a fresh region, the rest of which starts zero. A
+	// region is shared by every module patched with one probe set, so
+	// Init must depend only on the probe set.
+	Init []InitRange
 	// Reason says why (Rejected, and optionally the others).
 	Reason string
 }

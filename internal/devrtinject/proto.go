@@ -11,17 +11,20 @@ import (
 
 // The protocol's constants, as bpf/include/gpuext_abi.h defines them.
 const (
-	ReqMagic      = 0x51524a47 // GPUEXT_INJ_REQ_MAGIC
-	RespMagic     = 0x53524a47 // GPUEXT_INJ_RESP_MAGIC
-	Version       = 1          // GPUEXT_INJ_VERSION
-	MaxPTX        = 64 << 20   // GPUEXT_INJ_MAX_PTX
-	MaxNames      = 4 << 20    // GPUEXT_INJ_MAX_NAMES
-	MaxKernels    = 65536      // GPUEXT_INJ_MAX_KERNELS
-	MaxReason     = 1024       // GPUEXT_INJ_MAX_REASON
-	MaxShared     = 1 << 30    // GPUEXT_INJ_MAX_SHARED
-	SocketName    = "gpuext-inject.sock"
-	SharedGlobal  = "__gpuext_shared"
-	ReqHeaderSize = 80 // sizeof(struct gpuext_inj_req)
+	ReqMagic   = 0x51524a47 // GPUEXT_INJ_REQ_MAGIC
+	RespMagic  = 0x53524a47 // GPUEXT_INJ_RESP_MAGIC
+	Version    = 2          // GPUEXT_INJ_VERSION
+	MaxPTX     = 64 << 20   // GPUEXT_INJ_MAX_PTX
+	MaxNames   = 4 << 20    // GPUEXT_INJ_MAX_NAMES
+	MaxKernels = 65536      // GPUEXT_INJ_MAX_KERNELS
+	MaxReason  = 1024       // GPUEXT_INJ_MAX_REASON
+	MaxShared  = 1 << 30    // GPUEXT_INJ_MAX_SHARED
+	MaxInit    = 1 << 20    // GPUEXT_INJ_MAX_INIT
+	// InitHeaderSize is sizeof(struct gpuext_inj_init).
+	InitHeaderSize = 16
+	SocketName     = "gpuext-inject.sock"
+	SharedGlobal   = "__gpuext_shared"
+	ReqHeaderSize  = 80 // sizeof(struct gpuext_inj_req)
 	// RespHeaderSize is sizeof(struct gpuext_inj_resp).
 	RespHeaderSize = 88
 )
@@ -75,6 +78,13 @@ type Request struct {
 	Kernels []string // the .entry names devrt found (a hint)
 }
 
+// InitRange is part of a shared region's initial contents (struct
+// gpuext_inj_init and its bytes); the rest of the region starts zero.
+type InitRange struct {
+	Offset uint64
+	Data   []byte
+}
+
 // Response is the collector's answer.
 type Response struct {
 	Status       Status
@@ -83,8 +93,54 @@ type Response struct {
 	ProbeVersion uint64
 	Hash         [32]byte // the request's
 	Reason       string
-	PTX          []byte   // Patched only
-	Kernels      []string // Patched only: the kernels launches go to
+	PTX          []byte      // Patched only
+	Kernels      []string    // Patched only: the kernels launches go to
+	Init         []InitRange // Patched only: the region's initial contents
+}
+
+// initLen is the bytes init takes on the wire.
+func initLen(init []InitRange) uint64 {
+	n := uint64(0)
+	for _, r := range init {
+		n += InitHeaderSize + (uint64(len(r.Data))+7)&^7
+	}
+	return n
+}
+
+func appendInit(b []byte, init []InitRange) []byte {
+	le := binary.LittleEndian
+	for _, r := range init {
+		b = le.AppendUint64(b, r.Offset)
+		b = le.AppendUint32(b, uint32(len(r.Data)))
+		b = le.AppendUint32(b, 0)
+		b = append(b, r.Data...)
+		b = append(b, make([]byte, (8-len(r.Data)%8)%8)...)
+	}
+	return b
+}
+
+// splitInit reads the entries that fill b exactly, each inside shared bytes.
+func splitInit(b []byte, shared uint64) ([]InitRange, error) {
+	var out []InitRange
+	le := binary.LittleEndian
+	for len(b) > 0 {
+		if len(b) < InitHeaderSize {
+			return nil, fmt.Errorf("%w: %d bytes left of the initial contents", ErrFields, len(b))
+		}
+		off, n, pad := le.Uint64(b), uint64(le.Uint32(b[8:])), le.Uint32(b[12:])
+		b = b[InitHeaderSize:]
+		if n == 0 || pad != 0 || off > shared || n > shared-off || (n+7)&^7 > uint64(len(b)) {
+			return nil, fmt.Errorf("%w: initial contents [%d,+%d) in a region of %d bytes", ErrFields, off, n, shared)
+		}
+		for _, z := range b[n : (n+7)&^7] {
+			if z != 0 {
+				return nil, fmt.Errorf("%w: initial contents padded with non-zero bytes", ErrFields)
+			}
+		}
+		out = append(out, InitRange{Offset: off, Data: b[:n]})
+		b = b[(n+7)&^7:]
+	}
+	return out, nil
 }
 
 // Request and response decoding errors.
@@ -223,11 +279,12 @@ func AppendResponse(b []byte, p *Response) ([]byte, error) {
 	b = le.AppendUint64(b, p.SharedSize)
 	b = le.AppendUint64(b, p.ProbeVersion)
 	b = le.AppendUint32(b, p.Flags)
-	b = le.AppendUint32(b, 0)
+	b = le.AppendUint32(b, uint32(initLen(p.Init)))
 	b = append(b, p.Hash[:]...)
 	b = append(b, p.Reason...)
 	b = append(b, p.PTX...)
-	return append(b, names...), nil
+	b = append(b, names...)
+	return appendInit(b, p.Init), nil
 }
 
 // valid is what devrt requires of an answer (devrt/src/inject_ask.c).
@@ -238,13 +295,21 @@ func (p *Response) valid() error {
 	case len(p.Reason) > MaxReason || len(p.PTX) > MaxPTX ||
 		len(p.Kernels) > MaxKernels || p.SharedSize > MaxShared:
 		return ErrLimit
-	case p.Status != StatusPatched && (len(p.PTX) > 0 || len(p.Kernels) > 0):
-		return fmt.Errorf("%w: %v with PTX or kernels", ErrFields, p.Status)
+	case initLen(p.Init) > MaxInit:
+		return ErrLimit
+	case p.Status != StatusPatched && (len(p.PTX) > 0 || len(p.Kernels) > 0 || len(p.Init) > 0):
+		return fmt.Errorf("%w: %v with PTX, kernels or initial contents", ErrFields, p.Status)
 	case (p.Status == StatusPatched) != (len(p.PTX) > 0 && len(p.Kernels) > 0):
 		return fmt.Errorf("%w: %v with %d bytes of PTX and %d kernels",
 			ErrFields, p.Status, len(p.PTX), len(p.Kernels))
 	case bytes.IndexByte(p.PTX, 0) >= 0:
 		return fmt.Errorf("%w: NUL in the patched PTX", ErrFields)
+	}
+	for _, r := range p.Init {
+		if len(r.Data) == 0 || r.Offset > p.SharedSize || uint64(len(r.Data)) > p.SharedSize-r.Offset {
+			return fmt.Errorf("%w: initial contents [%d,+%d) in a region of %d bytes",
+				ErrFields, r.Offset, len(r.Data), p.SharedSize)
+		}
 	}
 	return nil
 }
@@ -271,11 +336,12 @@ func ReadResponse(r io.Reader) (*Response, error) {
 	p.SharedSize = le.Uint64(h[32:])
 	p.ProbeVersion = le.Uint64(h[40:])
 	p.Flags = le.Uint32(h[48:])
+	iLen := le.Uint32(h[52:])
 	copy(p.Hash[:], h[56:88])
-	if reasonLen > MaxReason || ptxLen > MaxPTX || namesLen > MaxNames || nk > MaxKernels {
+	if reasonLen > MaxReason || ptxLen > MaxPTX || namesLen > MaxNames || nk > MaxKernels || iLen > MaxInit {
 		return nil, ErrLimit
 	}
-	body := make([]byte, uint64(reasonLen)+ptxLen+uint64(namesLen))
+	body := make([]byte, uint64(reasonLen)+ptxLen+uint64(namesLen)+uint64(iLen))
 	if _, err := io.ReadFull(r, body); err != nil {
 		return nil, err
 	}
@@ -284,7 +350,11 @@ func ReadResponse(r io.Reader) (*Response, error) {
 		p.PTX = body[reasonLen : uint64(reasonLen)+ptxLen]
 	}
 	var err error
-	if p.Kernels, err = splitNames(body[uint64(reasonLen)+ptxLen:], nk); err != nil {
+	nameEnd := uint64(reasonLen) + ptxLen + uint64(namesLen)
+	if p.Kernels, err = splitNames(body[uint64(reasonLen)+ptxLen:nameEnd], nk); err != nil {
+		return nil, err
+	}
+	if p.Init, err = splitInit(body[nameEnd:], p.SharedSize); err != nil {
 		return nil, err
 	}
 	if len(p.Kernels) == 0 {

@@ -46,7 +46,7 @@ func TestReadRequestErrors(t *testing.T) {
 		{"empty", nil, io.EOF, false},
 		{"short header", corrupt(t, func(b []byte) []byte { return b[:40] }), io.ErrUnexpectedEOF, false},
 		{"magic", corrupt(t, func(b []byte) []byte { b[0] ^= 1; return b }), ErrMagic, false},
-		{"version", corrupt(t, func(b []byte) []byte { le.PutUint16(b[4:], 2); return b }), ErrVersion, false},
+		{"version", corrupt(t, func(b []byte) []byte { le.PutUint16(b[4:], Version+1); return b }), ErrVersion, false},
 		{"header size", corrupt(t, func(b []byte) []byte { le.PutUint16(b[6:], 96); return b }), ErrVersion, false},
 		{"no PTX", corrupt(t, func(b []byte) []byte { le.PutUint64(b[16:], 0); return b }), ErrLimit, true},
 		{"PTX too long", corrupt(t, func(b []byte) []byte { le.PutUint64(b[16:], MaxPTX+1); return b }), ErrLimit, true},
@@ -79,6 +79,8 @@ func TestResponseRoundTrip(t *testing.T) {
 	tests := []Response{
 		{Status: StatusPatched, Flags: RespCached, SharedSize: 4096, ProbeVersion: 7,
 			Hash: [32]byte{1, 2}, Reason: "ok", PTX: []byte(testPTX), Kernels: []string{"k"}},
+		{Status: StatusPatched, SharedSize: 4096, PTX: []byte(testPTX), Kernels: []string{"k"},
+			Init: []InitRange{{Offset: 0, Data: []byte{1, 2, 3}}, {Offset: 4000, Data: make([]byte, 96)}}},
 		{Status: StatusUnchanged, Hash: [32]byte{3}},
 		{Status: StatusRejected, Reason: "rejected: k has .maxnreg 16"},
 		{Status: StatusError, Reason: "bad request"},
@@ -109,6 +111,14 @@ func TestAppendResponseRefuses(t *testing.T) {
 		{"empty name", Response{Status: StatusPatched, PTX: []byte("x"), Kernels: []string{""}}, ErrNames},
 		{"long reason", Response{Status: StatusError, Reason: string(make([]byte, MaxReason+1))}, ErrLimit},
 		{"huge region", Response{Status: StatusUnchanged, SharedSize: MaxShared + 1}, ErrLimit},
+		{"init outside the region", Response{Status: StatusPatched, PTX: []byte("x"), Kernels: []string{"k"},
+			SharedSize: 64, Init: []InitRange{{Offset: 60, Data: make([]byte, 8)}}}, ErrFields},
+		{"empty init", Response{Status: StatusPatched, PTX: []byte("x"), Kernels: []string{"k"},
+			SharedSize: 64, Init: []InitRange{{Offset: 0}}}, ErrFields},
+		{"init too long", Response{Status: StatusPatched, PTX: []byte("x"), Kernels: []string{"k"},
+			SharedSize: MaxShared, Init: []InitRange{{Data: make([]byte, MaxInit)}}}, ErrLimit},
+		{"unchanged with init", Response{Status: StatusUnchanged, SharedSize: 64,
+			Init: []InitRange{{Data: []byte{1}}}}, ErrFields},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,6 +154,8 @@ func FuzzReadRequest(f *testing.F) {
 func FuzzReadResponse(f *testing.F) {
 	for _, p := range []Response{
 		{Status: StatusPatched, PTX: []byte(testPTX), Kernels: []string{"k"}, SharedSize: 64},
+		{Status: StatusPatched, PTX: []byte(testPTX), Kernels: []string{"k"}, SharedSize: 256,
+			Init: []InitRange{{Offset: 128, Data: []byte("header")}}},
 		{Status: StatusRejected, Reason: "no"},
 	} {
 		b, _ := AppendResponse(nil, &p)

@@ -195,7 +195,7 @@ func (s *Server) handle(c *net.UnixConn) {
 	default:
 		p.Status, p.Reason, p.SharedSize = res.Status, truncate(res.Reason), res.SharedSize
 		if res.Status == StatusPatched {
-			p.PTX, p.Kernels = res.PTX, res.Kernels
+			p.PTX, p.Kernels, p.Init = res.PTX, res.Kernels, res.Init
 		}
 		if cached {
 			p.Flags |= RespCached
@@ -292,14 +292,17 @@ func checkResult(r *Result) error {
 		if r.SharedSize > 0 && !bytes.Contains(r.PTX, []byte(SharedGlobal)) {
 			return errors.New("patcher: a shared region but no " + SharedGlobal)
 		}
+		if r.SharedSize == 0 && len(r.Init) > 0 {
+			return errors.New("patcher: initial contents without a shared region")
+		}
 	case StatusUnchanged, StatusRejected:
-		r.PTX, r.Kernels = nil, nil
+		r.PTX, r.Kernels, r.Init = nil, nil, nil
 		r.SharedSize = 0
 	default:
 		return fmt.Errorf("patcher: status %v", r.Status)
 	}
 	p := Response{Status: r.Status, PTX: r.PTX, Kernels: r.Kernels,
-		SharedSize: r.SharedSize, Reason: truncate(r.Reason)}
+		SharedSize: r.SharedSize, Init: r.Init, Reason: truncate(r.Reason)}
 	if err := p.valid(); err != nil {
 		return fmt.Errorf("patcher: %w", err)
 	}

@@ -148,3 +148,57 @@ func FuzzRegion(f *testing.F) {
 		tr.Flush()
 	})
 }
+
+// TestReaderNeverWrites: the reader keeps its ring tails and losses to
+// itself, so devrt's copy of the device's memory over the file (which
+// holds no tail) neither repeats nor loses records.
+func TestReaderNeverWrites(t *testing.T) {
+	lay := smallLayout(t)
+	dev := make([]byte, lay.Size) // the device's region
+	require.NoError(t, lay.Init(dev))
+	ring := lay.Maps[0]
+	block := func(i uint64) []byte {
+		rec := make([]byte, BlockSize)
+		binary.LittleEndian.PutUint64(rec[8:], i)
+		binary.LittleEndian.PutUint64(rec[16:], 100*i)
+		binary.LittleEndian.PutUint64(rec[24:], 100*i+50)
+		return rec
+	}
+	file := append([]byte(nil), dev...) // the mirror
+	r, err := FromBytes(file, lay)
+	require.NoError(t, err)
+	ids := func(s Snapshot) []uint64 {
+		var out []uint64
+		for _, b := range s.Blocks {
+			out = append(out, b.Block)
+		}
+		return out
+	}
+	for i := range uint64(3) {
+		_, err := ring.RingOutput(gpumap.Region(dev), block(i))
+		require.NoError(t, err)
+	}
+	copy(file, dev)
+	s, err := r.Read()
+	require.NoError(t, err)
+	require.Equal(t, []uint64{0, 1, 2}, ids(s))
+	require.Equal(t, dev, file, "the reader wrote nothing")
+
+	// The next copy: the old records again, and 11 new ones (a lap of 8
+	// and 3 more): the 3 overwritten before the copy are lost, once.
+	for i := uint64(3); i < 14; i++ {
+		_, err := ring.RingOutput(gpumap.Region(dev), block(i))
+		require.NoError(t, err)
+	}
+	copy(file, dev)
+	s, err = r.Read()
+	require.NoError(t, err)
+	require.Equal(t, []uint64{6, 7, 8, 9, 10, 11, 12, 13}, ids(s))
+	require.Equal(t, uint64(3), s.Drops[MapBlockRing])
+	copy(file, dev)
+	s, err = r.Read()
+	require.NoError(t, err)
+	require.Empty(t, s.Blocks, "nothing read twice")
+	require.Equal(t, uint64(3), s.Drops[MapBlockRing])
+	require.Equal(t, dev, file)
+}

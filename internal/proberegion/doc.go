@@ -5,8 +5,9 @@
 // many warps were resident per SM over time.
 //
 // Why a package of its own: the region is written by GPU code of an
-// untrusted process (devrt maps the file <ring dir>/gpuext-devmaps-<pid>-
-// <created_ns>.maps; its size is what the collector's Patcher asked for),
+// untrusted process (devrt copies the device memory the probes write into
+// the file <ring dir>/gpuext-devmaps-<pid>-<created_ns>.maps; its size is
+// what the collector's Patcher asked for),
 // so every byte is checked before use, and the receiver only sees decoded
 // records. A region that is short, foreign (its map headers do not match the
 // layout of the probe set this collector compiled) or truncated while mapped
@@ -14,8 +15,10 @@
 // again, and nothing else is affected.
 //
 // The map layout is the probe set's (gpumap.Layout from devrt/jit): the file
-// carries no description of itself. devrt creates it zero-filled; the first
-// Open writes the maps' static header fields (Layout.Init), which the
-// device never touches, so the readers of devrt/jit/gpumap can check each
-// map against the layout from then on.
+// carries no description of itself. devrt fills it with the maps' headers
+// the collector sent (Layout.Init's static fields, which the device never
+// touches; Open writes the same ones into a file still zero), so the
+// readers of devrt/jit/gpumap can check each map against the layout. The
+// reader writes nothing else: devrt's next copy would overwrite it, so
+// ring tails and losses are the Region's own.
 package proberegion

@@ -85,7 +85,9 @@ func (r *Region) read(s *Snapshot) error {
 		}
 		switch m.Name {
 		case MapBlockRing, MapLaunchRing:
-			recs, _ := m.RingDrain(reg, MaxRecords) // its error: a skipped record, counted in drops
+			recs, tail, lost, _ := m.RingRead(reg, r.tail[m.Name], MaxRecords) // its error: a skipped record, counted as lost
+			r.tail[m.Name] = tail
+			r.lost[m.Name] += lost
 			for _, b := range recs {
 				switch {
 				case m.Name == MapBlockRing && len(b) == BlockSize:
@@ -100,10 +102,7 @@ func (r *Region) read(s *Snapshot) error {
 					s.Bad++
 				}
 			}
-			h, err = m.ReadHeader(reg) // drops as RingDrain left them
-			if err != nil {
-				return err
-			}
+			h.Drops += r.lost[m.Name] // the device's, and what the reader lost
 		case MapSM:
 			if m.ValueSize != SMSize || m.MaxEntries < 1 {
 				return fmt.Errorf("map %s: value of %d bytes, want %d", m.Name, m.ValueSize, SMSize)

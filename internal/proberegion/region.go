@@ -39,12 +39,20 @@ type Region struct {
 	mapped bool
 	broken error
 	path   string
+	// tail and lost are each ring's records consumed and lost so far:
+	// the reader's own, never written into the region, whose file devrt
+	// overwrites with its copy of the device's memory.
+	tail map[string]uint64
+	lost map[string]uint64
 }
 
 // Open maps the region file at path for the probe set of layout. The file
 // must be a regular file with one link, at least layout.Size bytes long.
-// Map headers still zero are initialised; headers that describe other maps
-// make the region foreign (an error).
+// Map headers still zero are initialised (devrt writes the same headers,
+// from the collector's answer, right after it sizes the file); headers
+// that describe other maps make the region foreign (an error). Beyond
+// that the reader never writes the region: devrt copies the device's
+// memory over the file every GPUEXT_DEVRT_PROBE_SYNC_MS.
 func Open(path string, layout gpumap.Layout) (*Region, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -68,7 +76,7 @@ func Open(path string, layout gpumap.Layout) (*Region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
-	r := &Region{layout: layout, mem: mem, mapped: true, path: path}
+	r := &Region{layout: layout, mem: mem, mapped: true, path: path, tail: map[string]uint64{}, lost: map[string]uint64{}}
 	if err := r.init(); err != nil {
 		r.Close()
 		return nil, err
@@ -82,7 +90,7 @@ func FromBytes(mem []byte, layout gpumap.Layout) (*Region, error) {
 	if layout.Size == 0 || uint64(len(mem)) < layout.Size {
 		return nil, fmt.Errorf("%w: %d bytes, the probe set's maps need %d", ErrBroken, len(mem), layout.Size)
 	}
-	r := &Region{layout: layout, mem: mem[:layout.Size], path: "memory"}
+	r := &Region{layout: layout, mem: mem[:layout.Size], path: "memory", tail: map[string]uint64{}, lost: map[string]uint64{}}
 	if err := r.init(); err != nil {
 		return nil, err
 	}

@@ -28,6 +28,8 @@
 	D(cuCtxDestroy_v2)			\
 	D(cuCtxSetCurrent)			\
 	D(cuCtxGetCurrent)			\
+	D(cuCtxPushCurrent_v2)			\
+	D(cuCtxPopCurrent_v2)			\
 	D(cuCtxSynchronize)			\
 	D(cuModuleLoadData)			\
 	D(cuModuleLoadDataEx)			\
@@ -49,6 +51,7 @@
 	D(cuDeviceGetAttribute)		\
 	D(cuStreamCreate)			\
 	D(cuStreamDestroy_v2)			\
+	D(cuStreamQuery)			\
 	D(cuStreamSynchronize)			\
 	D(cuStreamSynchronize_ptsz)		\
 	D(cuStreamWaitEvent)			\

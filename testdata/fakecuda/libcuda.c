@@ -345,7 +345,26 @@ struct dev_alloc {
 	size_t size;
 	unsigned char kind;
 	unsigned char live;
+	char *mem;		/* FAKECUDA_DEVICE_BACKING: its contents */
 };
+
+/*
+ * FAKECUDA_DEVICE_BACKING=1: device allocations of at most 256 MiB get
+ * host memory behind them, which copies to and from the device really
+ * read and write (devrt's probe region tests need contents that travel).
+ */
+#define FC_BACKING_MAX	(256ULL << 20)
+static int fc_backing = -1;
+
+static int backing(void)
+{
+	if (fc_backing < 0) {
+		const char *e = getenv("FAKECUDA_DEVICE_BACKING");
+
+		fc_backing = e && !strcmp(e, "1");
+	}
+	return fc_backing;
+}
 
 static pthread_mutex_t fc_mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dev_alloc *fc_allocs;
@@ -407,6 +426,8 @@ static CUresult dev_alloc(CUdeviceptr *dptr, size_t size, enum mkind kind)
 	fc_next_va += (size + DEVICE_ALIGN - 1) & ~(DEVICE_ALIGN - 1);
 	fc_allocs[fc_nallocs++] = (struct dev_alloc){
 		.addr = addr, .size = size, .kind = kind, .live = 1,
+		.mem = backing() && size <= FC_BACKING_MAX ?
+			       calloc(1, size) : NULL,
 	};
 	fc_mem_used += size;
 	*dptr = addr;
@@ -424,6 +445,8 @@ static CUresult dev_free(CUdeviceptr p)
 	i = dev_find(p);
 	if (i >= 0 && fc_allocs[i].addr == p && fc_allocs[i].live) {
 		fc_allocs[i].live = 0;
+		free(fc_allocs[i].mem);
+		fc_allocs[i].mem = NULL;
 		fc_mem_used -= fc_allocs[i].size;
 		fc_ndead++;
 		if (fc_ndead > 64 && fc_ndead * 2 > fc_nallocs)
@@ -454,6 +477,47 @@ static int dev_range_kind(CUdeviceptr p, size_t n)
 	}
 	pthread_mutex_unlock(&fc_mem_lock);
 	return kind;
+}
+
+/* The backing of [p, p+n) inside one live allocation, or NULL.  Callers
+ * copy under fc_mem_lock (an allocation's memory lives until dev_free). */
+static char *dev_mem(CUdeviceptr p, size_t n)
+{
+	char *m = NULL;
+	long i = dev_find(p);
+
+	if (i >= 0 && fc_allocs[i].live && fc_allocs[i].mem) {
+		size_t off = p - fc_allocs[i].addr;
+
+		if (off < fc_allocs[i].size && n <= fc_allocs[i].size - off)
+			m = fc_allocs[i].mem + off;
+	}
+	return m;
+}
+
+/* A copy between host and device memory, when the device has backing. */
+static void dev_copy(CUdeviceptr d, void *h, size_t n, int to_dev)
+{
+	char *m;
+
+	pthread_mutex_lock(&fc_mem_lock);
+	if ((m = dev_mem(d, n)))
+		memcpy(to_dev ? m : h, to_dev ? h : m, n);
+	pthread_mutex_unlock(&fc_mem_lock);
+}
+
+/* The size of the live device allocation holding p, or 0. */
+static size_t dev_alloc_size(CUdeviceptr p)
+{
+	size_t n = 0;
+	long i;
+
+	pthread_mutex_lock(&fc_mem_lock);
+	i = dev_find(p);
+	if (i >= 0 && fc_allocs[i].live && p - fc_allocs[i].addr < fc_allocs[i].size)
+		n = fc_allocs[i].size;
+	pthread_mutex_unlock(&fc_mem_lock);
+	return n;
 }
 
 static CUresult check_dev(CUdeviceptr p, size_t n)
@@ -833,8 +897,10 @@ static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n,
 	if (!src)
 		return CUDA_ERROR_INVALID_VALUE;
 	r = check_dev(dst, n);
-	if (!r)
+	if (!r) {
 		mod_global_write(dst, src, n);
+		dev_copy(dst, (void *)src, n, 1);
+	}
 	return r;
 }
 
@@ -848,7 +914,10 @@ static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
 		return r;
 	if (!dst)
 		return CUDA_ERROR_INVALID_VALUE;
-	return check_dev(src, n);
+	r = check_dev(src, n);
+	if (!r)
+		dev_copy(src, dst, n, 0);
+	return r;
 }
 
 static CUresult copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n,
@@ -1229,6 +1298,33 @@ FC_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
+FC_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+	CUresult r;
+
+	ENTER(cuCtxPushCurrent_v2);
+	if ((r = need_init()))
+		return r;
+	if (handle_kind(ctx) != HK_CONTEXT)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return ctx_push(ctx);
+}
+
+FC_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+	CUresult r;
+
+	ENTER(cuCtxPopCurrent_v2);
+	if ((r = need_init()))
+		return r;
+	if (!t_ctx_depth)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	t_ctx_depth--;
+	if (pctx)
+		*pctx = t_ctx_stack[t_ctx_depth];
+	return CUDA_SUCCESS;
+}
+
 FC_API CUresult cuCtxSynchronize(void)
 {
 	CUresult r;
@@ -1283,7 +1379,7 @@ struct fc_mod {
 	unsigned int maxntid;		/* the smallest .maxntid (0: none) */
 	CUdeviceptr shared;		/* the global, once asked for */
 	unsigned long long shared_val;
-	size_t shared_reg;		/* registered range it pointed into then */
+	size_t shared_dev;		/* device allocation it pointed into then */
 };
 
 struct fc_hostreg {
@@ -1444,8 +1540,7 @@ static CUresult mod_global(CUdeviceptr *dptr, size_t *bytes,
 	return r;
 }
 
-/* The size of the registered, device-mapped range holding p, or 0.
- * Caller holds fc_mod_lock. */
+/* The .maxntid bound of the module holding kernel f (~0U: none). */
 static unsigned int kernel_maxntid(const void *f)
 {
 	unsigned int i, k, v = ~0U;
@@ -1466,6 +1561,8 @@ static unsigned int kernel_maxntid(const void *f)
 	return v;
 }
 
+/* The size of the registered, device-mapped range holding p, or 0.
+ * Caller holds fc_mod_lock. */
 static size_t hostreg_size(unsigned long long p)
 {
 	unsigned int i;
@@ -1489,7 +1586,7 @@ static void mod_global_write(CUdeviceptr dst, const void *src, size_t n)
 
 		if (m->shared && dst == m->shared && n == 8) {
 			memcpy(&m->shared_val, src, 8);
-			m->shared_reg = hostreg_size(m->shared_val);
+			m->shared_dev = dev_alloc_size(m->shared_val);
 		}
 	}
 	pthread_mutex_unlock(&fc_mod_lock);
@@ -1497,12 +1594,35 @@ static void mod_global_write(CUdeviceptr dst, const void *src, size_t n)
 
 /* A launch of f: counted against the kernel it is (a library kernel's
  * CUfunction has the CUkernel's sequence number). */
+static long long fc_probe_off = -2;
+
+/*
+ * FAKECUDA_PROBE_COUNTER=<offset>: what a device probe would do, for a
+ * launch of a kernel whose module's __gpuext_shared holds a pointer to
+ * backed device memory: add 1 to the 64-bit word at that offset from it.
+ */
+static void probe_effect(const struct fc_mod *m)
+{
+	unsigned long long *w;
+
+	if (fc_probe_off == -2) {
+		const char *e = getenv("FAKECUDA_PROBE_COUNTER");
+
+		fc_probe_off = e && *e ? strtoll(e, NULL, 0) : -1;
+	}
+	if (fc_probe_off < 0 || !m->shared_val)
+		return;
+	pthread_mutex_lock(&fc_mem_lock);
+	w = (unsigned long long *)dev_mem(m->shared_val + (CUdeviceptr)fc_probe_off, 8);
+	if (w)
+		__atomic_add_fetch(w, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&fc_mem_lock);
+}
+
 static void mod_launched(const void *f)
 {
 	unsigned int i, k;
 
-	if (!fc_launch_file)
-		return;
 	pthread_mutex_lock(&fc_mod_lock);
 	for (i = 0; i < fc_nmods; i++) {
 		struct fc_mod *m = fc_mods[i];
@@ -1513,6 +1633,7 @@ static void mod_launched(const void *f)
 			if (h && (h == f || (m->lib && handle_seq(h) ==
 						       handle_seq(f)))) {
 				m->kernels[k].launches++;
+				probe_effect(m);
 				goto out;
 			}
 		}
@@ -1546,13 +1667,13 @@ static void write_launches(void)
 			fprintf(f, "{\"module\":\"%p\",\"lib\":%s,\"unloaded\":%s,"
 				"\"name\":\"%s\",\"handle\":\"%p\",\"launches\":%llu,"
 				"\"patched\":%s,\"shared\":\"0x%llx\","
-				"\"shared_registered\":%zu}\n",
+				"\"shared_device\":%zu}\n",
 				m->handle, m->lib ? "true" : "false",
 				m->unloaded ? "true" : "false",
 				m->kernels[k].name, m->kernels[k].handle,
 				m->kernels[k].launches,
 				m->has_shared ? "true" : "false", m->shared_val,
-				m->shared_reg);
+				m->shared_dev);
 		}
 	}
 	fclose(f);
@@ -1993,6 +2114,17 @@ static CUresult stream_sync(CUstream s, int pt)
 
 	if (r == CUDA_SUCCESS && fc_async)
 		wait_until(stream_ready(s, pt));
+	return r;
+}
+
+FC_API CUresult cuStreamQuery(CUstream hStream)
+{
+	CUresult r;
+
+	ENTER(cuStreamQuery);
+	r = need_stream(hStream);
+	if (r == CUDA_SUCCESS && fc_async && stream_ready(hStream, 0) > now_ns())
+		r = CUDA_ERROR_NOT_READY;
 	return r;
 }
 

@@ -1378,6 +1378,9 @@ static void sc_every_api(struct run *r)
 		EXPECT(r, fn == (void *)cuLaunchKernel_ptsz);
 	if (CU(r, CUDA_SUCCESS, cuCtxGetCurrent, &cur))
 		EXPECT(r, cur == ctx);
+	CU(r, CUDA_SUCCESS, cuCtxPushCurrent_v2, ctx);
+	if (CU(r, CUDA_SUCCESS, cuCtxPopCurrent_v2, &cur))
+		EXPECT(r, cur == ctx);
 	CU(r, CUDA_SUCCESS, cuCtxCreate_v2, &c2, 0, 0);
 	CU(r, CUDA_SUCCESS, cuCtxDestroy_v2, c2);
 	CU(r, CUDA_SUCCESS, cuCtxCreate_v3, &c3, NULL, 0, 0, 0);
@@ -1417,6 +1420,7 @@ static void sc_every_api(struct run *r)
 
 	/* streams, events, launches, graphs */
 	CU(r, CUDA_SUCCESS, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+	CU(r, CUDA_SUCCESS, cuStreamQuery, s);
 	CU(r, CUDA_SUCCESS, cuEventCreate, &e0, CU_EVENT_DEFAULT);
 	CU(r, CUDA_SUCCESS, cuEventCreate, &e1, CU_EVENT_DEFAULT);
 	CU(r, CUDA_SUCCESS, cuEventRecord, e0, s);
@@ -1821,6 +1825,10 @@ static void sc_inject(struct run *r)
 	}
 
 	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	/* WORKLOAD_INJECT_HOLD_MS: time for a test to watch devrt's copies of
+	 * the probes' region while every module is still loaded. */
+	if (getenv("WORKLOAD_INJECT_HOLD_MS"))
+		usleep(1000 * (useconds_t)atoi(getenv("WORKLOAD_INJECT_HOLD_MS")));
 	CU(r, CUDA_SUCCESS, cuModuleUnload, m1);
 	CU(r, CUDA_SUCCESS, cuModuleUnload, m2);
 	CU(r, CUDA_SUCCESS, cuModuleUnload, m3);

@@ -1,6 +1,7 @@
 // Package gpumap is the one Go definition of how device-probe maps sit in
-// the shared region (host-mapped memory whose device pointer the probes
-// read from __gpuext_shared): where each map lies, how an array element,
+// the shared region (device memory whose pointer the probes read from
+// __gpuext_shared, which devrt copies into a file the receiver maps):
+// where each map lies, how an array element,
 // a hash bucket or a ring slot is found, and how the host reads them back.
 //
 // The layout follows struct gpuext_gpumap_hdr and friends in
@@ -236,19 +237,27 @@ func (l Layout) Init(region []byte) error {
 	if uint64(len(region)) < l.Size {
 		return fmt.Errorf("region has %d bytes, the layout needs %d", len(region), l.Size)
 	}
-	le := binary.LittleEndian
 	for _, m := range l.Maps {
-		h := region[m.Offset : m.Offset+HeaderSize]
-		le.PutUint32(h[OffMagic:], Magic)
-		le.PutUint32(h[OffType:], uint32(m.Type))
-		le.PutUint32(h[OffKeySize:], m.KeySize)
-		le.PutUint32(h[OffValueSize:], m.ValueSize)
-		le.PutUint32(h[OffMaxEntries:], m.MaxEntries)
-		le.PutUint32(h[OffSlots:], m.Slots)
-		le.PutUint32(h[OffStride:], m.Stride)
-		le.PutUint64(h[OffDataSize:], m.DataSize)
+		// The static fields only: head, drops and count are the device's.
+		copy(region[m.Offset:m.Offset+OffHead], m.HeaderBytes())
 	}
 	return nil
+}
+
+// HeaderBytes is m's header as Init writes it: what the collector sends
+// devrt as the region's initial contents.
+func (m Map) HeaderBytes() []byte {
+	h := make([]byte, HeaderSize)
+	le := binary.LittleEndian
+	le.PutUint32(h[OffMagic:], Magic)
+	le.PutUint32(h[OffType:], uint32(m.Type))
+	le.PutUint32(h[OffKeySize:], m.KeySize)
+	le.PutUint32(h[OffValueSize:], m.ValueSize)
+	le.PutUint32(h[OffMaxEntries:], m.MaxEntries)
+	le.PutUint32(h[OffSlots:], m.Slots)
+	le.PutUint32(h[OffStride:], m.Stride)
+	le.PutUint64(h[OffDataSize:], m.DataSize)
+	return h
 }
 
 // DataOffset is where the map's data starts in the region.

@@ -96,29 +96,42 @@ func (m Map) HashEntries(r Region) ([]Entry, error) {
 	return out, nil
 }
 
-// RingDrain takes up to max records from a ring, in order, and advances
-// its tail past them (the host owns tail). It stops at the first record not
-// committed yet. Records the device overwrote before they were read (the
-// ring is a lap ahead, a slot's seq is past the record, or changed while
-// its payload was copied) and records with an impossible length are
-// skipped and added to the header's drops.
+// RingDrain takes up to max records from a ring whose tail is kept in its
+// header, and advances it past them (RingRead, with the tail and the losses
+// written back: for a region only this reader writes, as tests and the
+// GPU checks have).
 func (m Map) RingDrain(r Region, max int) ([][]byte, error) {
+	tail, _ := r.U64(m.Offset + OffTail)
+	out, tail, lost, err := m.RingRead(r, tail, max)
+	_ = r.PutU64(m.Offset+OffTail, tail)
+	if lost > 0 {
+		_, _ = r.addU64(m.Offset+OffDrops, lost)
+	}
+	return out, err
+}
+
+// RingRead takes up to max records from a ring, in order, from tail (the
+// records the reader has consumed, which the reader keeps: devrt's copy of
+// the region overwrites whatever the host would write into it), and returns
+// the new tail and the records lost on the way. It stops at the first
+// record not committed yet. Records the device overwrote before they were
+// read (the ring is a lap ahead, a slot's seq is past the record, or
+// changed while its payload was copied) and records with an impossible
+// length are skipped and counted as lost. It never writes the region.
+func (m Map) RingRead(r Region, tail uint64, max int) (recs [][]byte, next, lost uint64, err error) {
 	if m.Type != Ringbuf {
-		return nil, fmt.Errorf("map %q is a %s, not a ring", m.Name, m.Type)
+		return nil, tail, 0, fmt.Errorf("map %q is a %s, not a ring", m.Name, m.Type)
 	}
 	if err := r.check(m.Offset, HeaderSize+m.DataSize); err != nil {
-		return nil, fmt.Errorf("map %q: %w", m.Name, err)
+		return nil, tail, 0, fmt.Errorf("map %q: %w", m.Name, err)
 	}
 	head := r.load64(m.Offset + OffHead)
-	tail, _ := r.U64(m.Offset + OffTail)
-	lost := uint64(0)
 	if head > tail && head-tail > uint64(m.Slots) {
 		lost += head - uint64(m.Slots) - tail
 		tail = head - uint64(m.Slots)
 	}
-	var out [][]byte
 	var bad error
-	for tail < head && len(out) < max {
+	for tail < head && len(recs) < max {
 		s := m.RingSlotOffset(tail)
 		seq := r.load64(s + RecSeq)
 		if seq != tail+1 {
@@ -143,14 +156,10 @@ func (m Map) RingDrain(r Region, max int) ([][]byte, error) {
 			tail++
 			continue
 		}
-		out = append(out, rec)
+		recs = append(recs, rec)
 		tail++
 	}
-	_ = r.PutU64(m.Offset+OffTail, tail)
-	if lost > 0 {
-		_, _ = r.addU64(m.Offset+OffDrops, lost)
-	}
-	return out, bad
+	return recs, tail, lost, bad
 }
 
 // load64 reads a word the device may be writing (an atomic load: the

@@ -23,6 +23,7 @@ import (
 type Patcher struct {
 	probes  *jit.Compiled
 	version uint64
+	init    []devrtinject.InitRange // the maps' headers
 }
 
 var _ devrtinject.Patcher = (*Patcher)(nil)
@@ -36,7 +37,11 @@ func New(c *jit.Compiled) *Patcher {
 	for _, p := range c.Probes {
 		fmt.Fprintf(h, "\x00%s\x00%d\x00%s", p.Func, p.Site, p.Kernel)
 	}
-	return &Patcher{probes: c, version: binary.LittleEndian.Uint64(h.Sum(nil))}
+	p := &Patcher{probes: c, version: binary.LittleEndian.Uint64(h.Sum(nil))}
+	for _, m := range c.Layout.Maps {
+		p.init = append(p.init, devrtinject.InitRange{Offset: m.Offset, Data: m.HeaderBytes()})
+	}
+	return p
 }
 
 // Version identifies the probe set.
@@ -92,6 +97,7 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		PTX:        []byte(ptx.Write(mod)),
 		Kernels:    patched,
 		SharedSize: p.probes.Layout.Size,
+		Init:       p.init,
 	}
 	if len(refused) > 0 {
 		res.Reason = "not instrumented: " + strings.Join(refused, "; ")

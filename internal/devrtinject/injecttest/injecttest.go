@@ -46,6 +46,8 @@ const markBlock = `
 type Patcher struct {
 	// SharedSize is the shared region each patched module asks for.
 	SharedSize uint64
+	// Init is the region's initial contents sent with each PATCHED.
+	Init []devrtinject.InitRange
 	// Reject and Unchanged list kernel names whose modules are answered
 	// REJECTED (with the reason "rejected: <name>") or UNCHANGED.
 	Reject, Unchanged map[string]bool
@@ -158,5 +160,5 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		return devrtinject.Result{Status: devrtinject.StatusUnchanged}, nil
 	}
 	return devrtinject.Result{Status: devrtinject.StatusPatched, PTX: out.Bytes(),
-		Kernels: kernels, SharedSize: p.SharedSize}, nil
+		Kernels: kernels, SharedSize: p.SharedSize, Init: p.Init}, nil
 }
