@@ -4,8 +4,9 @@ Reads DIR/bench.json written by `jitcheck bench`: for every kernel, the
 original module and the modules devrt/ptx instrumented at entry and exits
 with each shipped probe (and an empty probe: the call itself), compiled at
 warp level and per thread. Every module is loaded (its driver JIT time is
-reported), its shared region allocated as devrt does (host memory mapped into
-the device; REGION=device: device memory) and pointed to by __gpuext_shared.
+reported), its shared region allocated as devrt does (device memory;
+REGION=mapped: host memory mapped into the device, devrt's first design) and
+pointed to by __gpuext_shared.
 Rounds interleave the variants of a kernel in a shuffled order; each round
 resets the regions, launches once to warm up, then times BATCH launches with
 CUDA events (a variant whose first launch takes over SLOW_MS, default 20 ms,
@@ -38,7 +39,7 @@ def check(r, what):
 def main(d):
     rounds = int(os.environ.get("ROUNDS", "7"))
     batch = int(os.environ.get("BATCH", "3"))
-    mapped = os.environ.get("REGION", "mapped") == "mapped"
+    mapped = os.environ.get("REGION", "device") == "mapped"
     bf = json.load(open(os.path.join(d, "bench.json")))
     check(cu.cuInit(0), "cuInit")
     dev = c.c_int()

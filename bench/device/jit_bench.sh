@@ -12,7 +12,7 @@
 # Build the tool first, where Go is:
 #   CGO_ENABLED=0 go build -o build/jitcheck ./devrt/jit/cmd/jitcheck
 # then on the GPU machine, from the repository root:
-#   bench/device/jit_bench.sh       (JITCHECK=path; ROUNDS, BATCH, REGION=device)
+#   bench/device/jit_bench.sh       (JITCHECK=path; ROUNDS, BATCH, REGION=mapped)
 # Output also in $OUT/jit_bench.txt.
 set -u
 cd "$(dirname "$0")/../.."
