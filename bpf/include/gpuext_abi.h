@@ -1074,14 +1074,19 @@ struct gpuext_gpuhash_bucket {
  * struct gpuext_gpuring_rec - precedes the payload of a ring slot. The ring
  * never blocks a kernel: a lane takes record index i with one atom.add on
  * head (lanes that call together take consecutive indexes with one add) and
- * writes slot i % slots whatever it held: seq = 0, then len and payload,
- * then membar.sys and seq = i + 1. The host takes record i (i = tail) when
- * seq reads i + 1 before and after it copies the payload; a larger seq, or
- * head - tail > slots, means the record was overwritten before the host read
- * it: the host skips it and counts it in drops. 16 bytes.
+ * claims slot i % slots with atom.max(seq, (i + 1) << 1 | 1): a slot a later
+ * lap already claimed is left alone (the record is lost, never the later
+ * one); else it writes len and payload, then membar.sys and
+ * atom.cas(seq, (i + 1) << 1 | 1, (i + 1) << 1), which fails only if a
+ * later lap claimed the slot meanwhile. The host takes record i (i = tail)
+ * when seq reads (i + 1) << 1 before and after it copies the payload; a
+ * later lap in seq, or head - tail > slots, means the record was overwritten
+ * before the host read it: the host skips it and counts it in drops. (A
+ * record can be torn only if the ring laps within one record's write, i.e.
+ * when it overflows.) 16 bytes.
  */
 struct gpuext_gpuring_rec {
-	__u64 seq; /* record index + 1; 0 while being written */
+	__u64 seq; /* (record index + 1) << 1, | 1 while being written */
 	__u32 len; /* payload bytes */
 	__u32 _pad;
 };

@@ -12,7 +12,11 @@ import (
 // %gr10); the stack is a 512-byte .local array; pointers hold addresses of
 // the space the verifier proved they reach (stack: .local, map values:
 // .global inside the region, ctx copy: generic), so every access uses the
-// state space the verifier recorded for it. The ctx arrives by value, as
+// state space the verifier recorded for it. Loads and stores of map values
+// are .volatile: other warps change them with atomics, which L2 performs,
+// and a plain ld.global may keep answering from the SM's L1 (on an H200,
+// warp_occupancy's slot epoch read that way lost all but the first warp
+// per SM and bucket). The ctx arrives by value, as
 // three .u64 parameters (see ctxParam); a ctx read at a constant offset
 // takes its bytes from the parameter, and only a program that reads the
 // ctx at a variable offset copies it to .local memory for r1 to point to.
@@ -282,6 +286,16 @@ func space(k kind) string {
 	return ""
 }
 
+// mem is the state space and qualifier of a load or store through a
+// pointer of kind k: map values are read and written .volatile (at L2,
+// where the atomics of other warps are), the rest as space says.
+func mem(k kind) string {
+	if k == kMapValue {
+		return ".volatile.global"
+	}
+	return space(k)
+}
+
 // src64 is the 64-bit second operand of an ALU64 or JMP instruction.
 func (g *gen) src64(in Insn) string {
 	if in.src() == srcX {
@@ -331,12 +345,12 @@ func (g *gen) insn(i int, in Insn, done string) error {
 			break
 		}
 		if n == 8 {
-			g.f("ld%s.u64 %s, %s;", space(acc.k), r(in.Dst), a)
+			g.f("ld%s.u64 %s, %s;", mem(acc.k), r(in.Dst), a)
 		} else if in.mode() == modeMEMSX {
-			g.f("ld%s.s%d %%gw0, %s;", space(acc.k), 8*n, a)
+			g.f("ld%s.s%d %%gw0, %s;", mem(acc.k), 8*n, a)
 			g.f("cvt.s64.s32 %s, %%gw0;", r(in.Dst))
 		} else {
-			g.f("ld%s.u%d %%gw0, %s;", space(acc.k), 8*n, a)
+			g.f("ld%s.u%d %%gw0, %s;", mem(acc.k), 8*n, a)
 			g.f("cvt.u64.u32 %s, %%gw0;", r(in.Dst))
 		}
 	case clsST, clsSTX:
@@ -362,7 +376,7 @@ func (g *gen) insn(i int, in Insn, done string) error {
 			g.f("cvt.u32.u64 %%gw0, %s;", r(in.Src))
 			v = "%gw0"
 		}
-		g.f("st%s.u%d %s, %s;", space(acc.k), 8*n, a, v)
+		g.f("st%s.u%d %s, %s;", mem(acc.k), 8*n, a, v)
 	case clsJMP, clsJMP32:
 		return g.jump(i, in, done)
 	}
@@ -634,7 +648,7 @@ func (g *gen) loadKey(acc memAccess, reg string, n int) {
 	for j := 0; 8*j < n; j++ {
 		lo, hi := 8*j, min(8*j+8, n)
 		if hi-lo == 8 && acc.align >= 8 {
-			g.f("ld%s.u64 %%gk%d, %s;", space(acc.k), j, addr(reg, int64(lo)))
+			g.f("ld%s.u64 %%gk%d, %s;", mem(acc.k), j, addr(reg, int64(lo)))
 			continue
 		}
 		g.f("mov.b64 %%gk%d, 0;", j)
@@ -643,7 +657,7 @@ func (g *gen) loadKey(acc memAccess, reg string, n int) {
 			for w > acc.align || w > hi-o || o%w != 0 {
 				w /= 2
 			}
-			g.f("ld%s.u%d %%gw0, %s;", space(acc.k), 8*w, addr(reg, int64(o)))
+			g.f("ld%s.u%d %%gw0, %s;", mem(acc.k), 8*w, addr(reg, int64(o)))
 			g.f("cvt.u64.u32 %%gt0, %%gw0;")
 			if o != lo {
 				g.f("shl.b64 %%gt0, %%gt0, %d;", 8*(o-lo))
@@ -662,10 +676,10 @@ func (g *gen) copyBytes(acc memAccess, src, dst string, doff, n int) {
 			w /= 2
 		}
 		if w == 8 {
-			g.f("ld%s.u64 %%gt0, %s;", space(acc.k), addr(src, int64(o)))
+			g.f("ld%s.u64 %%gt0, %s;", mem(acc.k), addr(src, int64(o)))
 			g.f("st.global.u64 %s, %%gt0;", addr(dst, int64(doff+o)))
 		} else {
-			g.f("ld%s.u%d %%gw0, %s;", space(acc.k), 8*w, addr(src, int64(o)))
+			g.f("ld%s.u%d %%gw0, %s;", mem(acc.k), 8*w, addr(src, int64(o)))
 			g.f("st.global.u%d %s, %%gw0;", 8*w, addr(dst, int64(doff+o)))
 		}
 		o += w
@@ -837,7 +851,7 @@ func (g *gen) call(i int, in Insn) error {
 		sreg := dim3Helpers[in.Imm]
 		for a, c := range []string{"x", "y", "z"} {
 			g.dimReg("%gt0", "%"+sreg+"."+c)
-			g.f("st%s.u64 [%s], %%gt0;", space(ci.args[a].k), r(uint8(a+1)))
+			g.f("st%s.u64 [%s], %%gt0;", mem(ci.args[a].k), r(uint8(a+1)))
 		}
 		g.f("mov.b64 %%gr0, 0;")
 	case HelperMapLookup:
@@ -930,15 +944,21 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("mul.lo.u64 %%gt2, %%gt2, %d;", m.Stride)
 		g.f("add.s64 %%gt2, %%gt2, %%gbase;")
 		g.f("add.s64 %%gt2, %%gt2, %d;", m.DataOffset())
-		g.f("mov.b64 %%gt0, 0;")
-		g.f("st.volatile.global.u64 [%%gt2+%d], %%gt0;", gpumap.RecSeq) // being written
+		// Claim the slot (gpuext_gpuring_rec): a later lap's claim wins.
+		g.f("mov.b64 %%gr0, 0;")
+		g.f("shl.b64 %%gt4, %%gt1, 1;")
+		g.f("or.b64 %%gt4, %%gt4, 1;") // being written
+		g.f("atom.global.max.u64 %%gt3, [%%gt2+%d], %%gt4;", gpumap.RecSeq)
+		g.f("shr.u64 %%gt3, %%gt3, 1;")
+		g.f("setp.gt.u64 %%gp0, %%gt3, %%gt1;")
+		g.f("@%%gp0 bra %s;", end) // a later record owns the slot
 		g.f("membar.sys;")
 		g.copyBytes(ci.args[1], "%gr2", "%gt2", gpumap.RecHeaderSize, int(ci.size))
 		g.f("mov.b32 %%gw0, %d;", ci.size)
-		g.f("st.global.u32 [%%gt2+%d], %%gw0;", gpumap.RecLen)
+		g.f("st.volatile.global.u32 [%%gt2+%d], %%gw0;", gpumap.RecLen)
 		g.f("membar.sys;")
-		g.f("st.volatile.global.u64 [%%gt2+%d], %%gt1;", gpumap.RecSeq) // committed
-		g.f("mov.b64 %%gr0, 0;")
+		g.f("shl.b64 %%gt5, %%gt1, 1;") // committed
+		g.f("atom.global.cas.b64 %%gt3, [%%gt2+%d], %%gt4, %%gt5;", gpumap.RecSeq)
 	default:
 		return fmt.Errorf("program %s: insn %d: no code for helper %d", g.p.Name, in.Raw, in.Imm)
 	}

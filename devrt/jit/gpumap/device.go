@@ -311,7 +311,14 @@ func (m Map) RingOutput(r Region, data []byte) (int64, error) {
 		return 0, err
 	}
 	s := m.RingSlotOffset(head)
-	if err := r.PutU64(s+RecSeq, 0); err != nil {
+	prev, err := r.U64(s + RecSeq)
+	if err != nil {
+		return 0, err
+	}
+	if prev>>1 > head+1 {
+		return 0, nil // a later lap owns the slot: this record is lost
+	}
+	if err := r.PutU64(s+RecSeq, RecBusy(head+1)); err != nil {
 		return 0, err
 	}
 	if err := r.PutU32(s+RecLen, uint32(len(data))); err != nil {
@@ -322,5 +329,10 @@ func (m Map) RingOutput(r Region, data []byte) (int64, error) {
 		return 0, err
 	}
 	copy(d, data)
-	return 0, r.PutU64(s+RecSeq, head+1)
+	return 0, r.PutU64(s+RecSeq, RecCommitted(head+1))
 }
+
+// RecBusy and RecCommitted are a ring slot's seq while record n (index +
+// 1) is written and once it is (struct gpuext_gpuring_rec).
+func RecBusy(n uint64) uint64      { return n<<1 | 1 }
+func RecCommitted(n uint64) uint64 { return n << 1 }

@@ -152,15 +152,15 @@ func TestRing(t *testing.T) {
 	h, _ = m.ReadHeader(r)
 	require.Equal(t, uint64(1), h.Drops)
 	require.Equal(t, uint64(6), h.Tail)
-	// A record being written (seq 0) stops the drain; a record whose seq is
-	// past it was overwritten; a corrupt length is skipped with an error.
+	// A record being written stops the drain; a record whose seq is past
+	// it was overwritten; a corrupt length is skipped with an error.
 	out(12)
 	s := m.RingSlotOffset(6)
-	require.NoError(t, r.PutU64(s+RecSeq, 0))
+	require.NoError(t, r.PutU64(s+RecSeq, RecBusy(7)))
 	recs, err = m.RingDrain(r, 10)
 	require.NoError(t, err)
 	require.Empty(t, recs)
-	require.NoError(t, r.PutU64(s+RecSeq, 9))
+	require.NoError(t, r.PutU64(s+RecSeq, RecCommitted(9)))
 	recs, err = m.RingDrain(r, 10)
 	require.NoError(t, err)
 	require.Empty(t, recs)
@@ -173,6 +173,17 @@ func TestRing(t *testing.T) {
 	h, _ = m.ReadHeader(r)
 	require.Equal(t, uint64(8), h.Tail)
 	require.Equal(t, uint64(3), h.Drops)
+	// A writer that finds its slot claimed by a later lap (record 10 in
+	// record 8's slot) leaves it alone: the later record survives.
+	s = m.RingSlotOffset(8)
+	require.NoError(t, r.PutU64(s+RecSeq, RecCommitted(11)))
+	require.NoError(t, r.PutU32(s+RecLen, 1))
+	require.NoError(t, r.PutU32(s+RecHeaderSize, 42))
+	require.Equal(t, int64(0), out(14, 15))
+	seq, _ := r.U64(s + RecSeq)
+	require.Equal(t, RecCommitted(11), seq)
+	b, _ := r.Bytes(s+RecHeaderSize, 2)
+	require.Equal(t, []byte{42, 0}, b)
 }
 
 func TestReadersRejectForeignRegions(t *testing.T) {

@@ -134,13 +134,13 @@ func (m Map) RingRead(r Region, tail uint64, max int) (recs [][]byte, next, lost
 	for tail < head && len(recs) < max {
 		s := m.RingSlotOffset(tail)
 		seq := r.load64(s + RecSeq)
-		if seq != tail+1 {
-			if seq > tail+1 {
+		if seq != RecCommitted(tail+1) {
+			if seq>>1 > tail+1 {
 				lost++ // overwritten by a later lap
 				tail++
 				continue
 			}
-			break // not committed yet
+			break // not written yet, or being written
 		}
 		n, _ := r.U32(s + RecLen)
 		if n > m.ValueSize {
