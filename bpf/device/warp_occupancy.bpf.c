@@ -7,8 +7,8 @@
  * lane-nanoseconds of the warps that exited (gx_occ: per SM, a round robin
  * of GPUEXT_DEV_OCC_BUCKETS struct gpuext_dev_occ; see gpuext_abi.h).
  * lane_ns / 32 / bucket length is the mean number of resident warps. A
- * probe that finds its bucket's slot being reset by another warp skips its
- * update (rare: once per SM and bucket). Receiver: gpu.warp.occupancy.
+ * probe that finds its bucket's slot being reset by another warp waits for
+ * the reset (bounded). Receiver: gpu.warp.occupancy.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -33,27 +33,42 @@ struct {
 	__uint(map_extra, 256);
 } gx_occ_warp_start SEC(".maps");
 
+/* Reads to wait out another warp's reset of a slot (three atomics at L2;
+ * each read is an L2 round trip). Bounded by the verifier's budget too:
+ * each try has two ways on, so the paths it explores double per try. */
+#define OCC_TRIES 10
+
 /* occ_slot returns this SM's slot of bucket now, claiming and zeroing it
- * when it still holds an older bucket; NULL while another warp resets it. */
+ * when it still holds an older bucket. The warps of a block enter at the
+ * same instant, so the others usually find the first one resetting the
+ * slot: they wait for it (a bounded number of reads) instead of skipping,
+ * which on an H200 lost all but one warp per SM and bucket. NULL when the
+ * slot already holds a newer bucket, or the reset outlasts the tries. */
 static __always_inline struct gpuext_dev_occ *occ_slot(__u64 now)
 {
 	__u64 bucket = now >> GPUEXT_DEV_OCC_SHIFT, epoch;
 	__u32 key = bucket & (GPUEXT_DEV_OCC_BUCKETS - 1);
 	struct gpuext_dev_occ *o = bpf_map_lookup_elem(&gx_occ, &key);
+	int i;
 
 	if (!o)
 		return 0;
-	epoch = o->epoch;
-	if (epoch == bucket)
-		return o;
-	if (epoch == GPUEXT_DEV_OCC_RESETTING || epoch > bucket)
-		return 0;
-	if (__sync_val_compare_and_swap(&o->epoch, epoch, GPUEXT_DEV_OCC_RESETTING) != epoch)
-		return 0;
-	o->threads = 0;
-	o->lane_ns = 0;
-	__sync_lock_test_and_set(&o->epoch, bucket);
-	return o;
+	for (i = 0; i < OCC_TRIES; i++) {
+		epoch = o->epoch;
+		if (epoch == bucket)
+			return o;
+		if (epoch > bucket && epoch != GPUEXT_DEV_OCC_RESETTING)
+			return 0;
+		/* Being reset, or another warp claims it first: read again. */
+		if (epoch != GPUEXT_DEV_OCC_RESETTING &&
+		    __sync_val_compare_and_swap(&o->epoch, epoch, GPUEXT_DEV_OCC_RESETTING) == epoch) {
+			__sync_lock_test_and_set(&o->threads, 0);
+			__sync_lock_test_and_set(&o->lane_ns, 0);
+			__sync_lock_test_and_set(&o->epoch, bucket);
+			return o;
+		}
+	}
+	return 0;
 }
 
 SEC("gpu/entry/*")

@@ -1136,7 +1136,8 @@ struct gpuext_dev_sm {
  * (%globaltimer >> GPUEXT_DEV_OCC_SHIFT, ~1.05 ms) lives in slot
  * b % GPUEXT_DEV_OCC_BUCKETS while epoch == b; the first probe of a new
  * bucket claims the slot (epoch -> GPUEXT_DEV_OCC_RESETTING by cmpxchg),
- * zeroes it and publishes epoch = b. The host reads complete buckets (epoch
+ * zeroes it and publishes epoch = b; probes that find it RESETTING read
+ * again (a bounded number of times). The host reads complete buckets (epoch
  * older than the current one) within GPUEXT_DEV_OCC_BUCKETS buckets (~67 ms).
  */
 #define GPUEXT_DEV_OCC_SHIFT 20
