@@ -192,8 +192,9 @@ def analyze(otel_path, run_path, probe):
             check(durs[-1] <= ev[-1] + 5, f"{k}: longest block span {durs[-1]:.1f} µs <= longest event time {ev[-1]:.1f} µs")
             med = durs[len(durs) // 2]
             check(med >= 0.5 * ev[0] or ev[0] < 20, f"{k}: median block span {med:.1f} µs against the fastest event time {ev[0]:.1f} µs")
-            blocks = [s["attrs"].get("gpu.kernel.blocks") for s in mine]
-            check(all(int(b) == r["grid"] for b in blocks), f"{k}: every span saw all {r['grid']} blocks ({sorted(set(blocks))[:5]})")
+            blocks = [int(s["attrs"].get("gpu.kernel.blocks")) for s in mine]
+            short = [b for b in blocks if b != r["grid"]]
+            check(not short, f"{k}: every span saw all {r['grid']} blocks ({len(short)} of {len(blocks)} short: {sorted(short)[:5]})")
             dmax = max(float(s["attrs"]["gpu.kernel.block.duration.max"]) for s in mine) * 1e6
             check(dmax <= ev[-1] + 5, f"{k}: longest block {dmax:.1f} µs within the launch")
             if k == "imbalanced":
@@ -202,6 +203,11 @@ def analyze(otel_path, run_path, probe):
                 ratio = sorted(a / b for a, b in zip(mx, mn) if b > 0)
                 rr = ratio[len(ratio) // 2] if ratio else 0
                 check(rr > 0.5 * r["grid"], f"imbalanced: longest/shortest block {rr:.1f} (work ratio {r['grid']})")
+        drops = {}
+        for p in points:
+            if p["name"] == "gpu.devrt.probes.dropped":
+                drops[p["attrs"].get("gpu.devrt.probe.map")] = value(p)
+        print(f"INFO {probe}: records dropped by map (ring overwritten before read, ...): {drops}")
         h = last("gpu.kernel.block.schedule.delay", **{"gpu.cuda.kernel.name": "imbalanced"})
         check(h is not None and int(h["count"]) > 0, "imbalanced: schedule delay histogram")
     if probe == "sm_load":
