@@ -54,7 +54,9 @@ static __always_inline struct gpuext_dev_occ *occ_slot(__u64 now)
 	if (!o)
 		return 0;
 	for (i = 0; i < OCC_TRIES; i++) {
-		epoch = o->epoch;
+		/* volatile: another warp changes it, and a path without an
+		 * atomic would otherwise let clang reuse the first read. */
+		epoch = *(volatile __u64 *)&o->epoch;
 		if (epoch == bucket)
 			return o;
 		if (epoch > bucket && epoch != GPUEXT_DEV_OCC_RESETTING)
