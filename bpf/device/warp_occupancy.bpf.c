@@ -7,8 +7,8 @@
  * lane-nanoseconds of the warps that exited (gx_occ: per SM, a round robin
  * of GPUEXT_DEV_OCC_BUCKETS struct gpuext_dev_occ; see gpuext_abi.h).
  * lane_ns / 32 / bucket length is the mean number of resident warps. A
- * probe that finds its bucket's slot being reset by another warp waits for
- * the reset (bounded). Receiver: gpu.warp.occupancy.
+ * new bucket takes its slot over without a reset state (see occ_slot).
+ * Receiver: gpu.warp.occupancy.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -33,20 +33,26 @@ struct {
 	__uint(map_extra, 256);
 } gx_occ_warp_start SEC(".maps");
 
-/* Reads to wait out another warp's reset of a slot (three atomics at L2;
- * each read is an L2 round trip). Bounded by the verifier's budget too:
- * each try has two ways on, so the paths it explores double per try. */
-#define OCC_TRIES 10
+/* Reads of the epoch before giving up: each failed claim means another
+ * probe moved the slot on, so the next read finds the bucket (or a newer). */
+#define OCC_TRIES 4
 
-/* occ_slot returns this SM's slot of bucket now, claiming and zeroing it
- * when it still holds an older bucket. The warps of a block enter at the
- * same instant, so the others usually find the first one resetting the
- * slot: they wait for it (a bounded number of reads) instead of skipping,
- * which on an H200 lost all but one warp per SM and bucket. NULL when the
- * slot already holds a newer bucket, or the reset outlasts the tries. */
+static __always_inline __u64 read_once(__u64 *p)
+{
+	return *(volatile __u64 *)p;
+}
+
+/* occ_slot returns this SM's slot of bucket now. A slot still holding an
+ * older bucket is claimed with one cmpxchg of its epoch (old -> bucket);
+ * the claimer then takes away the counts it read before the cmpxchg,
+ * which belong to the old bucket. No probe ever waits and none is lost:
+ * adds and that subtraction commute, so the lanes of one warp (per-thread
+ * probes) and the warps of a block entering together all count; an add of
+ * the old bucket racing the claim lands in the new one. NULL when the slot
+ * already holds a newer bucket. */
 static __always_inline struct gpuext_dev_occ *occ_slot(__u64 now)
 {
-	__u64 bucket = now >> GPUEXT_DEV_OCC_SHIFT, epoch;
+	__u64 bucket = now >> GPUEXT_DEV_OCC_SHIFT, epoch, threads, lane_ns;
 	__u32 key = bucket & (GPUEXT_DEV_OCC_BUCKETS - 1);
 	struct gpuext_dev_occ *o = bpf_map_lookup_elem(&gx_occ, &key);
 	int i;
@@ -54,19 +60,16 @@ static __always_inline struct gpuext_dev_occ *occ_slot(__u64 now)
 	if (!o)
 		return 0;
 	for (i = 0; i < OCC_TRIES; i++) {
-		/* volatile: another warp changes it, and a path without an
-		 * atomic would otherwise let clang reuse the first read. */
-		epoch = *(volatile __u64 *)&o->epoch;
+		epoch = read_once(&o->epoch);
 		if (epoch == bucket)
 			return o;
-		if (epoch > bucket && epoch != GPUEXT_DEV_OCC_RESETTING)
+		if (epoch > bucket)
 			return 0;
-		/* Being reset, or another warp claims it first: read again. */
-		if (epoch != GPUEXT_DEV_OCC_RESETTING &&
-		    __sync_val_compare_and_swap(&o->epoch, epoch, GPUEXT_DEV_OCC_RESETTING) == epoch) {
-			__sync_lock_test_and_set(&o->threads, 0);
-			__sync_lock_test_and_set(&o->lane_ns, 0);
-			__sync_lock_test_and_set(&o->epoch, bucket);
+		threads = read_once(&o->threads);
+		lane_ns = read_once(&o->lane_ns);
+		if (__sync_val_compare_and_swap(&o->epoch, epoch, bucket) == epoch) {
+			__sync_fetch_and_add(&o->threads, -threads);
+			__sync_fetch_and_add(&o->lane_ns, -lane_ns);
 			return o;
 		}
 	}

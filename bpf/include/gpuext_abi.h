@@ -1135,16 +1135,17 @@ struct gpuext_dev_sm {
  * array gx_occ of GPUEXT_DEV_OCC_BUCKETS slots used round robin: bucket b
  * (%globaltimer >> GPUEXT_DEV_OCC_SHIFT, ~1.05 ms) lives in slot
  * b % GPUEXT_DEV_OCC_BUCKETS while epoch == b; the first probe of a new
- * bucket claims the slot (epoch -> GPUEXT_DEV_OCC_RESETTING by cmpxchg),
- * zeroes it and publishes epoch = b; probes that find it RESETTING read
- * again (a bounded number of times). The host reads complete buckets (epoch
+ * bucket claims the slot (epoch -> b by cmpxchg) and subtracts the counts
+ * it read just before, the old bucket's, so no probe waits and none is
+ * lost (GPUEXT_DEV_OCC_RESETTING is no longer written; a slot holding it is
+ * corrupt). The host reads complete buckets (epoch
  * older than the current one) within GPUEXT_DEV_OCC_BUCKETS buckets (~67 ms).
  */
 #define GPUEXT_DEV_OCC_SHIFT 20
 #define GPUEXT_DEV_OCC_BUCKETS 64
 #define GPUEXT_DEV_OCC_RESETTING 0xffffffffffffffffULL
 struct gpuext_dev_occ {
-	__u64 epoch;      /* the bucket this slot holds; RESETTING while it changes */
+	__u64 epoch;      /* the bucket this slot holds */
 	__u64 threads;    /* threads that entered in the bucket */
 	__u64 lane_ns;    /* (ns since entry) x lanes of the warps that exited in it */
 };

@@ -16,7 +16,8 @@ const (
 	OccSize    = 24 // struct gpuext_dev_occ
 	// OccShift is GPUEXT_DEV_OCC_SHIFT: a bucket is %globaltimer >> 20.
 	OccShift = 20
-	// OccResetting is GPUEXT_DEV_OCC_RESETTING: a slot a warp is resetting.
+	// OccResetting is GPUEXT_DEV_OCC_RESETTING, the reset marker of earlier
+	// probes (no longer written): such a slot is skipped.
 	OccResetting = ^uint64(0)
 )
 

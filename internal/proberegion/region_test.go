@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion/probesim"
 )
 
 // TestImbalancedKernel: the four shipped probes run on the interpreter for
@@ -147,4 +148,31 @@ func TestRunsSplitOnRepeat(t *testing.T) {
 	require.Equal(t, []uint64{0, 500}, runs[1].Delays())
 	require.Equal(t, uint64(5000), runs[1].Duration())
 	require.Empty(t, tr.Flush())
+}
+
+// TestOccupancySlotReused: a bucket 64 buckets after another takes over its
+// slot; the probe that claims it subtracts the old bucket's counts, so the
+// new bucket holds exactly its own threads and lane-ns.
+func TestOccupancySlotReused(t *testing.T) {
+	s := newSet(t, "warp_occupancy")
+	region := make([]byte, s.Layout().Size)
+	r, err := FromBytes(region, s.Layout())
+	require.NoError(t, err)
+	start := base &^ (BucketNS - 1) // a bucket's first ns
+	later := start + 64*BucketNS    // the same slot, 64 buckets on
+	simulate(t, s.Compiled(), region, "k", 1, 1, []simBlock{{Block: 0, SM: 3, Start: start + 1000, End: start + 9000}})
+	simulate(t, s.Compiled(), region, "k", 1, 1, []simBlock{{Block: 0, SM: 3, Start: later + 1000, End: later + 5000}})
+	snap, err := r.Read()
+	require.NoError(t, err)
+	require.Len(t, snap.Occupancy, 1, "the old bucket's slot was taken over")
+	o := snap.Occupancy[0]
+	require.Equal(t, later>>OccShift, o.Bucket)
+	require.Equal(t, uint32(3), o.SM)
+	require.Equal(t, uint64(simThreads), o.Threads)
+	var ns uint64
+	for w := uint32(0); w < simThreads/32; w++ {
+		in, out := probesim.WarpTimes(simBlock{Start: later + 1000, End: later + 5000}, simThreads, w)
+		ns += (out - in) * 32
+	}
+	require.Equal(t, ns, o.LaneNS)
 }
