@@ -2,6 +2,8 @@
 # Wall-time cost of tracing a PyTorch loop, side by side in one run, three
 # interleaved rounds on pinned cores (the collector on others):
 #   none            no collector
+#   collector       the collector running, tracing nothing of the program
+#                   (what its own work on the other cores costs the loop)
 #   uprobes         the collector's uprobes (entry+return on every API)
 #   devrt/N         the collector without uprobes, draining the ring of the
 #                   program run with LD_PRELOAD=libgpuext-devrt.so, 1 in N
@@ -22,6 +24,7 @@ export CUBLAS_WORKSPACE_CONFIG=:4096:8
 run() {
 	local config=$1 loop=$2 sample=0 pre="" col="" cuda=true
 	case $config in
+	collector) cuda=false ;;
 	devrt/*) sample=${config#devrt/}; pre=$lib; cuda=false ;;
 	both/*) sample=${config#both/}; pre=$lib ;;
 	esac
