@@ -1076,7 +1076,7 @@ struct gpuext_gpuhash_bucket {
  * head (lanes that call together take consecutive indexes with one add) and
  * claims slot i % slots with atom.max(seq, (i + 1) << 1 | 1): a slot a later
  * lap already claimed is left alone (the record is lost, never the later
- * one); else it writes len and payload, then membar.sys and
+ * one); else it writes len and payload, then membar.gl and
  * atom.cas(seq, (i + 1) << 1 | 1, (i + 1) << 1), which fails only if a
  * later lap claimed the slot meanwhile. The host takes record i (i = tail)
  * when seq reads (i + 1) << 1 before and after it copies the payload; a

@@ -16,7 +16,11 @@ import (
 // are .volatile: other warps change them with atomics, which L2 performs,
 // and a plain ld.global may keep answering from the SM's L1 (on an H200,
 // warp_occupancy's slot epoch read that way lost all but the first warp
-// per SM and bucket). The ctx arrives by value, as
+// per SM and bucket). Orderings are GPU-scope (membar.gl, .gpu
+// acquire/release): the region is device memory, which the host sees only
+// through devrt's copies, made by a copy engine through the same L2 (a
+// system-scope fence would wait on the host for nothing). The ctx
+// arrives by value, as
 // three .u64 parameters (see ctxParam); a ctx read at a constant offset
 // takes its bytes from the parameter, and only a program that reads the
 // ctx at a variable offset copies it to .local memory for r1 to point to.
@@ -912,7 +916,7 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("mov.b64 %%gr0, %d;", -gpumap.ENOENT)
 		g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
 		g.f("@%%gp0 bra %s;", end)
-		g.f("st.release.sys.global.u32 [%%gt3], %d;", gpumap.StateDeleted)
+		g.f("st.release.gpu.global.u32 [%%gt3], %d;", gpumap.StateDeleted)
 		g.f("atom.global.add.u64 %%gt0, [%%gbase+%d], -1;", m.Offset+gpumap.OffCount)
 		g.f("mov.b64 %%gr0, 0;")
 	case HelperMapAdd:
@@ -952,11 +956,11 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("shr.u64 %%gt3, %%gt3, 1;")
 		g.f("setp.gt.u64 %%gp0, %%gt3, %%gt1;")
 		g.f("@%%gp0 bra %s;", end) // a later record owns the slot
-		g.f("membar.sys;")
+		g.f("membar.gl;")
 		g.copyBytes(ci.args[1], "%gr2", "%gt2", gpumap.RecHeaderSize, int(ci.size))
 		g.f("mov.b32 %%gw0, %d;", ci.size)
 		g.f("st.volatile.global.u32 [%%gt2+%d], %%gw0;", gpumap.RecLen)
-		g.f("membar.sys;")
+		g.f("membar.gl;")
 		g.f("shl.b64 %%gt5, %%gt1, 1;") // committed
 		g.f("atom.global.cas.b64 %%gt3, [%%gt2+%d], %%gt4, %%gt5;", gpumap.RecSeq)
 	default:
@@ -1013,7 +1017,7 @@ func (g *gen) hashFunc(mi int, m gpumap.Map) {
 	g.f("add.s64 %%hx, %%hd, %%ht;")
 	g.f("mov.u32 %%hspin, 0;")
 	g.label(l("STATE"))
-	g.f("ld.acquire.sys.global.u32 %%hs, [%%hx];")
+	g.f("ld.acquire.gpu.global.u32 %%hs, [%%hx];")
 	g.f("setp.ne.u32 %%hp, %%hs, %d;", gpumap.StateBusy)
 	g.f("@%%hp bra %s;", l("NOTBUSY"))
 	g.f("add.u32 %%hspin, %%hspin, 1;")
@@ -1070,7 +1074,7 @@ func (g *gen) hashFunc(mi int, m gpumap.Map) {
 		g.copyGeneric("%hv", "%hf", gpumap.BucketHeaderSize+8*words, int(m.ValueSize), al)
 		g.label(l("PUBLISH"))
 	}
-	g.f("st.release.sys.global.u32 [%%hf], %d;", gpumap.StateFull)
+	g.f("st.release.gpu.global.u32 [%%hf], %d;", gpumap.StateFull)
 	g.f("atom.global.add.u64 %%ht, [%%hb+%d], 1;", m.Offset+gpumap.OffCount)
 	g.f("or.b64 %%hf, %%hf, 1;") // bit 0: inserted by this call
 	g.f("st.param.b64 [__gx_ret], %%hf;")
