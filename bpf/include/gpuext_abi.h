@@ -1053,7 +1053,13 @@ struct gpuext_gpumap_hdr {
 	                    * (device; a ring's overwritten records the reader counts) */
 	__u64 count;       /* hash: keys inserted */
 	__u64 tail;        /* unused (0): the reader keeps its ring tail */
-	__u64 _reserved[7];
+	__u32 shards;      /* ring: shards (map_extra; 1 if 0): SM s writes shard
+	                    * s % shards, whose {head, tail} line is at data +
+	                    * s * 128 when shards > 1 (then the slots follow,
+	                    * slots / shards per shard); head above is shard 0's
+	                    * only for one shard */
+	__u32 _pad2;
+	__u64 _reserved[6];
 };
 
 /* Hash bucket state (struct gpuext_gpuhash_bucket.state). */

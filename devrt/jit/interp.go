@@ -346,7 +346,7 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		res, err := mp.RingOutput(rg, append([]byte(nil), d...))
+		res, err := mp.RingOutputSM(rg, uint64(m.env.SMID), append([]byte(nil), d...))
 		return uint64(res), err
 	}
 	return 0, fmt.Errorf("helper %d", in.Imm)

@@ -181,10 +181,16 @@ func mapDef(ms *ebpf.MapSpec) (gpumap.Def, error) {
 		d.Type = gpumap.Hash
 	case bpfMapArray:
 		d.Type = gpumap.Array
-	case bpfMapRingbuf:
+	case bpfMapRingbuf, uint32(gpumap.Ringbuf):
 		d.Type = gpumap.Ringbuf
-		d.KeySize, d.ValueSize = 0, 0 // set from the programs' records
-	case uint32(gpumap.Hash), uint32(gpumap.Array), uint32(gpumap.Ringbuf):
+		if t == bpfMapRingbuf {
+			d.KeySize, d.ValueSize = 0, 0 // set from the programs' records
+		}
+		if ms.MapExtra > gpumap.MaxShards || ms.MapExtra&(ms.MapExtra-1) != 0 {
+			return d, fmt.Errorf("map %s: map_extra (shards) %d: a power of two up to %d", ms.Name, ms.MapExtra, gpumap.MaxShards)
+		}
+		d.Shards = uint32(ms.MapExtra)
+	case uint32(gpumap.Hash), uint32(gpumap.Array):
 		d.Type = gpumap.Type(t)
 	case uint32(gpumap.PerThreadArray), uint32(gpumap.PerWarpArray), uint32(gpumap.PerSMArray):
 		d.Type = gpumap.Type(t)

@@ -942,12 +942,19 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("call (__gx_pr), %s, (__gx_p0);", ringFuncName(mi))
 		g.f("ld.param.b64 %%gt1, [__gx_pr];")
 		g.f("}")
-		// %gt1: record index + 1; its slot: data + (index % slots) * stride
+		// %gt1: record index + 1 in this SM's shard; its slot: the
+		// shard's slots + (index % shard slots) * stride
 		g.f("add.s64 %%gt2, %%gt1, -1;")
-		g.f("rem.u64 %%gt2, %%gt2, %d;", m.Slots)
+		g.f("rem.u64 %%gt2, %%gt2, %d;", m.ShardSlots())
+		if m.Shards > 1 {
+			g.f("mov.u32 %%gw4, %%smid;")
+			g.f("and.b32 %%gw4, %%gw4, %d;", m.Shards-1)
+			g.f("mul.wide.u32 %%gt6, %%gw4, %d;", m.ShardSlots())
+			g.f("add.s64 %%gt2, %%gt2, %%gt6;")
+		}
 		g.f("mul.lo.u64 %%gt2, %%gt2, %d;", m.Stride)
 		g.f("add.s64 %%gt2, %%gt2, %%gbase;")
-		g.f("add.s64 %%gt2, %%gt2, %d;", m.DataOffset())
+		g.f("add.s64 %%gt2, %%gt2, %d;", m.ShardSlotOffset(0, 0))
 		// Claim the slot (gpuext_gpuring_rec): a later lap's claim wins.
 		g.f("mov.b64 %%gr0, 0;")
 		g.f("shl.b64 %%gt4, %%gt1, 1;")
@@ -1103,7 +1110,17 @@ func (g *gen) ringFunc(mi int, m gpumap.Map) {
 	g.f(".reg .b32 %%xm, %%xn, %%xr, %%xl, %%xlead, %%xlo, %%xhi;")
 	g.f(".reg .pred %%xq;")
 	g.f("ld.param.b64 %%xb, [__gx_base];")
-	g.f("add.s64 %%xb, %%xb, %d;", m.Offset)
+	head := m.HeadOffset(0)
+	if m.Shards > 1 {
+		// This SM's shard: its head line (the lanes of a warp share an SM).
+		g.f(".reg .b32 %%xs;")
+		g.f(".reg .b64 %%xh;")
+		g.f("mov.u32 %%xs, %%smid;")
+		g.f("and.b32 %%xs, %%xs, %d;", m.Shards-1)
+		g.f("mul.wide.u32 %%xh, %%xs, %d;", gpumap.ShardHeadStride)
+		g.f("add.s64 %%xb, %%xb, %%xh;")
+	}
+	g.f("add.s64 %%xb, %%xb, %d;", head)
 	g.f("activemask.b32 %%xm;")
 	g.f("popc.b32 %%xn, %%xm;")
 	g.f("mov.u32 %%xl, %%lanemask_lt;")
@@ -1116,7 +1133,7 @@ func (g *gen) ringFunc(mi int, m gpumap.Map) {
 	g.f("setp.eq.u32 %%xq, %%xl, %%xlead;")
 	g.f("cvt.u64.u32 %%xd, %%xn;")
 	g.f("mov.b64 %%xbase, 0;")
-	g.f("@%%xq atom.global.add.u64 %%xbase, [%%xb+%d], %%xd;", gpumap.OffHead)
+	g.f("@%%xq atom.global.add.u64 %%xbase, [%%xb], %%xd;")
 	g.f("mov.b64 {%%xlo, %%xhi}, %%xbase;")
 	g.f("shfl.sync.idx.b32 %%xlo, %%xlo, %%xlead, 31, %%xm;")
 	g.f("shfl.sync.idx.b32 %%xhi, %%xhi, %%xlead, 31, %%xm;")

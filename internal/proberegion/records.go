@@ -53,7 +53,8 @@ type Occ struct {
 }
 
 // Snapshot is what one Read found. Blocks and Launches are new records
-// (taken from the rings); SMs and Occupancy are the maps' totals.
+// (taken from the rings; blocks in the order they ended); SMs and
+// Occupancy are the maps' totals.
 type Snapshot struct {
 	Blocks    []Block
 	Launches  []Launch
@@ -86,9 +87,14 @@ func (r *Region) read(s *Snapshot) error {
 		}
 		switch m.Name {
 		case MapBlockRing, MapLaunchRing:
-			recs, tail, lost, _ := m.RingRead(reg, r.tail[m.Name], MaxRecords) // its error: a skipped record, counted as lost
-			r.tail[m.Name] = tail
-			r.lost[m.Name] += lost
+			var recs [][]byte
+			for s := range uint64(max(m.Shards, 1)) {
+				k := ringShard{m.Name, s}
+				rs, tail, lost, _ := m.RingRead(reg, s, r.tail[k], MaxRecords) // its error: a skipped record, counted as lost
+				r.tail[k] = tail
+				r.lost[m.Name] += lost
+				recs = append(recs, rs...)
+			}
 			for _, b := range recs {
 				switch {
 				case m.Name == MapBlockRing && len(b) == BlockSize:
@@ -102,6 +108,12 @@ func (r *Region) read(s *Snapshot) error {
 				default:
 					s.Bad++
 				}
+			}
+			if m.Name == MapBlockRing && m.Shards > 1 {
+				// Each shard is in order; the tracker wants the order the
+				// blocks ended in (a block id that comes back starts the
+				// kernel's next run), so the shards are merged by end.
+				sort.SliceStable(s.Blocks, func(i, j int) bool { return s.Blocks[i].EndNS < s.Blocks[j].EndNS })
 			}
 			h.Drops += r.lost[m.Name] // the device's, and what the reader lost
 		case MapSM:

@@ -31,6 +31,7 @@ func TestLayoutMatchesBTF(t *testing.T) {
 		"magic": OffMagic, "type": OffType, "key_size": OffKeySize, "value_size": OffValueSize,
 		"max_entries": OffMaxEntries, "slots": OffSlots, "stride": OffStride, "flags": OffFlags,
 		"data_size": OffDataSize, "head": OffHead, "drops": OffDrops, "count": OffCount, "tail": OffTail,
+		"shards": OffShards,
 	}, hdr)
 	size, b := offsets("gpuext_gpuhash_bucket")
 	require.Equal(t, uint32(BucketHeaderSize), size)

@@ -299,18 +299,22 @@ func (m Map) Add(r Region, slot uint64, key []byte, delta uint64) (int64, error)
 // overwrites: the device never waits for the host and never fails; a record
 // the host has not read when its slot comes round again is lost, and the
 // host counts it (RingDrain). 0, or -E2BIG for a record larger than a slot.
-func (m Map) RingOutput(r Region, data []byte) (int64, error) {
+func (m Map) RingOutput(r Region, data []byte) (int64, error) { return m.RingOutputSM(r, 0, data) }
+
+// RingOutputSM is RingOutput by a probe on SM sm: into shard sm % Shards.
+func (m Map) RingOutputSM(r Region, sm uint64, data []byte) (int64, error) {
 	if m.Type != Ringbuf {
 		return -EINVAL, nil
 	}
 	if uint32(len(data)) > m.ValueSize {
 		return -E2BIG, nil
 	}
-	head, err := r.addU64(m.Offset+OffHead, 1)
+	shard := sm % uint64(max(m.Shards, 1))
+	head, err := r.addU64(m.HeadOffset(shard), 1)
 	if err != nil {
 		return 0, err
 	}
-	s := m.RingSlotOffset(head)
+	s := m.ShardSlotOffset(shard, head)
 	prev, err := r.U64(s + RecSeq)
 	if err != nil {
 		return 0, err

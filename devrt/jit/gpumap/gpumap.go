@@ -73,6 +73,7 @@ const (
 	OffDrops      = 48
 	OffCount      = 56
 	OffTail       = 64
+	OffShards     = 72
 
 	// RecHeaderSize is struct gpuext_gpuring_rec (seq, len, pad).
 	RecHeaderSize = 16
@@ -103,6 +104,11 @@ const (
 	DefaultCopies = 1024
 	// Align is the alignment of every map inside the region.
 	Align = 128
+	// MaxShards bounds a ring's shards (map_extra).
+	MaxShards = 256
+	// ShardHeadStride is the bytes of each shard's {head, tail} line when
+	// a ring has more than one shard (at the start of its data).
+	ShardHeadStride = 128
 )
 
 // Errno values the device functions return (negated), as the kernel's helpers do.
@@ -123,6 +129,11 @@ type Def struct {
 	ValueSize  uint32 // ring: largest record payload
 	MaxEntries uint32 // ring: slots
 	Copies     uint32 // per-thread/warp/SM arrays: copies (0: the default)
+	// Shards splits a ring (map_extra; 0 or 1: one): the probes of SM s
+	// use shard s % Shards, each with its own head and MaxEntries/Shards
+	// slots, so blocks ending together on many SMs do not all serialise on
+	// one atomic.
+	Shards uint32
 }
 
 // Map is one map placed in the region.
@@ -209,9 +220,19 @@ func place(d Def) (Map, error) {
 		m.Stride = BucketHeaderSize + Round8(d.KeySize) + Round8(d.ValueSize)
 		m.DataSize = uint64(nb) * uint64(m.Stride)
 	case d.Type == Ringbuf:
-		m.Slots = d.MaxEntries
+		if m.Shards == 0 {
+			m.Shards = 1
+		}
+		if m.Shards > MaxShards || m.Shards&(m.Shards-1) != 0 {
+			return m, fmt.Errorf("ring shards %d: a power of two up to %d", m.Shards, MaxShards)
+		}
+		per := d.MaxEntries / m.Shards
+		if per == 0 {
+			return m, fmt.Errorf("ring of %d slots cannot have %d shards", d.MaxEntries, m.Shards)
+		}
+		m.Slots = per * m.Shards
 		m.Stride = RecHeaderSize + Round8(d.ValueSize)
-		m.DataSize = uint64(m.Slots) * uint64(m.Stride)
+		m.DataSize = m.shardHeads() + uint64(m.Slots)*uint64(m.Stride)
 	default:
 		return m, fmt.Errorf("unsupported map type %s", d.Type)
 	}
@@ -239,7 +260,9 @@ func (l Layout) Init(region []byte) error {
 	}
 	for _, m := range l.Maps {
 		// The static fields only: head, drops and count are the device's.
-		copy(region[m.Offset:m.Offset+OffHead], m.HeaderBytes())
+		h := m.HeaderBytes()
+		copy(region[m.Offset:m.Offset+OffHead], h)
+		copy(region[m.Offset+OffShards:m.Offset+OffShards+4], h[OffShards:])
 	}
 	return nil
 }
@@ -257,6 +280,9 @@ func (m Map) HeaderBytes() []byte {
 	le.PutUint32(h[OffSlots:], m.Slots)
 	le.PutUint32(h[OffStride:], m.Stride)
 	le.PutUint64(h[OffDataSize:], m.DataSize)
+	if m.Type == Ringbuf {
+		le.PutUint32(h[OffShards:], max(m.Shards, 1))
+	}
 	return h
 }
 
@@ -275,9 +301,44 @@ func (m Map) ElemOffset(slot, key uint64) (uint64, bool) {
 // BucketOffset is the region offset of hash bucket i (i < Slots).
 func (m Map) BucketOffset(i uint64) uint64 { return m.DataOffset() + i*uint64(m.Stride) }
 
-// RingSlotOffset is the region offset of the slot of record index i.
-func (m Map) RingSlotOffset(i uint64) uint64 {
-	return m.DataOffset() + (i%uint64(m.Slots))*uint64(m.Stride)
+// RingSlotOffset is the region offset of the slot of record index i (of
+// shard 0).
+func (m Map) RingSlotOffset(i uint64) uint64 { return m.ShardSlotOffset(0, i) }
+
+// ShardSlots is the slots of each shard of a ring.
+func (m Map) ShardSlots() uint64 { return uint64(m.Slots / max(m.Shards, 1)) }
+
+// shardHeads is the bytes of the shards' {head, tail} lines (none for one).
+func (m Map) shardHeads() uint64 {
+	if m.Shards <= 1 {
+		return 0
+	}
+	return uint64(m.Shards) * ShardHeadStride
+}
+
+// HeadOffset is the region offset of shard s's head: the header's for a
+// ring of one shard.
+func (m Map) HeadOffset(s uint64) uint64 {
+	if m.Shards <= 1 {
+		return m.Offset + OffHead
+	}
+	return m.DataOffset() + s*ShardHeadStride
+}
+
+// TailOffset is where RingDrain keeps shard s's tail (a region only the
+// host reads, as tests and the GPU checks have).
+func (m Map) TailOffset(s uint64) uint64 {
+	if m.Shards <= 1 {
+		return m.Offset + OffTail
+	}
+	return m.DataOffset() + s*ShardHeadStride + 8
+}
+
+// ShardSlotOffset is the region offset of the slot of record index i of
+// shard s.
+func (m Map) ShardSlotOffset(s, i uint64) uint64 {
+	per := m.ShardSlots()
+	return m.DataOffset() + m.shardHeads() + (s*per+i%per)*uint64(m.Stride)
 }
 
 // KeyWords splits a key into the little-endian 8-byte words it is stored

@@ -140,7 +140,7 @@ func TestRing(t *testing.T) {
 	h, err := m.ReadHeader(r)
 	require.NoError(t, err)
 	require.Equal(t, Header{Magic: Magic, Type: uint32(Ringbuf), ValueSize: 4, MaxEntries: 2, Slots: 2, Stride: 24,
-		DataSize: 48, Head: 3, Tail: 3}, h)
+		DataSize: 48, Head: 3, Tail: 3, Shards: 1}, h)
 	// The device never waits: three more records overwrite one the host
 	// had not read; the host counts it.
 	out(9)
@@ -232,4 +232,39 @@ func FuzzReaders(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestRingShards(t *testing.T) {
+	l, r := region(t, Def{Name: "r", Type: Ringbuf, ValueSize: 8, MaxEntries: 9, Shards: 4})
+	m := l.Maps[0]
+	require.Equal(t, uint32(8), m.Slots, "two slots a shard")
+	require.Equal(t, uint64(4*ShardHeadStride+8*24), m.DataSize)
+	require.Equal(t, m.DataOffset()+2*ShardHeadStride, m.HeadOffset(2))
+	require.Equal(t, m.DataOffset()+4*ShardHeadStride+(3*2+1)*24, m.ShardSlotOffset(3, 5))
+	out := func(sm uint64, b byte) {
+		res, err := m.RingOutputSM(r, sm, []byte{b})
+		require.NoError(t, err)
+		require.Equal(t, int64(0), res)
+	}
+	out(0, 'a')
+	out(0, 'b')
+	out(4, 'c') // SM 4: shard 0 again, overwriting a
+	out(1, 'd')
+	out(5, 'e')
+	require.Equal(t, uint64(5), m.RingHead(r))
+	recs, err := m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{'b'}, {'c'}, {'d'}, {'e'}}, recs)
+	h, err := m.ReadHeader(r)
+	require.NoError(t, err)
+	require.Equal(t, uint32(4), h.Shards)
+	require.Equal(t, uint64(1), h.Drops)
+	require.Equal(t, uint64(0), h.Head, "the header's head is unused with shards")
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+	_, _, _, err = m.RingRead(r, 4, 0, 1)
+	require.EqualError(t, err, `map "r" has 4 shards, not 5`)
+	_, err = NewLayout([]Def{{Name: "x", Type: Ringbuf, ValueSize: 8, MaxEntries: 8, Shards: 3}})
+	require.EqualError(t, err, `map "x": ring shards 3: a power of two up to 256`)
 }

@@ -11,6 +11,7 @@ import (
 type Header struct {
 	Magic, Type, KeySize, ValueSize, MaxEntries, Slots, Stride, Flags uint32
 	DataSize, Head, Drops, Count, Tail                                uint64
+	Shards                                                            uint32
 }
 
 // ErrNotInitialised is returned for a map header the host has not written yet.
@@ -28,12 +29,18 @@ func (m Map) ReadHeader(r Region) (Header, error) {
 		Magic: u32(OffMagic), Type: u32(OffType), KeySize: u32(OffKeySize), ValueSize: u32(OffValueSize),
 		MaxEntries: u32(OffMaxEntries), Slots: u32(OffSlots), Stride: u32(OffStride), Flags: u32(OffFlags),
 		DataSize: u64(OffDataSize), Head: u64(OffHead), Drops: u64(OffDrops), Count: u64(OffCount), Tail: u64(OffTail),
+		Shards: u32(OffShards),
+	}
+	shards := uint32(0)
+	if m.Type == Ringbuf {
+		shards = max(m.Shards, 1)
 	}
 	if h.Magic == 0 {
 		return h, fmt.Errorf("map %q: %w", m.Name, ErrNotInitialised)
 	}
 	if h.Magic != Magic || Type(h.Type) != m.Type || h.KeySize != m.KeySize || h.ValueSize != m.ValueSize ||
-		h.MaxEntries != m.MaxEntries || h.Slots != m.Slots || h.Stride != m.Stride || h.DataSize != m.DataSize {
+		h.MaxEntries != m.MaxEntries || h.Slots != m.Slots || h.Stride != m.Stride || h.DataSize != m.DataSize ||
+		h.Shards != shards {
 		return h, fmt.Errorf("map %q: header %+v does not match the layout", m.Name, h)
 	}
 	return h, nil
@@ -96,21 +103,42 @@ func (m Map) HashEntries(r Region) ([]Entry, error) {
 	return out, nil
 }
 
-// RingDrain takes up to max records from a ring whose tail is kept in its
-// header, and advances it past them (RingRead, with the tail and the losses
-// written back: for a region only this reader writes, as tests and the
-// GPU checks have).
+// RingDrain takes up to max records from a ring whose tails are kept in
+// the region (the header's, or each shard's line), and advances them past
+// them (RingRead, with the tails and the losses written back: for a region
+// only this reader writes, as tests and the GPU checks have). Shards are
+// drained in order, each up to max records.
 func (m Map) RingDrain(r Region, max int) ([][]byte, error) {
-	tail, _ := r.U64(m.Offset + OffTail)
-	out, tail, lost, err := m.RingRead(r, tail, max)
-	_ = r.PutU64(m.Offset+OffTail, tail)
-	if lost > 0 {
-		_, _ = r.addU64(m.Offset+OffDrops, lost)
+	var out [][]byte
+	var bad error
+	for s := range uint64(m.ringShards()) {
+		tail, _ := r.U64(m.TailOffset(s))
+		recs, tail, lost, err := m.RingRead(r, s, tail, max)
+		_ = r.PutU64(m.TailOffset(s), tail)
+		if lost > 0 {
+			_, _ = r.addU64(m.Offset+OffDrops, lost)
+		}
+		if err != nil && bad == nil {
+			bad = err
+		}
+		out = append(out, recs...)
 	}
-	return out, err
+	return out, bad
 }
 
-// RingRead takes up to max records from a ring, in order, from tail (the
+// RingHead is the records the device reserved in a ring, over its shards.
+func (m Map) RingHead(r Region) uint64 {
+	n := uint64(0)
+	for s := range uint64(m.ringShards()) {
+		n += r.load64(m.HeadOffset(s))
+	}
+	return n
+}
+
+func (m Map) ringShards() uint32 { return max(m.Shards, 1) }
+
+// RingRead takes up to max records from shard shard of a ring (0 for a
+// ring of one), in order, from tail (the
 // records the reader has consumed, which the reader keeps: devrt's copy of
 // the region overwrites whatever the host would write into it), and returns
 // the new tail and the records lost on the way. It stops at the first
@@ -118,21 +146,25 @@ func (m Map) RingDrain(r Region, max int) ([][]byte, error) {
 // read (the ring is a lap ahead, a slot's seq is past the record, or
 // changed while its payload was copied) and records with an impossible
 // length are skipped and counted as lost. It never writes the region.
-func (m Map) RingRead(r Region, tail uint64, max int) (recs [][]byte, next, lost uint64, err error) {
+func (m Map) RingRead(r Region, shard, tail uint64, max int) (recs [][]byte, next, lost uint64, err error) {
 	if m.Type != Ringbuf {
 		return nil, tail, 0, fmt.Errorf("map %q is a %s, not a ring", m.Name, m.Type)
+	}
+	if shard >= uint64(m.ringShards()) {
+		return nil, tail, 0, fmt.Errorf("map %q has %d shards, not %d", m.Name, m.ringShards(), shard+1)
 	}
 	if err := r.check(m.Offset, HeaderSize+m.DataSize); err != nil {
 		return nil, tail, 0, fmt.Errorf("map %q: %w", m.Name, err)
 	}
-	head := r.load64(m.Offset + OffHead)
-	if head > tail && head-tail > uint64(m.Slots) {
-		lost += head - uint64(m.Slots) - tail
-		tail = head - uint64(m.Slots)
+	slots := m.ShardSlots()
+	head := r.load64(m.HeadOffset(shard))
+	if head > tail && head-tail > slots {
+		lost += head - slots - tail
+		tail = head - slots
 	}
 	var bad error
 	for tail < head && len(recs) < max {
-		s := m.RingSlotOffset(tail)
+		s := m.ShardSlotOffset(shard, tail)
 		seq := r.load64(s + RecSeq)
 		if seq != RecCommitted(tail+1) {
 			if seq>>1 > tail+1 {

@@ -224,6 +224,13 @@ struct {
 	__uint(max_entries, 4096);
 } t_ring SEC(".maps");
 
+/* Four shards: SM s writes shard s % 4 (its own head). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+	__uint(map_extra, 4);
+} t_ring4 SEC(".maps");
+
 static __u64 t_global;
 
 SEC("gpu/entry/*")
@@ -326,6 +333,18 @@ __u64 ring_out(const struct gpuext_dev_ctx *ctx)
 	} __attribute__((packed)) rec = { ctx->addr, ctx->site, ctx->kind, 0x5a };
 
 	return bpf_ringbuf_output(&t_ring, &rec, sizeof(rec), 0) & 0xff;
+}
+
+SEC("gpu/entry/*")
+__u64 ring_out4(const struct gpuext_dev_ctx *ctx)
+{
+	struct {
+		__u64 addr;
+		__u32 site;
+		__u32 block;
+	} rec = { ctx->addr, ctx->site, gpuext_block_linear() };
+
+	return bpf_ringbuf_output(&t_ring4, &rec, sizeof(rec), 0) & 0xff;
 }
 
 SEC("gpu/entry/*")
