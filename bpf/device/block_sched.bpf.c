@@ -6,8 +6,8 @@
  * and how long it ran, and on which SM. A block in flight has a slot of
  * gx_blocks, (linear block id + kernel_id) % GPUEXT_DEV_BLOCK_SLOTS (the
  * blocks resident at once are far fewer, so the blocks of one launch never
- * share a slot): the first warp to reach the entry probe claims it with a
- * cmpxchg on start_ns and writes %smid; every exit adds the lanes it stands
+ * share a slot): thread 0's entry probe writes its start and %smid with
+ * plain stores (no warp waits at entry); every exit adds the lanes it stands
  * for; the exit that completes the block's threads writes a struct
  * gpuext_dev_block to gx_block_ring and frees the slot. A slot is never
  * searched for, so no warp can miss it and no block is counted twice.
@@ -45,15 +45,20 @@ static __always_inline __u32 block_slot(const struct gpuext_dev_ctx *ctx, __u64 
 SEC("gpu/entry/*")
 int block_entry(const struct gpuext_dev_ctx *ctx)
 {
-	__u32 slot = block_slot(ctx, gpuext_block_linear());
+	__u32 slot;
 	struct gpuext_dev_block_state *st;
 
+	/* Thread 0 starts with its block (all of a block's warps are placed
+	 * at once) and writes its slot with plain stores: no warp waits on an
+	 * atomic at the kernel's entry (a cmpxchg there made short blocks
+	 * much slower). */
+	if (gpuext_thread_linear() != 0)
+		return 0;
+	slot = block_slot(ctx, gpuext_block_linear());
 	st = bpf_map_lookup_elem(&gx_blocks, &slot);
 	if (!st)
 		return 0;
-	/* The first warp of the block claims the slot; the others find it taken. */
-	if (__sync_val_compare_and_swap(&st->start_ns, 0, bpf_get_globaltimer()) != 0)
-		return 0;
+	st->start_ns = bpf_get_globaltimer();
 	st->kernel_id = ctx->kernel_id;
 	st->smid = bpf_get_sm_id();
 	return 1;
@@ -85,6 +90,6 @@ int block_exit(const struct gpuext_dev_ctx *ctx)
 	st->lanes_done = 0;
 	st->kernel_id = 0;
 	st->smid = 0;
-	__sync_lock_test_and_set(&st->start_ns, 0);
+	st->start_ns = 0;
 	return 1;
 }

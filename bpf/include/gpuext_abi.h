@@ -1103,9 +1103,9 @@ struct gpuext_gpuring_rec {
  * kernel_id) % GPUEXT_DEV_BLOCK_SLOTS; all zero when free). */
 #define GPUEXT_DEV_BLOCK_SLOTS 65536
 struct gpuext_dev_block_state {
-	__u64 start_ns;   /* %globaltimer at the first warp's entry probe (cmpxchg from 0) */
+	__u64 start_ns;   /* %globaltimer at thread 0's entry probe (0: free) */
 	__u64 lanes_done; /* threads of the block that reached an exit */
-	__u64 kernel_id;  /* written by the first warp */
+	__u64 kernel_id;  /* written by thread 0 */
 	__u32 smid;
 	__u32 _pad;
 };
@@ -1114,7 +1114,7 @@ struct gpuext_dev_block_state {
 struct gpuext_dev_block {
 	__u64 kernel_id;
 	__u64 block;
-	__u64 start_ns;   /* first warp's entry */
+	__u64 start_ns;   /* thread 0's entry */
 	__u64 end_ns;     /* last thread's exit */
 	__u32 smid;
 	__u32 threads;    /* threads of the block */
