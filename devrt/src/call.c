@@ -87,6 +87,22 @@ static __u32 next_corr(struct devrt_thread *t)
 }
 
 /*
+ * A timestamp for one of the thread's records, never before its previous
+ * one: a new TSC conversion, or a read that falls back to clock_gettime
+ * while another thread measures (clock.c), may differ from the conversion
+ * before by tens of ns, and one thread's records must keep their order.
+ */
+static inline __u64 thread_now(struct devrt_thread *t)
+{
+	__u64 v = devrt_now();
+
+	if (unlikely(v < t->last_ns))
+		v = t->last_ns;
+	t->last_ns = v;
+	return v;
+}
+
+/*
  * Returns 1 if the call is reported (the wrapper then calls the real
  * function and devrt_end), 0 if the wrapper must just pass it through.
  * args are the call's arguments as the registers and stack hold them.
@@ -141,7 +157,7 @@ int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
 	c->sym = s;
 	c->pair = NULL;
 	c->outer = t->outer;
-	e->start_ns = devrt_now();
+	e->start_ns = thread_now(t);
 	if (s->df & (DF_KERNEL | DF_COPY)) {
 		/* A runtime launch times the driver launch it makes: with
 		 * the nested class the inner call is reported, but not timed
@@ -178,9 +194,7 @@ static void finish(struct devrt_call *c, CUresult r)
 	struct gpuext_event *e = &c->ev;
 	unsigned int out = (s->ck >> GPUEXT_CK_OUT_SHIFT) & 0xf;
 
-	e->end_ns = devrt_now();
-	if (unlikely(e->end_ns < e->start_ns))
-		e->end_ns = e->start_ns;	/* a new TSC conversion (clock.c) */
+	e->end_ns = thread_now(&devrt_t);
 	e->result = r;
 	if (c->pair)
 		devrt_timing_end(c, r);

@@ -20,8 +20,9 @@
  * time over the whole period since the last, so it follows the kernel's own
  * slewing; one thread, elected by a compare-and-swap, measures, the others
  * keep the current conversion.  A new base can differ from the old
- * conversion's reading by the drift of one period (nanoseconds): call.c
- * keeps end >= start.
+ * conversion's reading by the drift of one period (nanoseconds), and a
+ * read during a measure falls back to clock_gettime: call.c keeps each
+ * thread's record timestamps in order (thread_now).
  */
 #define _GNU_SOURCE
 #include <stdio.h>

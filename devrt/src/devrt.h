@@ -145,6 +145,7 @@ struct devrt_thread {
 	struct devrt_call *outer; /* the timed call this thread is inside */
 	__u32 corr_next;    /* call numbers: the thread's block [next, end) */
 	__u32 corr_end;
+	__u64 last_ns;      /* the thread's latest record timestamp */
 };
 
 extern DEVRT_TLS struct devrt_thread devrt_t;
