@@ -244,10 +244,42 @@ def analyze(otel_path, run_path, probe):
     sys.exit(0 if ok else 1)
 
 
+def triton_live(otel_path, base_path, run_path, probe):
+    """The live Triton kernel (probes_triton.py) under devrt: Triton loaded
+    a cubin, devrt patched the PTX Triton cached beside it."""
+    base, run_res = json.load(open(base_path)), json.load(open(run_path))
+    spans, points = otel(otel_path)
+    ok = True
+    name = "live_axpy"
+
+    def check(cond, what):
+        nonlocal ok
+        print(("PASS " if cond else "FAIL ") + probe + ": triton: " + what)
+        ok = ok and cond
+
+    check(base["sha256"] == run_res["sha256"], "outputs identical to the uninstrumented run")
+    patched = [p for p in points if p["name"] == "gpu.devrt.modules" and p["attrs"].get("gpu.devrt.module.status") == "patched"]
+    n = value(patched[-1]) if patched else 0
+    check(n >= 3, f"its cubin's module patched too (gpu.devrt.modules patched = {n:.0f}: the check program's 2 and Triton's)")
+    if probe == "block_sched":
+        mine = [s for s in spans if s["name"] == name + " blocks"]
+        blocks = [int(s["attrs"].get("gpu.kernel.blocks")) for s in mine]
+        check(len(mine) >= 0.9 * run_res["launches"] and all(b == run_res["grid"] for b in blocks),
+              f"{len(mine)} block spans for {run_res['launches']} launches, each of {run_res['grid']} blocks ({sorted(set(blocks))[:3]})")
+    if probe == "launch_latency":
+        h = [p for p in points if p["name"] == "gpu.kernel.launch.latency" and p["attrs"].get("gpu.cuda.kernel.name") == name]
+        check(bool(h) and int(h[-1]["count"]) > 0, f"{int(h[-1]['count']) if h else 0} launch latencies")
+    print(f"INFO {probe}: triton: {run_res['median_us']:.1f} µs a launch, uninstrumented {base['median_us']:.1f} µs")
+    sys.exit(0 if ok else 1)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "run":
         run(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "analyze":
         analyze(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif sys.argv[1] == "triton":
+        triton_live(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     else:
-        sys.exit("usage: probes_check.py run KERNELS_PTX TRITON_PTX | analyze OTEL_JSONL RUN_JSON PROBE")
+        sys.exit("usage: probes_check.py run KERNELS_PTX TRITON_PTX | analyze OTEL_JSONL RUN_JSON PROBE"
+                 " | triton OTEL_JSONL BASE_JSON RUN_JSON PROBE")

@@ -114,6 +114,12 @@ run_program() { # NAME [env...]: the program, its JSON in $OUT/run-NAME.json
 	env "$@" $PY bench/device/probes_check.py run "$KPTX" "$TPTX" >"$OUT/run-$name.json" 2>"$OUT/run-$name.err" ||
 		{ echo "FAIL $name: the program failed: $(tail -3 "$OUT/run-$name.err")"; status=1; return 1; }
 }
+run_triton() { # NAME [env...]: the live Triton kernel, $OUT/triton-NAME.json
+	local name=$1; shift
+	env TRITON_CACHE_DIR="$(mktemp -d "$W/triton.XXXX")" "$@" $PY bench/device/probes_triton.py \
+		>"$OUT/triton-$name.json" 2>"$OUT/triton-$name.err" ||
+		{ echo "FAIL $name: the Triton program failed: $(tail -3 "$OUT/triton-$name.err")"; status=1; return 1; }
+}
 same_results() { # NAME: outputs identical to the uninstrumented run's
 	$PY - "$OUT/run-base.json" "$OUT/run-$1.json" "$1" <<'PYEOF' || status=1
 import json, sys
@@ -127,6 +133,7 @@ PYEOF
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	echo "kernels: $KPTX; triton: $TPTX"
 	run_program base
+	run_triton base
 	run_program devrt LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR" && same_results devrt
 	for probe in $PROBES; do
 		for mode in $MODES; do
@@ -141,6 +148,7 @@ PYEOF
 			fi
 			run_program "$name" LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR" &&
 				same_results "$name"
+			run_triton "$name" LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR"
 			sleep 2 # the last reads, collection and file flush
 			kill $COL; wait $COL; COL=
 			# What a collector of another probe set must not find (the
@@ -150,6 +158,10 @@ PYEOF
 			rm -f "$DIR"/gpuext-devmaps-*.maps
 			if [ -s "$OUT/run-$name.json" ]; then
 				$PY bench/device/probes_check.py analyze "$OUT/otel-$name.jsonl" "$OUT/run-$name.json" "$probe" || status=1
+			fi
+			if [ -s "$OUT/triton-$name.json" ]; then
+				$PY bench/device/probes_check.py triton "$OUT/otel-$name.jsonl" "$OUT/triton-base.json" \
+					"$OUT/triton-$name.json" "$probe" || status=1
 			fi
 		done
 	done

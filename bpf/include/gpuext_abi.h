@@ -837,6 +837,7 @@ enum gpuext_inj_status {
 enum gpuext_inj_image {
 	GPUEXT_INJ_IMAGE_PTX = 1,    /* the image was PTX text */
 	GPUEXT_INJ_IMAGE_FATBIN = 2, /* the PTX entry of a fat binary */
+	GPUEXT_INJ_IMAGE_TRITON = 3, /* a cubin's PTX, from Triton's cache beside it */
 };
 
 /* struct gpuext_inj_resp.flags */

@@ -210,6 +210,9 @@ int devrt_image_ptx(const void *image, __u32 sm_arch, struct devrt_ptx *out)
 	if (rd32(p) == FATBIN_MAGIC)
 		return fatbin_ptx(p, sm_arch, out);
 	if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') {
+		/* SASS only, unless Triton cached the PTX it came from. */
+		if (!devrt_triton_ptx(p, out))
+			return 0;
 		out->reason = GPUEXT_INJ_R_SASS_ONLY;
 		return -1;
 	}

@@ -121,6 +121,9 @@ struct devrt_ptx {
 /* Finds the PTX to patch in a module image for a device of sm_arch
  * (major * 10 + minor; 0: unknown, the newest PTX).  0, or -1 with reason. */
 int devrt_image_ptx(const void *image, __u32 sm_arch, struct devrt_ptx *out);
+/* The PTX Triton cached beside the ELF cubin image (triton.c): 0 with out
+ * set (owned), or -1. */
+int devrt_triton_ptx(const void *image, struct devrt_ptx *out);
 /* LZ4-style block decompression of a compressed fat binary entry: bytes
  * written, or -1 if in is malformed or does not fill exactly out_len. */
 long devrt_fatbin_decompress(const unsigned char *in, size_t in_len,

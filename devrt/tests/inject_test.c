@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "inject.h"
 
@@ -305,6 +307,71 @@ static void test_entries(void)
 	CHECK(n == 1 && used == 9);
 }
 
+/* Writes n bytes to dir/name. */
+static void put_file(const char *dir, const char *name, const void *b, size_t n)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "we");
+	CHECK(f && fwrite(b, 1, n, f) == n);
+	if (f)
+		fclose(f);
+}
+
+/*
+ * A cubin whose PTX Triton cached beside it: found by its exact bytes in
+ * $TRITON_CACHE_DIR/<key>/, returned as image TRITON; a cubin of the same
+ * size but other bytes, one without a .ptx beside it, and the switch off
+ * stay SASS-only.
+ */
+static void test_triton_cache(void)
+{
+	static const char ptx[] = "//\n.version 8.0\n.target sm_90a\n"
+				  ".address_size 64\n.visible .entry add_kernel()\n{ ret; }\n";
+	unsigned char cubin[192] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 }, other[192];
+	char dir[] = "/tmp/devrt-triton-XXXXXX", sub[256];
+	struct devrt_ptx px;
+
+	/* e_shoff 64, e_shentsize 64, e_shnum 2: 192 bytes */
+	cubin[0x28] = 64;
+	cubin[0x3a] = 64;
+	cubin[0x3c] = 2;
+	cubin[100] = 0xaa;
+	memcpy(other, cubin, sizeof(other));
+	other[150] = 0x55;
+	CHECK(mkdtemp(dir) != NULL);
+	setenv("TRITON_CACHE_DIR", dir, 1);
+	snprintf(sub, sizeof(sub), "%s/aaaa", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	put_file(sub, "add_kernel.cubin", other, sizeof(other)); /* same size, other bytes */
+	put_file(sub, "add_kernel.ptx", "// wrong one", 12);
+	snprintf(sub, sizeof(sub), "%s/bbbb", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	put_file(sub, "add_kernel.cubin", cubin, sizeof(cubin));
+	put_file(sub, "add_kernel.ptx", ptx, strlen(ptx));
+	put_file(sub, "add_kernel.json", "{}", 2);
+
+	CHECK(devrt_image_ptx(cubin, 90, &px) == 0);
+	CHECK(px.image == GPUEXT_INJ_IMAGE_TRITON && px.reason == GPUEXT_INJ_R_NONE);
+	CHECK(px.len == strlen(ptx) && px.ptx && !memcmp(px.ptx, ptx, px.len));
+	CHECK(px.owned == px.ptx);
+	free(px.owned);
+
+	other[150] = 0x56; /* in no file */
+	CHECK(devrt_image_ptx(other, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	setenv("GPUEXT_DEVRT_TRITON", "0", 1);
+	CHECK(devrt_image_ptx(cubin, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	unsetenv("GPUEXT_DEVRT_TRITON");
+	snprintf(sub, sizeof(sub), "%s/bbbb/add_kernel.ptx", dir);
+	CHECK(unlink(sub) == 0);
+	CHECK(devrt_image_ptx(cubin, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	unsetenv("TRITON_CACHE_DIR");
+	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
+	CHECK(system(sub) == 0);
+}
+
 int main(void)
 {
 	test_sha256();
@@ -312,6 +379,7 @@ int main(void)
 	test_lz4_reference();
 	test_image();
 	test_entries();
+	test_triton_cache();
 	if (failed)
 		return 1;
 	printf("inject-test: ok\n");

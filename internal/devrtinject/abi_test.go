@@ -100,7 +100,7 @@ func TestEnumsMatchBTF(t *testing.T) {
 		"PATCHED": uint64(StatusPatched), "UNCHANGED": uint64(StatusUnchanged),
 		"REJECTED": uint64(StatusRejected), "ERROR": uint64(StatusError),
 	}, enumValues(t, spec, "gpuext_inj_status", "GPUEXT_INJ_"))
-	require.Equal(t, map[string]uint64{"PTX": uint64(ImagePTX), "FATBIN": uint64(ImageFatbin)},
+	require.Equal(t, map[string]uint64{"PTX": uint64(ImagePTX), "FATBIN": uint64(ImageFatbin), "TRITON": uint64(ImageTriton)},
 		enumValues(t, spec, "gpuext_inj_image", "GPUEXT_INJ_IMAGE_"))
 	outcomes := map[string]uint64{}
 	for o := OutPatched; o <= OutFailed; o++ {

@@ -61,6 +61,9 @@ type Image uint16
 const (
 	ImagePTX    Image = 1
 	ImageFatbin Image = 2
+	// ImageTriton: the program loaded a cubin; devrt sent the PTX that
+	// Triton cached beside it.
+	ImageTriton Image = 3
 )
 
 // RespCached is GPUEXT_INJ_RF_CACHED: answered from the cache.
@@ -210,7 +213,7 @@ func ReadRequest(r io.Reader) (*Request, error) {
 	if ptxLen == 0 || ptxLen > MaxPTX || namesLen > MaxNames || nk > MaxKernels {
 		return q, ErrLimit
 	}
-	if q.Image != ImagePTX && q.Image != ImageFatbin {
+	if q.Image < ImagePTX || q.Image > ImageTriton {
 		return q, ErrFields
 	}
 	body := make([]byte, ptxLen+uint64(namesLen))

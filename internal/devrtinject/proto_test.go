@@ -52,7 +52,7 @@ func TestReadRequestErrors(t *testing.T) {
 		{"PTX too long", corrupt(t, func(b []byte) []byte { le.PutUint64(b[16:], MaxPTX+1); return b }), ErrLimit, true},
 		{"names too long", corrupt(t, func(b []byte) []byte { le.PutUint32(b[24:], MaxNames+1); return b }), ErrLimit, true},
 		{"too many kernels", corrupt(t, func(b []byte) []byte { le.PutUint32(b[28:], MaxKernels+1); return b }), ErrLimit, true},
-		{"image", corrupt(t, func(b []byte) []byte { le.PutUint16(b[34:], 3); return b }), ErrFields, true},
+		{"image", corrupt(t, func(b []byte) []byte { le.PutUint16(b[34:], uint16(ImageTriton)+1); return b }), ErrFields, true},
 		{"short body", corrupt(t, func(b []byte) []byte { return b[:len(b)-1] }), io.ErrUnexpectedEOF, false},
 		{"NUL in PTX", corrupt(t, func(b []byte) []byte { b[ReqHeaderSize+3] = 0; return b }), ErrFields, true},
 		{"one name fewer", corrupt(t, func(b []byte) []byte { le.PutUint32(b[28:], 1); return b }), ErrNames, true},
