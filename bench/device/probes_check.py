@@ -111,7 +111,7 @@ def run(kernels_ptx, triton_ptx):
 
     n = 1 << 22
     f32 = lambda xs: struct.pack(f"<{len(xs)}f", *xs)
-    res = {"sms": nsm.value, "load_us": {"nvcc": load_nvcc, "triton": load_triton}, "kernels": {}}
+    res = {"sms": nsm.value, "pid": os.getpid(), "load_us": {"nvcc": load_nvcc, "triton": load_triton}, "kernels": {}}
     res["kernels"]["vec_add"] = case("nvcc", "vec_add", n // 256, 256,
                                      {"a": f32([i * 0.5 for i in range(n)]), "b": f32([2.0] * n)}, {"c": 4 * n},
                                      [("p", "a"), ("p", "b"), ("p", "c"), ("i", n)])
@@ -145,11 +145,13 @@ def otel(path):
                     s["attrs"] = {a["key"]: list(a["value"].values())[0] for a in s.get("attributes", [])}
                     spans.append(s)
         for rm in d.get("resourceMetrics", []):
+            res = {a["key"]: list(a["value"].values())[0] for a in rm.get("resource", {}).get("attributes", [])}
             for sm in rm.get("scopeMetrics", []):
                 for m in sm.get("metrics", []):
                     for kind in ("sum", "gauge", "histogram"):
                         for dp in m.get(kind, {}).get("dataPoints", []):
-                            dp["attrs"] = {a["key"]: list(a["value"].values())[0] for a in dp.get("attributes", [])}
+                            # the resource's (process.pid) under the point's own
+                            dp["attrs"] = dict(res, **{a["key"]: list(a["value"].values())[0] for a in dp.get("attributes", [])})
                             dp["name"], dp["kind"] = m["name"], kind
                             points.append(dp)
     return spans, points
@@ -224,7 +226,8 @@ def analyze(otel_path, run_path, probe):
         h = last("gpu.kernel.block.schedule.delay", **{"gpu.cuda.kernel.name": "imbalanced"})
         check(h is not None and int(h["count"]) > 0, "imbalanced: schedule delay histogram")
     if probe == "sm_load":
-        imb = last("gpu.kernel.sm.imbalance")
+        # This program's (the live Triton kernel's process runs too).
+        imb = last("gpu.kernel.sm.imbalance", **{"process.pid": str(run_res["pid"])})
         v = value(imb) if imb is not None else 0.0
         check(1.4 < v < 2.2, f"imbalanced: SM imbalance {v:.3f} (ideal one block per SM: {2 * run_res['sms'] / (run_res['sms'] + 1):.3f})")
         sms = {p["attrs"].get("gpu.sm.id") for p in points if p["name"] == "gpu.kernel.sm.blocks"}
