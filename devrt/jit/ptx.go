@@ -14,9 +14,8 @@ import (
 // .global inside the region, ctx copy: generic), so every access uses the
 // state space the verifier recorded for it. Loads and stores of map values
 // are .volatile: other warps change them with atomics, which L2 performs,
-// and a plain ld.global may keep answering from the SM's L1 (on an H200,
-// warp_occupancy's slot epoch read that way lost all but the first warp
-// per SM and bucket). Orderings are GPU-scope (membar.gl, .gpu
+// and a plain ld.global may keep answering from the SM's L1, which is not
+// kept coherent with them. Orderings are GPU-scope (membar.gl, .gpu
 // acquire/release): the region is device memory, which the host sees only
 // through devrt's copies, made by a copy engine through the same L2 (a
 // system-scope fence would wait on the host for nothing). The ctx
