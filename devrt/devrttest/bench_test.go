@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -29,16 +31,25 @@ func BenchmarkDevrtOverhead(b *testing.B) {
 		{"devrt-timing-off", []string{"GPUEXT_DEVRT_SAMPLE=0"}},
 		{"devrt-sample-32", []string{"GPUEXT_DEVRT_SAMPLE=32"}},
 		{"devrt-ring-full", []string{"GPUEXT_DEVRT_SAMPLE=0", "GPUEXT_DEVRT_RING_SLOTS=64"}},
+		// Cold: 8 MiB written between two calls, as a program's own work
+		// evicts what devrt's last call left in the caches; each call timed
+		// on its own, 20,000 of them whatever b.N.
+		{"without-devrt-cold", []string{coldThrash}},
+		{"devrt-timing-off-cold", []string{"GPUEXT_DEVRT_SAMPLE=0", coldThrash}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			env := append([]string{"FAKECUDA_COUNT=0", "LD_LIBRARY_PATH=" + fake}, bc.env...)
-			if bc.name != "without-devrt" {
+			calls := b.N
+			if slices.Contains(bc.env, coldThrash) {
+				calls = coldCalls
+			}
+			if !strings.HasPrefix(bc.name, "without-devrt") {
 				ringDir := shmDir(b)
 				env = append(env, "LD_PRELOAD="+filepath.Join(dir, "libgpuext-devrt.so"),
-					"GPUEXT_DEVRT_DIR="+ringDir, "GPUEXT_DEVRT_RING_SLOTS="+strconv.Itoa(ringSlots(b.N)))
+					"GPUEXT_DEVRT_DIR="+ringDir, "GPUEXT_DEVRT_RING_SLOTS="+strconv.Itoa(ringSlots(calls)))
 				env = append(env, bc.env...) // a configuration's own ring size wins
 			}
-			cmd := exec.Command(filepath.Join(fake, "callbench"), "launch", strconv.Itoa(b.N))
+			cmd := exec.Command(filepath.Join(fake, "callbench"), "launch", strconv.Itoa(calls))
 			cmd.Env = append(os.Environ(), env...)
 			out, err := cmd.Output()
 			if err != nil {
@@ -54,6 +65,12 @@ func BenchmarkDevrtOverhead(b *testing.B) {
 		})
 	}
 }
+
+// The cold rows' thrash (callbench's CALLBENCH_THRASH, KiB) and calls.
+const (
+	coldThrash = "CALLBENCH_THRASH=8192"
+	coldCalls  = 20000
+)
 
 // ringSlots is a ring that holds n calls and callbench's setup.
 func ringSlots(n int) int {

@@ -18,6 +18,12 @@
  * CALLBENCH_KERNEL names the one to launch, CALLBENCH_PTX a PTX file to
  * load instead (device probe injection's benchmarks: a patched kernel, an
  * unpatched one beside it, the patch time of real modules).
+ *
+ * CALLBENCH_THRASH=KiB: before each call, write one byte in every cache
+ * line of a buffer that large (launch mode), as a real program's work
+ * between two launches evicts what the last call left in the caches; each
+ * call is then timed on its own (clock_gettime around it: add the same
+ * ~20 ns to every configuration) and ns_per_call is their mean.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -56,6 +62,9 @@ int main(int argc, char **argv)
 		".visible .entry _Z5otherv()\n{\n\tret;\n}\n";
 	const char *image = builtin, *kernel = getenv("CALLBENCH_KERNEL");
 	const char *file = getenv("CALLBENCH_PTX");
+	const char *thrash_env = getenv("CALLBENCH_THRASH");
+	size_t thrash = thrash_env ? (size_t)atol(thrash_env) << 10 : 0;
+	volatile char *junk = NULL;
 	long n, rate = 0;
 	double t0, t1;
 
@@ -90,7 +99,27 @@ int main(int argc, char **argv)
 						"_Z6vecAddPfS_S_i"),
 	      "cuModuleGetFunction");
 
+	if (thrash && !(junk = calloc(1, thrash))) {
+		perror("callbench: thrash buffer");
+		return 1;
+	}
 	t0 = now_ns();
+	if (thrash) {
+		double in_calls = 0, c0;
+
+		for (long i = 0; i < n; i++) {
+			for (size_t o = 0; o < thrash; o += 64)
+				junk[o]++;
+			c0 = now_ns();
+			cuLaunchKernel(fn, 128, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
+			in_calls += now_ns() - c0;
+		}
+		t1 = now_ns();
+		check(cuCtxSynchronize(), "cuCtxSynchronize");
+		printf("{\"mode\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.1f,\"thrash_kib\":%zu,\"loop_ns\":%.0f}\n",
+		       argv[1], n, in_calls / (double)n, thrash >> 10, t1 - t0);
+		return 0;
+	}
 	if (rate <= 0) {
 		for (long i = 0; i < n; i++)
 			cuLaunchKernel(fn, 128, 1, 1, 256, 1, 1, 0, NULL, NULL, NULL);
