@@ -125,18 +125,6 @@ func generate(c *Compiled) (string, error) {
 	return g.b.String(), nil
 }
 
-func usesMaps(p *compiledProg) bool {
-	for i, in := range p.Insns {
-		if in.Map != "" && p.facts.visited[i] {
-			return true
-		}
-		if p.facts.callSeen[i] && p.facts.calls[i].m >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
 func usesStack(p *compiledProg) bool {
 	for _, in := range p.Insns {
 		if in.Dst == 10 || in.Src == 10 {
@@ -226,14 +214,6 @@ func (g *gen) probe(name string, withRet bool) error {
 		g.f("setp.ne.u32 %%gp0, %%gw0, %%glead;")
 		g.f("@%%gp0 bra %s;", done)
 	}
-	if usesMaps(p) {
-		// Read-only while kernels run (devrt writes it before the first
-		// launch of the module): through the non-coherent cache, a hit
-		// in L1 instead of a trip to L2 at every probe call.
-		g.f("ld.global.nc.u64 %%gbase, [%s];", SharedSymbol)
-		g.f("setp.eq.u64 %%gp0, %%gbase, 0;")
-		g.f("@%%gp0 bra %s;", done)
-	}
 	if inMem {
 		// after the election: at warp level only the leader pays for it
 		for w := 0; w < CtxSize/8; w++ {
@@ -271,6 +251,20 @@ func (g *gen) probe(name string, withRet bool) error {
 	g.f("ret;")
 	g.b.WriteString("}\n")
 	return nil
+}
+
+// regionBase loads the region's address into %gbase where the program
+// first needs a map on this path (every map pointer comes from one of these
+// loads, so every use is preceded by one): a probe that returns before
+// touching a map, like launch_latency for all but one thread, never reads
+// it. Read-only while kernels run (devrt writes it before the module's
+// first launch): through the non-coherent cache, repeated loads hit L1.
+// No region (devrt could not make one): the probe returns 0.
+func (g *gen) regionBase(done string) {
+	g.f("ld.global.nc.u64 %%gbase, [%s];", SharedSymbol)
+	g.f("setp.eq.u64 %%gp0, %%gbase, 0;")
+	g.f("@%%gp0 mov.b64 %%gr0, 0;")
+	g.f("@%%gp0 bra %s;", done)
 }
 
 func r(n uint8) string { return fmt.Sprintf("%%gr%d", n) }
@@ -335,9 +329,11 @@ func (g *gen) insn(i int, in Insn, done string) error {
 		case in.Map == "":
 			g.f("mov.b64 %s, %d;", r(in.Dst), in.Imm)
 		case in.Src == pseudoMapFD:
+			g.regionBase(done)
 			m := g.c.Layout.Maps[g.p.mapIdx[in.Map]]
 			g.f("add.s64 %s, %%gbase, %d;", r(in.Dst), m.Offset)
 		default:
+			g.regionBase(done)
 			m := g.c.Layout.Maps[g.p.mapIdx[in.Map]]
 			off, _ := m.ElemOffset(0, 0)
 			g.f("add.s64 %s, %%gbase, %d;", r(in.Dst), int64(off)+int64(in.MapOff))
