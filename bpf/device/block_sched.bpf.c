@@ -27,14 +27,14 @@ struct {
 	__type(value, struct gpuext_dev_block_state);
 } gx_blocks SEC(".maps");
 
-/* 16 MiB: ~262k blocks between two reads of the host, in 32 shards (SM s
- * writes shard s % 32): blocks ending together on many SMs would otherwise
- * all serialise on one head (on an H200 that one atomic made a 98 us kernel
- * 8% slower and a 63 us one of 16k blocks 5x). */
+/* 16 MiB: ~262k blocks between two reads of the host. One shard: split in
+ * 32 (map_extra) it cost the same on an H200 (the head was not what
+ * block_sched paid for), and shards copied and read at slightly different
+ * moments handed the tracker one launch's blocks in two reads, around the
+ * next launch's. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24);
-	__uint(map_extra, 32);
 } gx_block_ring SEC(".maps");
 
 static __always_inline __u32 block_slot(const struct gpuext_dev_ctx *ctx, __u64 block)
