@@ -26,14 +26,7 @@ import statistics
 import sys
 import time
 
-cu = c.CDLL("libcuda.so.1")
-
-
-def check(r, what):
-    if r != 0:
-        name = c.c_char_p()
-        cu.cuGetErrorName(r, c.byref(name))
-        raise RuntimeError(f"{what}: {name.value.decode() if name.value else r}")
+from cudrv import check, cu, primary_context
 
 
 def main(d):
@@ -41,12 +34,7 @@ def main(d):
     batch = int(os.environ.get("BATCH", "3"))
     mapped = os.environ.get("REGION", "device") == "mapped"
     bf = json.load(open(os.path.join(d, "bench.json")))
-    check(cu.cuInit(0), "cuInit")
-    dev = c.c_int()
-    check(cu.cuDeviceGet(c.byref(dev), 0), "cuDeviceGet")
-    ctx = c.c_void_p()
-    check(cu.cuDevicePrimaryCtxRetain(c.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    dev, ctx = primary_context()
     name = c.create_string_buffer(256)
     cu.cuDeviceGetName(name, 256, dev)
     print(f"device: {name.value.decode()}, region in {'mapped host' if mapped else 'device'} memory, "

@@ -18,25 +18,13 @@ import os
 import sys
 import time
 
-cu = c.CDLL("libcuda.so.1")
-
-
-def check(r, what):
-    if r != 0:
-        name = c.c_char_p()
-        cu.cuGetErrorName(r, c.byref(name))
-        raise RuntimeError(f"{what}: {name.value.decode() if name.value else r}")
+from cudrv import check, cu, primary_context
 
 
 def main(d, rd):
     os.makedirs(rd, exist_ok=True)
     mapped = os.environ.get("REGION", "mapped") == "mapped"
-    check(cu.cuInit(0), "cuInit")
-    dev = c.c_int()
-    check(cu.cuDeviceGet(c.byref(dev), 0), "cuDeviceGet")
-    ctx = c.c_void_p()
-    check(cu.cuDevicePrimaryCtxRetain(c.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    dev, ctx = primary_context()
     ran = failed = 0
     for jf in sorted(glob.glob(os.path.join(d, "*.json"))):
         cf = json.load(open(jf))

@@ -27,20 +27,9 @@ REPS = int(os.environ.get("REPS", 21))
 
 
 def run(kernels_ptx, triton_ptx):
-    cu = c.CDLL("libcuda.so.1")
+    from cudrv import check as ck, cu, primary_context  # the GPU machine only
 
-    def ck(r, what):
-        if r != 0:
-            name = c.c_char_p()
-            cu.cuGetErrorName(r, c.byref(name))
-            raise RuntimeError(f"{what}: {name.value.decode() if name.value else r}")
-
-    ck(cu.cuInit(0), "cuInit")
-    dev = c.c_int()
-    ck(cu.cuDeviceGet(c.byref(dev), 0), "cuDeviceGet")
-    ctx = c.c_void_p()
-    ck(cu.cuDevicePrimaryCtxRetain(c.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-    ck(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    dev, _ = primary_context()
     nsm = c.c_int()
     ck(cu.cuDeviceGetAttribute(c.byref(nsm), 16, dev), "multiprocessor count")  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 

@@ -20,23 +20,13 @@ import os
 import struct
 import sys
 
-cu = ctypes.CDLL("libcuda.so.1")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cudrv import check, cu, primary_context  # noqa: E402 - bench/device/cudrv.py
+
 c = ctypes
 
 
-def check(r, what):
-    if r != 0:
-        name = c.c_char_p()
-        cu.cuGetErrorName(r, c.byref(name))
-        raise RuntimeError(f"{what}: {name.value.decode() if name.value else r}")
-
-
-check(cu.cuInit(0), "cuInit")
-dev = c.c_int()
-check(cu.cuDeviceGet(c.byref(dev), 0), "cuDeviceGet")
-ctx = c.c_void_p()
-check(cu.cuDevicePrimaryCtxRetain(c.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+primary_context()
 
 
 def load(path):
