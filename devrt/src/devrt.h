@@ -204,6 +204,18 @@ extern void *devrt_real_fn[DEVRT_NSYMS];
 
 void *devrt_real_slow(enum devrt_sym id);
 
+/* A pointer's bits mixed (murmur3's finaliser, half of it): the slot of a
+ * handle in devrt's open-addressing tables is its low bits. */
+static inline __u64 devrt_ptr_mix(const void *p)
+{
+	__u64 x = (__u64)(uintptr_t)p;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
 /* The real function behind a symbol, found on first use. */
 static inline void *devrt_real(enum devrt_sym id)
 {

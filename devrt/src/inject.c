@@ -157,12 +157,7 @@ static pthread_mutex_t inj_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static inline __u32 rd_hash(const void *p)
 {
-	__u64 x = (__u64)(uintptr_t)p;
-
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (__u32)x & (RD_SLOTS - 1);
+	return (__u32)devrt_ptr_mix(p) & (RD_SLOTS - 1);
 }
 
 void *devrt_inject_lookup(void *fn)

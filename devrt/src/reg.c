@@ -64,12 +64,7 @@ static inline void seen_add(__u32 h, const void *stub, __u32 epoch)
 
 static inline __u32 reg_hash(const void *stub)
 {
-	__u64 x = (__u64)(uintptr_t)stub;
-
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return (__u32)x & (REG_SLOTS - 1);
+	return (__u32)devrt_ptr_mix(stub) & (REG_SLOTS - 1);
 }
 
 /*
