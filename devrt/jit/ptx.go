@@ -716,29 +716,25 @@ func (g *gen) dimReg(dst, sreg string) {
 // linear computes the block's linear id (%gt4), threads per block (%gt5)
 // and the thread's linear index in the block (%gt6).
 func (g *gen) linear() {
-	g.dimReg("%gt4", "%ctaid.z")
-	g.dimReg("%gt7", "%nctaid.y")
-	g.f("mul.lo.u64 %%gt4, %%gt4, %%gt7;")
-	g.dimReg("%gt7", "%ctaid.y")
-	g.f("add.s64 %%gt4, %%gt4, %%gt7;")
-	g.dimReg("%gt7", "%nctaid.x")
-	g.f("mul.lo.u64 %%gt4, %%gt4, %%gt7;")
-	g.dimReg("%gt7", "%ctaid.x")
-	g.f("add.s64 %%gt4, %%gt4, %%gt7;")
-	g.dimReg("%gt6", "%tid.z")
-	g.dimReg("%gt7", "%ntid.y")
-	g.f("mul.lo.u64 %%gt6, %%gt6, %%gt7;")
-	g.dimReg("%gt7", "%tid.y")
-	g.f("add.s64 %%gt6, %%gt6, %%gt7;")
-	g.dimReg("%gt7", "%ntid.x")
-	g.f("mul.lo.u64 %%gt6, %%gt6, %%gt7;")
-	g.dimReg("%gt7", "%tid.x")
-	g.f("add.s64 %%gt6, %%gt6, %%gt7;")
+	g.linearOf("%gt4", "%ctaid", "%nctaid")
+	g.linearOf("%gt6", "%tid", "%ntid")
 	g.dimReg("%gt5", "%ntid.x")
 	g.dimReg("%gt7", "%ntid.y")
 	g.f("mul.lo.u64 %%gt5, %%gt5, %%gt7;")
 	g.dimReg("%gt7", "%ntid.z")
 	g.f("mul.lo.u64 %%gt5, %%gt5, %%gt7;")
+}
+
+// linearOf leaves (idx.z * dim.y + idx.y) * dim.x + idx.x of the special
+// registers idx and dim (%ctaid/%nctaid, %tid/%ntid) in dst (%gt7: scratch).
+func (g *gen) linearOf(dst, idx, dim string) {
+	g.dimReg(dst, idx+".z")
+	for _, a := range []string{"y", "x"} {
+		g.dimReg("%gt7", dim+"."+a)
+		g.f("mul.lo.u64 %s, %s, %%gt7;", dst, dst)
+		g.dimReg("%gt7", idx+"."+a)
+		g.f("add.s64 %s, %s, %%gt7;", dst, dst)
+	}
 }
 
 // globalWarp leaves the global warp id in dst.
