@@ -605,6 +605,7 @@ static void inject_atfork_child(void)
 {
 	pthread_mutex_init(&inj_lock, NULL);
 	devrt_region_atfork_child();
+	devrt_triton_atfork_child();
 }
 
 __attribute__((constructor)) static void inject_init(void)

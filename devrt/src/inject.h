@@ -124,6 +124,9 @@ int devrt_image_ptx(const void *image, __u32 sm_arch, struct devrt_ptx *out);
 /* The PTX Triton cached beside the ELF cubin image (triton.c): 0 with out
  * set (owned), or -1. */
 int devrt_triton_ptx(const void *image, struct devrt_ptx *out);
+void devrt_triton_atfork_child(void);
+/* Cache entries (directories) listed so far, for tests. */
+extern __u64 devrt_triton_entries_read;
 /* LZ4-style block decompression of a compressed fat binary entry: bytes
  * written, or -1 if in is malformed or does not fill exactly out_len. */
 long devrt_fatbin_decompress(const unsigned char *in, size_t in_len,

@@ -12,23 +12,27 @@
  * GPUEXT_INJ_IMAGE_TRITON): the twin is the same kernel, compiled again
  * by the driver from the PTX Triton made it from.
  *
- * Cold path (a module load), bounded: at most MAX_DIRS directories and
- * files of the loaded size only are read; GPUEXT_DEVRT_TRITON=0 turns it
- * off.  Nothing found: the cubin stays SASS-only, as before.
+ * Cold path (a module load), bounded: the cache is listed into an index
+ * once and then only where it changed (see idx), files of the loaded size
+ * only are compared; GPUEXT_DEVRT_TRITON=0 turns it off.  Nothing found:
+ * the cubin stays SASS-only, as before.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inject.h"
 
-#define MAX_DIRS 65536
+#define MAX_DIRS 65536     /* cache entries read at most */
+#define MAX_REFS (1U << 20) /* cubins remembered at most */
 #define MAX_CUBIN (256U << 20)
 
 static __u64 rd64(const unsigned char *p)
@@ -121,38 +125,143 @@ static int read_ptx(int dfd, const char *name, struct devrt_ptx *out)
 	return 0;
 }
 
-/* In one cache entry: a .cubin of n bytes equal to img, and its .ptx. */
-static int look_in(int cfd, const char *entry, const unsigned char *img,
-		   size_t n, struct devrt_ptx *out)
+/*
+ * What devrt knows of the cache: every .cubin seen, by size.  A load looks
+ * the loaded size up here and compares only those files; the cache
+ * directory is read again only when its mtime changed (Triton adds a
+ * directory per compiled kernel) or nothing here matched, and then only
+ * its entries changed since the last reading (with a second of margin for
+ * the filesystem's coarse clock) are listed.
+ */
+struct cubin_ref {
+	size_t size;
+	char entry[NAME_MAX + 1];   /* the cache entry (directory) */
+	char name[NAME_MAX + 1];    /* <kernel>.cubin in it */
+};
+
+static struct {
+	pthread_mutex_t mu;
+	char root[4096];
+	struct timespec root_mtime; /* at the last reading */
+	time_t read_at;             /* CLOCK_REALTIME seconds of the last reading */
+	struct cubin_ref *refs;
+	size_t n, cap;
+} idx = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+__u64 devrt_triton_entries_read;
+
+/* Forgets entry's cubins (it is read again).  Caller holds idx.mu. */
+static void forget(const char *entry)
+{
+	size_t i, j;
+
+	for (i = j = 0; i < idx.n; i++)
+		if (strcmp(idx.refs[i].entry, entry))
+			idx.refs[j++] = idx.refs[i];
+	idx.n = j;
+}
+
+/* Lists entry's .cubin files.  Caller holds idx.mu. */
+static void read_entry(int cfd, const char *entry)
 {
 	int dfd = openat(cfd, entry, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
 	struct dirent *e;
 	struct stat st;
-	int found = -1;
+	DIR *d;
 
 	if (dfd < 0)
-		return -1;
+		return;
 	d = fdopendir(dfd);
 	if (!d) {
 		close(dfd);
-		return -1;
+		return;
 	}
-	while (found && (e = readdir(d))) {
+	devrt_triton_entries_read++;
+	forget(entry);
+	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
-		char ptx[NAME_MAX + 1];
 
-		if (len < 7 || len > NAME_MAX || strcmp(e->d_name + len - 6, ".cubin") ||
+		if (len < 7 || len > NAME_MAX ||
+		    strcmp(e->d_name + len - 6, ".cubin") ||
 		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISREG(st.st_mode) || (size_t)st.st_size != n ||
-		    !same_file(dfd, e->d_name, img, n))
+		    !S_ISREG(st.st_mode) || (__u64)st.st_size > MAX_CUBIN)
 			continue;
-		memcpy(ptx, e->d_name, len - 6);
-		memcpy(ptx + len - 6, ".ptx", 5);
-		found = read_ptx(dfd, ptx, out);
+		if (idx.n == idx.cap) {
+			size_t cap = idx.cap ? 2 * idx.cap : 256;
+			struct cubin_ref *r = cap <= MAX_REFS ?
+				realloc(idx.refs, cap * sizeof(*r)) : NULL;
+
+			if (!r)
+				break;
+			idx.refs = r;
+			idx.cap = cap;
+		}
+		idx.refs[idx.n].size = (size_t)st.st_size;
+		snprintf(idx.refs[idx.n].entry, sizeof(idx.refs[idx.n].entry), "%s", entry);
+		snprintf(idx.refs[idx.n].name, sizeof(idx.refs[idx.n].name), "%s", e->d_name);
+		idx.n++;
 	}
 	closedir(d);
-	return found;
+}
+
+/* Reads the entries changed since the last reading (all, the first
+ * time).  Caller holds idx.mu. */
+static void refresh(void)
+{
+	struct timespec now;
+	struct dirent *e;
+	struct stat st;
+	int seen = 0;
+	DIR *d = opendir(idx.root);
+
+	if (!d)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (!fstat(dirfd(d), &st))
+		idx.root_mtime = st.st_mtim;
+	while (seen++ < MAX_DIRS && (e = readdir(d))) {
+		if (e->d_name[0] == '.' ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISDIR(st.st_mode) ||
+		    (idx.read_at && st.st_mtim.tv_sec < idx.read_at - 1))
+			continue;
+		read_entry(dirfd(d), e->d_name);
+	}
+	closedir(d);
+	idx.read_at = now.tv_sec;
+}
+
+/* A known cubin of n bytes equal to img: its .ptx into out.  Caller holds
+ * idx.mu. */
+static int find(const unsigned char *img, size_t n, struct devrt_ptx *out)
+{
+	char path[sizeof(idx.root) + 2 * (NAME_MAX + 1)];
+	size_t i, len;
+	int dfd;
+
+	for (i = 0; i < idx.n; i++) {
+		const struct cubin_ref *r = &idx.refs[i];
+
+		if (r->size != n)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", idx.root, r->entry);
+		dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		if (same_file(dfd, r->name, img, n)) {
+			char ptx[NAME_MAX + 1];
+
+			len = strlen(r->name);
+			memcpy(ptx, r->name, len - 6);
+			memcpy(ptx + len - 6, ".ptx", 5);
+			if (!read_ptx(dfd, ptx, out)) {
+				close(dfd);
+				return 0;
+			}
+		}
+		close(dfd);
+	}
+	return -1;
 }
 
 int devrt_triton_ptx(const void *image, struct devrt_ptx *out)
@@ -160,28 +269,44 @@ int devrt_triton_ptx(const void *image, struct devrt_ptx *out)
 	const char *off = getenv("GPUEXT_DEVRT_TRITON");
 	const char *dir = getenv("TRITON_CACHE_DIR");
 	const char *home = getenv("HOME");
-	char path[4096];
+	char root[sizeof(idx.root)];
 	size_t n = elf_size(image);
-	struct dirent *e;
-	DIR *d;
-	int found = -1, seen = 0;
+	struct stat st;
+	int found = -1, fresh = 0;
 
 	if (!n || (off && !strcmp(off, "0")))
 		return -1;
 	if (dir && *dir)
-		snprintf(path, sizeof(path), "%s", dir);
+		snprintf(root, sizeof(root), "%s", dir);
 	else if (home && *home)
-		snprintf(path, sizeof(path), "%s/.triton/cache", home);
+		snprintf(root, sizeof(root), "%s/.triton/cache", home);
 	else
 		return -1;
-	d = opendir(path);
-	if (!d)
+	if (stat(root, &st) || !S_ISDIR(st.st_mode))
 		return -1;
-	while (found && seen++ < MAX_DIRS && (e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		found = look_in(dirfd(d), e->d_name, image, n, out);
+	pthread_mutex_lock(&idx.mu);
+	if (strcmp(root, idx.root)) {	/* another cache: start over */
+		snprintf(idx.root, sizeof(idx.root), "%s", root);
+		idx.n = 0;
+		idx.read_at = 0;
+		memset(&idx.root_mtime, 0, sizeof(idx.root_mtime));
 	}
-	closedir(d);
+	if (st.st_mtim.tv_sec != idx.root_mtime.tv_sec ||
+	    st.st_mtim.tv_nsec != idx.root_mtime.tv_nsec) {
+		refresh();
+		fresh = 1;
+	}
+	found = find(image, n, out);
+	if (found && !fresh) {	/* a cubin added to an entry read before */
+		refresh();
+		found = find(image, n, out);
+	}
+	pthread_mutex_unlock(&idx.mu);
 	return found;
+}
+
+/* A forked child starts over its lock (the parent may have held it). */
+void devrt_triton_atfork_child(void)
+{
+	pthread_mutex_init(&idx.mu, NULL);
 }

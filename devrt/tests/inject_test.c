@@ -358,6 +358,20 @@ static void test_triton_cache(void)
 	CHECK(px.len == strlen(ptx) && px.ptx && !memcmp(px.ptx, ptx, px.len));
 	CHECK(px.owned == px.ptx);
 	free(px.owned);
+	CHECK(devrt_triton_entries_read == 2);
+	/* Again: from the index, the cache is not listed again. */
+	CHECK(devrt_image_ptx(cubin, 90, &px) == 0 && px.len == strlen(ptx));
+	free(px.owned);
+	CHECK(devrt_triton_entries_read == 2);
+	/* A kernel compiled since (a new entry): found. */
+	snprintf(sub, sizeof(sub), "%s/cccc", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	other[150] = 0x57;
+	put_file(sub, "mul_kernel.cubin", other, sizeof(other));
+	put_file(sub, "mul_kernel.ptx", ptx, strlen(ptx));
+	CHECK(devrt_image_ptx(other, 90, &px) == 0 && px.image == GPUEXT_INJ_IMAGE_TRITON);
+	free(px.owned);
+	CHECK(devrt_triton_entries_read > 2);
 
 	other[150] = 0x56; /* in no file */
 	CHECK(devrt_image_ptx(other, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
