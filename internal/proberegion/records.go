@@ -53,8 +53,7 @@ type Occ struct {
 }
 
 // Snapshot is what one Read found. Blocks and Launches are new records
-// (taken from the rings; blocks in the order they ended); SMs and
-// Occupancy are the maps' totals.
+// (taken from the rings); SMs and Occupancy are the maps' totals.
 type Snapshot struct {
 	Blocks    []Block
 	Launches  []Launch
@@ -108,12 +107,6 @@ func (r *Region) read(s *Snapshot) error {
 				default:
 					s.Bad++
 				}
-			}
-			if m.Name == MapBlockRing && m.Shards > 1 {
-				// Each shard is in order; the tracker wants the order the
-				// blocks ended in (a block id that comes back starts the
-				// kernel's next run), so the shards are merged by end.
-				sort.SliceStable(s.Blocks, func(i, j int) bool { return s.Blocks[i].EndNS < s.Blocks[j].EndNS })
 			}
 			h.Drops += r.lost[m.Name] // the device's, and what the reader lost
 		case MapSM:
