@@ -1034,7 +1034,9 @@ enum gpuext_dev_helper {
  * readers keep their ring tail and their own losses. 128 bytes.
  *
  * Data: ARRAY kinds: slots x max_entries elements of stride bytes (copy of
- * slot s, key k at (s*max_entries + k)*stride). HASH: slots buckets of
+ * slot s, key k at (s*max_entries + k)*stride; stride is value_size rounded
+ * to 8, except in a per-SM array whose copy would be smaller than 128
+ * bytes: its elements are padded until a copy fills a line). HASH: slots buckets of
  * struct gpuext_gpuhash_bucket + key + value (each rounded to 8). RINGBUF:
  * slots records of struct gpuext_gpuring_rec + payload (value_size rounded
  * to 8); record i (0-based count of reservations) sits at i % slots.

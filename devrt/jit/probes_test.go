@@ -27,7 +27,7 @@ func TestShippedProbesCompile(t *testing.T) {
 			for _, per := range []bool{false, true} {
 				c, err := Compile([]*Object{o}, Options{PerThread: per})
 				require.NoError(t, err)
-				require.Contains(t, c.PTX, ".visible .global .align 8 .u64 __gpuext_shared;")
+				require.Contains(t, c.PTX, ".visible .const .align 8 .u64 __gpuext_shared;")
 				for _, p := range c.Probes {
 					require.Contains(t, c.PTX, ".func "+p.Func+"(.param .u64 __gx_c0, .param .u64 __gx_c1, .param .u64 __gx_c2)")
 				}

@@ -9,14 +9,14 @@ import (
 )
 
 // PTX code generation. Each eBPF register is a .b64 PTX register (%gr0..
-// %gr10); the stack is a 512-byte .local array; pointers hold addresses of
+// %gr10); the stack is in registers (stackInRegs) or a 512-byte .local
+// array; pointers hold addresses of
 // the space the verifier proved they reach (stack: .local, map values:
 // .global inside the region, ctx copy: generic), so every access uses the
 // state space the verifier recorded for it. Loads and stores of map values
 // are .volatile: other warps change them with atomics, which L2 performs,
 // and a plain ld.global may keep answering from the SM's L1, which is not
-// kept coherent with them. Orderings are GPU-scope (membar.gl, .gpu
-// acquire/release): the region is device memory, which the host sees only
+// kept coherent with them. Orderings are GPU-scope (.gpu acquire/release): the region is device memory, which the host sees only
 // through devrt's copies, made by a copy engine through the same L2 (a
 // system-scope fence would wait on the host for nothing). The ctx
 // arrives by value, as
@@ -39,6 +39,8 @@ type gen struct {
 	pi           int
 	lbl          map[int]bool
 	uniq         int
+	// sregs: the current program's stack is in registers (stackInRegs)
+	sregs bool
 }
 
 func (g *gen) f(format string, args ...any) {
@@ -64,7 +66,7 @@ func generate(c *Compiled) (string, error) {
 		fmt.Fprintf(&g.b, "// map %s: %s at %d, key %d, value %d, entries %d, slots %d, stride %d\n",
 			m.Name, m.Type, m.Offset, m.KeySize, m.ValueSize, m.MaxEntries, m.Slots, m.Stride)
 	}
-	fmt.Fprintf(&g.b, ".visible .global .align 8 .u64 %s;\n", SharedSymbol)
+	fmt.Fprintf(&g.b, ".visible .const .align 8 .u64 %s;\n", SharedSymbol)
 	used := map[int32]bool{}
 	for _, p := range c.progs {
 		for i, ci := range p.facts.calls {
@@ -123,6 +125,128 @@ func generate(c *Compiled) (string, error) {
 		}
 	}
 	return g.b.String(), nil
+}
+
+// stackInRegs tells whether p's stack can live in registers, %gs<k> for
+// the 8 bytes at stack offset 8k, instead of .local memory: every access to
+// it, by the program or by a helper, is at the same constant offset on
+// every path (the verifier refuses variable offsets, not a different
+// constant on each path), and no hash map update takes its value from it
+// (the hash function copies the value through a generic address). The
+// verifier refuses unaligned accesses, so a load or store never spans two
+// registers. A warp-level probe then writes no local memory at all: one
+// .local store per warp was a cost as large as a map store on short
+// memory-bound kernels (bench/device/jit_ablation.sh).
+func stackInRegs(p *compiledProg, c *Compiled) bool {
+	for i, in := range p.Insns {
+		if !p.facts.visited[i] {
+			continue
+		}
+		switch in.class() {
+		case clsLDX, clsST, clsSTX:
+			if acc := p.facts.mem[i]; acc.k == kStack && acc.lo != acc.hi {
+				return false
+			}
+		case clsJMP, clsJMP32:
+			if !in.isCall() || !p.facts.callSeen[i] {
+				continue
+			}
+			ci := p.facts.calls[i]
+			for _, a := range ci.args {
+				if a.k == kStack && a.lo != a.hi {
+					return false
+				}
+			}
+			if in.Imm == HelperMapUpdate && c.Layout.Maps[ci.m].Type == gpumap.Hash && ci.args[2].k == kStack {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// stackSlots lists the 8-byte stack slots p's code touches (stackInRegs).
+func stackSlots(p *compiledProg, c *Compiled) []int {
+	seen := map[int]bool{}
+	mark := func(lo int64, n int) {
+		for b := lo; b < lo+int64(n); b++ {
+			seen[int(b/8)] = true
+		}
+	}
+	for i, in := range p.Insns {
+		if !p.facts.visited[i] {
+			continue
+		}
+		switch in.class() {
+		case clsLDX, clsST, clsSTX:
+			if acc := p.facts.mem[i]; acc.k == kStack {
+				mark(acc.lo, in.bytes())
+			}
+		case clsJMP, clsJMP32:
+			if !in.isCall() || !p.facts.callSeen[i] {
+				continue
+			}
+			ci := p.facts.calls[i]
+			for a, arg := range ci.args {
+				if arg.k == kStack {
+					mark(arg.lo, helperArgBytes(c, in.Imm, ci, a))
+				}
+			}
+		}
+	}
+	var out []int
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// helperArgBytes is how many bytes helper id reads or writes through its
+// pointer argument r<a+1>.
+func helperArgBytes(c *Compiled, id int64, ci callInfo, a int) int {
+	switch id {
+	case HelperBlockIdx, HelperBlockDim, HelperThreadIdx, HelperGridDim:
+		return 8
+	case HelperRingbufOutput:
+		return int(ci.size)
+	}
+	m := c.Layout.Maps[ci.m]
+	if a == 1 {
+		return int(m.KeySize)
+	}
+	return int(m.ValueSize)
+}
+
+// stackGet leaves in dst the n bytes at stack offset o (within one slot),
+// zero-extended, or sign-extended with signed.
+func (g *gen) stackGet(dst string, o int64, n int, signed bool) {
+	if n == 8 {
+		g.f("mov.b64 %s, %%gs%d;", dst, o/8)
+		return
+	}
+	t := map[bool]string{false: "u64", true: "s64"}[signed]
+	g.f("bfe.%s %s, %%gs%d, %d, %d;", t, dst, o/8, 8*(o%8), 8*n)
+}
+
+// stackPut stores the low n bytes of v at stack offset o (within one slot).
+func (g *gen) stackPut(v string, o int64, n int) {
+	if n == 8 {
+		g.f("mov.b64 %%gs%d, %s;", o/8, v)
+		return
+	}
+	g.f("bfi.b64 %%gs%d, %s, %%gs%d, %d, %d;", o/8, v, o/8, 8*(o%8), 8*n)
+}
+
+// stackPiece is the bytes of a copy from stack offset o that stay within
+// its slot, at most left, and (with dstOff >= 0) naturally aligned at
+// dstOff: 8, 4, 2 or 1.
+func stackPiece(o int64, left int, dstOff int) int {
+	w := 8
+	for w > left || int(o%8)+w > 8 || (dstOff >= 0 && dstOff%w != 0) {
+		w /= 2
+	}
+	return w
 }
 
 func usesStack(p *compiledProg) bool {
@@ -189,7 +313,13 @@ func (g *gen) probe(name string, withRet bool) error {
 	g.f(".reg .b64 %%gbase;")
 	g.f(".reg .pred %%gp<4>;")
 	stack := usesStack(p)
-	if stack {
+	g.sregs = stack && stackInRegs(p, g.c)
+	var slots []int
+	switch {
+	case g.sregs:
+		slots = stackSlots(p, g.c)
+		g.f(".reg .b64 %%gs<%d>;", StackSize/8)
+	case stack:
 		g.f(".local .align 8 .b8 __gx_stk[%d];", StackSize)
 	}
 	inMem := ctxInMemory(p)
@@ -223,7 +353,15 @@ func (g *gen) probe(name string, withRet bool) error {
 		g.f("mov.u64 %%gr1, %s;", ctxLocal)
 		g.f("cvta.local.u64 %%gr1, %%gr1;")
 	}
-	if stack {
+	switch {
+	case g.sregs:
+		// r10 is only ever added to and dereferenced at constant
+		// offsets, which read %gs<k>: its value is never used
+		g.f("mov.b64 %%gr10, %d;", StackSize)
+		for _, k := range slots {
+			g.f("mov.b64 %%gs%d, 0;", k)
+		}
+	case stack:
 		g.f("mov.u64 %%gr10, __gx_stk;")
 		g.f("add.s64 %%gr10, %%gr10, %d;", StackSize)
 	}
@@ -257,11 +395,12 @@ func (g *gen) probe(name string, withRet bool) error {
 // first needs a map on this path (every map pointer comes from one of these
 // loads, so every use is preceded by one): a probe that returns before
 // touching a map, like launch_latency for all but one thread, never reads
-// it. Read-only while kernels run (devrt writes it before the module's
-// first launch): through the non-coherent cache, repeated loads hit L1.
+// it. Constant memory (devrt writes it before the module's first launch,
+// as cudaMemcpyToSymbol a __constant__): ptxas reads it as an operand from
+// the constant bank, where a global cost each warp a dependent load.
 // No region (devrt could not make one): the probe returns 0.
 func (g *gen) regionBase(done string) {
-	g.f("ld.global.nc.u64 %%gbase, [%s];", SharedSymbol)
+	g.f("ld.const.u64 %%gbase, [%s];", SharedSymbol)
 	g.f("setp.eq.u64 %%gp0, %%gbase, 0;")
 	g.f("@%%gp0 mov.b64 %%gr0, 0;")
 	g.f("@%%gp0 bra %s;", done)
@@ -346,6 +485,10 @@ func (g *gen) insn(i int, in Insn, done string) error {
 			g.ctxLoad(in, acc.lo)
 			break
 		}
+		if g.sregs && acc.k == kStack {
+			g.stackGet(r(in.Dst), acc.lo, n, in.mode() == modeMEMSX)
+			break
+		}
 		if n == 8 {
 			g.f("ld%s.u64 %s, %s;", mem(acc.k), r(in.Dst), a)
 		} else if in.mode() == modeMEMSX {
@@ -361,6 +504,15 @@ func (g *gen) insn(i int, in Insn, done string) error {
 		n := in.bytes()
 		if in.mode() == modeATOMIC {
 			g.atomic(in, a)
+			break
+		}
+		if g.sregs && acc.k == kStack {
+			v := r(in.Src)
+			if in.class() == clsST {
+				g.f("mov.b64 %%gt0, %d;", in.Imm)
+				v = "%gt0"
+			}
+			g.stackPut(v, acc.lo, n)
 			break
 		}
 		var v string
@@ -566,6 +718,12 @@ func (g *gen) atomic(in Insn, a string) {
 			g.f("atom.global.exch.b64 %%gt0, %s, %s;", a, s)
 		default:
 			op := map[int64]string{atomADD: "add.u64", atomOR: "or.b64", atomAND: "and.b64", atomXOR: "xor.b64"}[in.Imm&^atomFETCH]
+			if !fetch {
+				// nothing reads the old value: a reduction, which
+				// the warp does not wait for
+				g.f("red.global.%s %s, %s;", op, a, s)
+				return
+			}
 			g.f("atom.global.%s %%gt0, %s, %s;", op, a, s)
 		}
 		if fetch {
@@ -584,6 +742,10 @@ func (g *gen) atomic(in Insn, a string) {
 		g.f("atom.global.exch.b32 %%gw0, %s, %%gw1;", a)
 	default:
 		op := map[int64]string{atomADD: "add.u32", atomOR: "or.b32", atomAND: "and.b32", atomXOR: "xor.b32"}[in.Imm&^atomFETCH]
+		if !fetch {
+			g.f("red.global.%s %s, %%gw1;", op, a)
+			return
+		}
 		g.f("atom.global.%s %%gw0, %s, %%gw1;", op, a)
 	}
 	if fetch {
@@ -649,6 +811,19 @@ func (g *gen) jump(i int, in Insn, done string) error {
 func (g *gen) loadKey(acc memAccess, reg string, n int) {
 	for j := 0; 8*j < n; j++ {
 		lo, hi := 8*j, min(8*j+8, n)
+		if g.sregs && acc.k == kStack {
+			g.f("mov.b64 %%gk%d, 0;", j)
+			for o := lo; o < hi; {
+				w := stackPiece(acc.lo+int64(o), hi-o, -1)
+				g.stackGet("%gt0", acc.lo+int64(o), w, false)
+				if o != lo {
+					g.f("shl.b64 %%gt0, %%gt0, %d;", 8*(o-lo))
+				}
+				g.f("or.b64 %%gk%d, %%gk%d, %%gt0;", j, j)
+				o += w
+			}
+			continue
+		}
 		if hi-lo == 8 && acc.align >= 8 {
 			g.f("ld%s.u64 %%gk%d, %s;", mem(acc.k), j, addr(reg, int64(lo)))
 			continue
@@ -672,6 +847,20 @@ func (g *gen) loadKey(acc memAccess, reg string, n int) {
 
 // copyBytes copies n bytes from src (acc) to the 8-aligned global address dst+doff.
 func (g *gen) copyBytes(acc memAccess, src, dst string, doff, n int) {
+	if g.sregs && acc.k == kStack {
+		for o := 0; o < n; {
+			w := stackPiece(acc.lo+int64(o), n-o, doff+o)
+			g.stackGet("%gt0", acc.lo+int64(o), w, false)
+			if w == 8 {
+				g.f("st.global.u64 %s, %%gt0;", addr(dst, int64(doff+o)))
+			} else {
+				g.f("cvt.u32.u64 %%gw0, %%gt0;")
+				g.f("st.global.u%d %s, %%gw0;", 8*w, addr(dst, int64(doff+o)))
+			}
+			o += w
+		}
+		return
+	}
 	for o := 0; o < n; {
 		w := 8
 		for w > acc.align || w > n-o || o%w != 0 {
@@ -770,7 +959,7 @@ func (g *gen) arrayElem(m gpumap.Map) {
 	g.f("and.b64 %%gt1, %%gk0, 4294967295;")
 	g.f("setp.ge.u64 %%gp1, %%gt1, %d;", m.MaxEntries)
 	g.f("setp.ge.u64 %%gp0, %%gt2, %d;", m.Slots)
-	g.f("@%%gp0 atom.global.add.u64 %%gt3, [%%gbase+%d], 1;", m.Offset+gpumap.OffDrops)
+	g.f("@%%gp0 red.global.add.u64 [%%gbase+%d], 1;", m.Offset+gpumap.OffDrops)
 	g.f("or.pred %%gp0, %%gp0, %%gp1;")
 	g.f("mul.lo.u64 %%gt3, %%gt2, %d;", m.MaxEntries)
 	g.f("add.s64 %%gt3, %%gt3, %%gt1;")
@@ -849,6 +1038,10 @@ func (g *gen) call(i int, in Insn) error {
 		sreg := dim3Helpers[in.Imm]
 		for a, c := range []string{"x", "y", "z"} {
 			g.dimReg("%gt0", "%"+sreg+"."+c)
+			if g.sregs && ci.args[a].k == kStack {
+				g.stackPut("%gt0", ci.args[a].lo, 8)
+				continue
+			}
 			g.f("st%s.u64 [%s], %%gt0;", mem(ci.args[a].k), r(uint8(a+1)))
 		}
 		g.f("mov.b64 %%gr0, 0;")
@@ -911,7 +1104,7 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
 		g.f("@%%gp0 bra %s;", end)
 		g.f("st.release.gpu.global.u32 [%%gt3], %d;", gpumap.StateDeleted)
-		g.f("atom.global.add.u64 %%gt0, [%%gbase+%d], -1;", m.Offset+gpumap.OffCount)
+		g.f("red.global.add.u64 [%%gbase+%d], -1;", m.Offset+gpumap.OffCount)
 		g.f("mov.b64 %%gr0, 0;")
 	case HelperMapAdd:
 		g.loadKey(ci.args[1], "%gr2", int(m.KeySize))
@@ -926,7 +1119,7 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("mov.b64 %%gr0, %d;", -gpumap.E2BIG)
 		g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
 		g.f("@%%gp0 bra %s;", end)
-		g.f("atom.global.add.u64 %%gt0, [%%gt3], %%gr3;")
+		g.f("red.global.add.u64 [%%gt3], %%gr3;")
 		g.f("mov.b64 %%gr0, 0;")
 	case HelperRingbufOutput:
 		g.f("{")
@@ -950,20 +1143,21 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("add.s64 %%gt2, %%gt2, %%gbase;")
 		g.f("add.s64 %%gt2, %%gt2, %d;", m.ShardSlotOffset(0, 0))
 		// Claim the slot (gpuext_gpuring_rec): a later lap's claim wins.
+		// The claim is an acquire (the record's stores stay after it)
+		// and the commit a release (they are visible before it): no
+		// fence, which cost block_sched 7-9% on short kernels.
 		g.f("mov.b64 %%gr0, 0;")
 		g.f("shl.b64 %%gt4, %%gt1, 1;")
 		g.f("or.b64 %%gt4, %%gt4, 1;") // being written
-		g.f("atom.global.max.u64 %%gt3, [%%gt2+%d], %%gt4;", gpumap.RecSeq)
+		g.f("atom.acquire.gpu.global.max.u64 %%gt3, [%%gt2+%d], %%gt4;", gpumap.RecSeq)
 		g.f("shr.u64 %%gt3, %%gt3, 1;")
 		g.f("setp.gt.u64 %%gp0, %%gt3, %%gt1;")
 		g.f("@%%gp0 bra %s;", end) // a later record owns the slot
-		g.f("membar.gl;")
 		g.copyBytes(ci.args[1], "%gr2", "%gt2", gpumap.RecHeaderSize, int(ci.size))
 		g.f("mov.b32 %%gw0, %d;", ci.size)
 		g.f("st.volatile.global.u32 [%%gt2+%d], %%gw0;", gpumap.RecLen)
-		g.f("membar.gl;")
 		g.f("shl.b64 %%gt5, %%gt1, 1;") // committed
-		g.f("atom.global.cas.b64 %%gt3, [%%gt2+%d], %%gt4, %%gt5;", gpumap.RecSeq)
+		g.f("atom.release.gpu.global.cas.b64 %%gt3, [%%gt2+%d], %%gt4, %%gt5;", gpumap.RecSeq)
 	default:
 		return fmt.Errorf("program %s: insn %d: no code for helper %d", g.p.Name, in.Raw, in.Imm)
 	}
@@ -1076,7 +1270,7 @@ func (g *gen) hashFunc(mi int, m gpumap.Map) {
 		g.label(l("PUBLISH"))
 	}
 	g.f("st.release.gpu.global.u32 [%%hf], %d;", gpumap.StateFull)
-	g.f("atom.global.add.u64 %%ht, [%%hb+%d], 1;", m.Offset+gpumap.OffCount)
+	g.f("red.global.add.u64 [%%hb+%d], 1;", m.Offset+gpumap.OffCount)
 	g.f("or.b64 %%hf, %%hf, 1;") // bit 0: inserted by this call
 	g.f("st.param.b64 [__gx_ret], %%hf;")
 	g.f("ret;")
@@ -1085,7 +1279,7 @@ func (g *gen) hashFunc(mi int, m gpumap.Map) {
 	g.f("setp.lt.u32 %%hp, %%htry, 8;")
 	g.f("@%%hp bra %s;", l("RETRY"))
 	g.label(l("FULL"))
-	g.f("atom.global.add.u64 %%ht, [%%hb+%d], 1;", m.Offset+gpumap.OffDrops)
+	g.f("red.global.add.u64 [%%hb+%d], 1;", m.Offset+gpumap.OffDrops)
 	g.label(l("NONE"))
 	g.f("mov.b64 %%ht, 0;")
 	g.f("st.param.b64 [__gx_ret], %%ht;")

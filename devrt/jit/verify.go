@@ -903,7 +903,7 @@ func (v *verifier) memArg(s *state, i int, r uint8, n int, write bool) (memAcces
 	if p.off%8 != 0 {
 		al = min(al, 1<<bits.TrailingZeros64(uint64(p.off)))
 	}
-	acc := memAccess{k: p.k, m: p.m, align: al}
+	acc := memAccess{k: p.k, m: p.m, align: al, lo: lo, hi: hi}
 	if p.k == kStack {
 		if p.umin != p.umax {
 			return acc, v.errf(i, "r%d: stack pointer with a variable offset", r)
@@ -957,6 +957,8 @@ func (v *verifier) recordCall(i int, ci callInfo) error {
 			return v.errf(i, "helper argument r%d is a %s on one path and a %s on another", a+1, prev.args[a].k, ci.args[a].k)
 		}
 		prev.args[a].align = min(prev.args[a].align, ci.args[a].align)
+		prev.args[a].lo = min(prev.args[a].lo, ci.args[a].lo)
+		prev.args[a].hi = max(prev.args[a].hi, ci.args[a].hi)
 	}
 	if prev.size != ci.size {
 		return v.errf(i, "ringbuf_output size differs between paths (%d, %d)", prev.size, ci.size)

@@ -371,10 +371,11 @@ func TestLink(t *testing.T) {
 		t.Errorf("second link: %v", err)
 	}
 	bad := []struct{ frag, want string }{
-		{".visible .entry e()\n{\nret;\n}\n", "ptx: link: fragment e at 1:1: only .func definitions and .global variables may be linked"},
-		{".extern .func f(.param .u64 c);\n", "ptx: link: fragment f at 1:1: only .func definitions and .global variables may be linked"},
-		{".shared .u32 s;\n", "ptx: link: fragment variable s at 1:1 is in .shared: only .global definitions may be linked"},
-		{".file 1 \"x\"\n", "ptx: link: fragment item *ptx.File at 1:1: only .func definitions and .global variables may be linked"},
+		{".visible .entry e()\n{\nret;\n}\n", "ptx: link: fragment e at 1:1: only .func definitions and .global or .const variables may be linked"},
+		{".extern .func f(.param .u64 c);\n", "ptx: link: fragment f at 1:1: only .func definitions and .global or .const variables may be linked"},
+		{".shared .u32 s;\n", "ptx: link: fragment variable s at 1:1 is in .shared: only .global and .const definitions may be linked"},
+		{".extern .const .u64 c;\n", "ptx: link: fragment variable c at 1:1 is in .extern.const: only .global and .const definitions may be linked"},
+		{".file 1 \"x\"\n", "ptx: link: fragment item *ptx.File at 1:1: only .func definitions and .global or .const variables may be linked"},
 		{".global .u32 k;\n", "ptx: link: fragment symbol k (fragment 1:1) is already defined by the module at 6:1"},
 		{".global .u32 x;\n.global .u32 x;\n", "ptx: link: fragment defines x twice (2:1)"},
 	}

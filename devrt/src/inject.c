@@ -18,7 +18,7 @@
  *      probe set, shared by the modules patched for it), starting with the
  *      collector's initial contents, mirrored into a file beside the ring,
  *      <dir>/gpuext-devmaps-<pid>-<created_ns>.maps (region.c), and writes
- *      its device pointer into the patched module's __gpuext_shared global
+ *      its device pointer into the patched module's __gpuext_shared (.const)
  *      (cuModuleGetGlobal or cuLibraryGetGlobal, then cuMemcpyHtoD);
  *   3. resolves each patched kernel in both modules and enters original ->
  *      patched in the redirect table, which every launch wrapper consults

@@ -19,7 +19,7 @@ type Result struct {
 	// reports its own failures as errors).
 	Status Status
 	// PTX is the patched module (Patched): the whole module, which must
-	// declare the .u64 global __gpuext_shared if SharedSize > 0.
+	// declare the .u64 __gpuext_shared (constant memory) if SharedSize > 0.
 	PTX []byte
 	// Kernels are the .entry names of the patched kernels (Patched):
 	// launches of these are redirected; others run the original.

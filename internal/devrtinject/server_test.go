@@ -74,7 +74,7 @@ func TestServerPatchesAndCaches(t *testing.T) {
 	require.Equal(t, uint64(4096), first.SharedSize)
 	require.Equal(t, uint64(7), first.ProbeVersion)
 	want := "//\n.version 8.0\n.target sm_90\n.address_size 64\n" + injecttest.Marker +
-		"\n.visible .global .align 8 .u64 __gpuext_shared;\n\n.visible .entry k(\n)\n{\n\tret;\n}\n"
+		"\n.visible .const .align 8 .u64 __gpuext_shared;\n\n.visible .entry k(\n)\n{\n\tret;\n}\n"
 	require.Equal(t, want, string(first.PTX))
 
 	second := askReq(t, path, q)

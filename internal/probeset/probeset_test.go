@@ -64,7 +64,7 @@ func TestPatchCorpus(t *testing.T) {
 			require.Equal(t, devrtinject.StatusPatched, res.Status, "%s: %s", f, res.Reason)
 			require.ElementsMatch(t, orig.KernelNames(), res.Kernels, f)
 			require.Equal(t, s.Layout().Size, res.SharedSize)
-			require.Contains(t, string(res.PTX), ".visible .global .align 8 .u64 __gpuext_shared;")
+			require.Contains(t, string(res.PTX), ".visible .const .align 8 .u64 __gpuext_shared;")
 			calls := probeCalls(t, res.PTX)
 			for _, k := range orig.Kernels() {
 				if k.Body == nil {

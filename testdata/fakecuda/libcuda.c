@@ -1346,7 +1346,7 @@ FC_API CUresult cuCtxSynchronize(void)
  * uncompressed PTX entry of a fat binary) keeps that PTX: its .entry names
  * are the only kernels cuModuleGetFunction / cuLibraryGetKernel find, each
  * with one handle for the module's life (as the real driver); a module whose
- * PTX declares the .global __gpuext_shared has that global (8 bytes of
+ * PTX declares the .u64 __gpuext_shared (.const) has that global (8 bytes of
  * device memory whose writes through cuMemcpyHtoD are kept).  Images
  * without PTX (cubins, empty fat binaries) keep the old behaviour: any name
  * resolves, to a new handle each time.  A module's smallest .maxntid bounds the
@@ -1446,8 +1446,7 @@ static void mod_register(void *handle, int lib, const void *image)
 		if (n)
 			m->kernels[m->nkernels++].name = strndup(s, n);
 	}
-	s = strstr(ptx, FC_SHARED_NAME);
-	m->has_shared = s && strstr(ptx, ".global") != NULL;
+	m->has_shared = strstr(ptx, ".u64 " FC_SHARED_NAME ";") != NULL;
 	for (s = strstr(ptx, ".maxntid "); s; s = strstr(s + 9, ".maxntid ")) {
 		unsigned int v = (unsigned int)strtoul(s + 9, NULL, 10);
 

@@ -481,7 +481,7 @@ static const char vecadd_probed_ptx[] =
 	".target sm_90\n"
 	".address_size 64\n"
 	"\n"
-	".visible .global .align 8 .u64 __gpuext_shared;\n"
+	".visible .const .align 8 .u64 __gpuext_shared;\n"
 	"\n"
 	".visible .entry " KERNEL_NAME "(\n"
 	"\t.param .u64 a,\n\t.param .u64 b,\n\t.param .u64 c,\n"

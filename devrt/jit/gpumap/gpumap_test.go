@@ -26,13 +26,29 @@ func TestNewLayout(t *testing.T) {
 		g = append(g, got{m.Offset, m.Slots, m.Stride, m.DataSize})
 	}
 	require.Equal(t, []got{
-		{0, 1, 16, 48},                  // 3 x 16
-		{256, 5, 8, 80},                 // 128+48 -> 256; 5 copies x 2 x 8
-		{512, DefaultSMCopies, 8, 2048}, // 256+128+80 -> 512
-		{2688, 16, 32, 512},             // 512+128+2048 = 2688; 16 buckets of 8+16+8
-		{3328, 7, 40, 280},              // 2688+128+512 = 3328; 7 x (16+24)
+		{0, 1, 16, 48},                     // 3 x 16
+		{256, 5, 8, 80},                    // 128+48 -> 256; 5 copies x 2 x 8
+		{512, DefaultSMCopies, 128, 32768}, // 256+128+80 -> 512; each SM's 8 bytes padded to a line
+		{33408, 16, 32, 512},               // 512+128+32768 = 33408; 16 buckets of 8+16+8
+		{34048, 7, 40, 280},                // 33408+128+512 = 34048; 7 x (16+24)
 	}, g)
-	require.Equal(t, uint64(3328+128+280+128-(3328+128+280)%128), l.Size)
+	require.Equal(t, uint64(34048+128+280+128-(34048+128+280)%128), l.Size)
+}
+
+func TestSMStride(t *testing.T) {
+	for _, c := range []struct{ entries, stride, want uint32 }{
+		{1, 8, 128},   // one SM per line
+		{1, 24, 128},  // sm_load's struct gpuext_dev_sm
+		{2, 24, 64},   // two elements fill the line
+		{3, 8, 48},    // 43 rounded to 8: a copy of 144 bytes
+		{5, 8, 32},    // 26 rounded to 8
+		{16, 8, 8},    // a copy is a line already
+		{64, 8, 8},    // sm_load's warp slots: 512 bytes per SM
+		{1, 200, 200}, // larger than a line
+		{4, 48, 48},   // 192 bytes
+	} {
+		require.Equal(t, c.want, smStride(c.entries, c.stride), "%d entries of %d bytes", c.entries, c.stride)
+	}
 }
 
 func TestNewLayoutErrors(t *testing.T) {

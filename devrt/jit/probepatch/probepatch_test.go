@@ -53,7 +53,7 @@ func TestPatchCorpus(t *testing.T) {
 		out, err := ptx.Parse(string(res.PTX))
 		require.NoError(t, err, f)
 		require.ElementsMatch(t, kernels, out.KernelNames())
-		require.Contains(t, string(res.PTX), ".visible .global .align 8 .u64 __gpuext_shared;")
+		require.Contains(t, string(res.PTX), ".visible .const .align 8 .u64 __gpuext_shared;")
 		for _, pr := range c.Probes {
 			require.GreaterOrEqual(t, strings.Count(string(res.PTX), pr.Func+","), len(kernels), "%s: calls of %s", f, pr.Func)
 		}

@@ -35,7 +35,7 @@ const markBlock = `
 	or.b32 %%gxr1, %%gxr1, %%gxr2;
 	setp.ne.u32 %%gxp, %%gxr1, 0;
 	@%%gxp bra %s;
-	ld.global.u64 %%gxd1, [__gpuext_shared];
+	ld.const.u64 %%gxd1, [__gpuext_shared];
 	mov.u64 %%gxd2, 0x%x;
 	st.global.u64 [%%gxd1], %%gxd2;
 %s:
@@ -127,7 +127,7 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	}
 	var out bytes.Buffer
 	out.Write(m.PTX[:at])
-	fmt.Fprintf(&out, "%s\n.visible .global .align 8 .u64 %s;\n", Marker, devrtinject.SharedGlobal)
+	fmt.Fprintf(&out, "%s\n.visible .const .align 8 .u64 %s;\n", Marker, devrtinject.SharedGlobal)
 	rest := m.PTX[at:]
 	for n := 0; p.Mark || p.MaxNTID > 0; n++ {
 		e := bytes.Index(rest, []byte(".entry"))

@@ -39,7 +39,7 @@ func TestPatch(t *testing.T) {
 			}
 			out := string(r.PTX)
 			require.True(t, strings.HasPrefix(out, ".version 8.0\n.target sm_90\n.address_size 64\n"+Marker+
-				"\n.visible .global .align 8 .u64 __gpuext_shared;\n.visible .entry a(\n)\n{"), out)
+				"\n.visible .const .align 8 .u64 __gpuext_shared;\n.visible .entry a(\n)\n{"), out)
 			require.Equal(t, tc.marks, strings.Count(out, "st.global.u64 [%gxd1], %gxd2;"))
 			require.Equal(t, tc.marks, strings.Count(out, "mov.u64 %gxd2, 0x214b4f5f54584547;"))
 			if tc.marks > 0 {
