@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
@@ -143,9 +144,20 @@ type benchFile struct {
 	Variants []benchVariant `json:"variants"`
 }
 
-func genBench(dir string) error {
+func genBench(dir string, probes, levels []string) error {
 	if dir == "" {
 		return errors.New("bench: -out is required")
+	}
+	var perThread []bool
+	for _, l := range levels {
+		switch l {
+		case "warp":
+			perThread = append(perThread, false)
+		case "thread":
+			perThread = append(perThread, true)
+		default:
+			return fmt.Errorf("bench: level %q: want warp or thread", l)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -159,8 +171,8 @@ func genBench(dir string) error {
 			return err
 		}
 		bf.Variants = append(bf.Variants, benchVariant{Name: k.Name, Kernel: k.Name, PTX: base})
-		for _, probe := range benchProbes {
-			for _, per := range []bool{false, true} {
+		for _, probe := range probes {
+			for _, per := range perThread {
 				v, err := instrument(dir, k, src, probe, per)
 				if err != nil {
 					return fmt.Errorf("%s with %s: %w", k.Name, probe, err)
@@ -182,9 +194,9 @@ func genBench(dir string) error {
 // and exits.
 func instrument(dir string, k benchKernel, src, probe string, perThread bool) (benchVariant, error) {
 	lvl := map[bool]string{false: "warp", true: "thread"}[perThread]
-	short := filepath.Base(probe)
+	short := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(probe), ".o"), ".bpf")
 	v := benchVariant{Name: fmt.Sprintf("%s+%s/%s", k.Name, short, lvl), Kernel: k.Name, Probe: short, Level: lvl}
-	o, err := check.Object(probe)
+	o, err := benchObject(probe)
 	if err != nil {
 		return v, err
 	}
@@ -205,6 +217,20 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool) (b
 	v.Headers = check.Headers(c)
 	v.RegionSize = res.SharedSize
 	return v, os.WriteFile(filepath.Join(dir, v.PTX), res.PTX, 0o644)
+}
+
+// benchObject is a shipped probe set or test program by name, or a BPF
+// object file by path (a name ending in .o): an experiment's probes.
+func benchObject(name string) (*jit.Object, error) {
+	if !strings.HasSuffix(name, ".o") {
+		return check.Object(name)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return jit.LoadObject(f)
 }
 
 // report reads the regions jit_bench.py kept after one launch of the

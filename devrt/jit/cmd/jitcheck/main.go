@@ -73,8 +73,11 @@ func main() {
 	case "bench":
 		fs := flag.NewFlagSet("bench", flag.ExitOnError)
 		out := fs.String("out", "", "directory to write the benchmark modules to")
+		probes := fs.String("probes", strings.Join(benchProbes, ","),
+			"probe sets, comma-separated: shipped names (device/sm_load), test programs, or paths of BPF objects (*.o)")
+		levels := fs.String("levels", "warp,thread", "levels to compile each probe at: warp, thread")
 		_ = fs.Parse(os.Args[2:])
-		err = genBench(*out)
+		err = genBench(*out, strings.Split(*probes, ","), strings.Split(*levels, ","))
 	case "report":
 		fs := flag.NewFlagSet("report", flag.ExitOnError)
 		dir := fs.String("dir", "", "directory of the benchmark")

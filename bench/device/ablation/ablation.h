@@ -1,0 +1,51 @@
+/* ablation.h - the per-SM maps the ablation probes share (see README.md). */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "../../../bpf/device/gpuext_device.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* One u64 per hardware warp slot of each SM, as sm_load's gx_sm_warp_start. */
+struct {
+	__uint(type, GPUEXT_GPUMAP_PER_SM_ARRAY);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(map_extra, 256);
+} ab_slot SEC(".maps");
+
+/* One 24-byte counter block per SM, as sm_load's gx_sm. */
+struct {
+	__uint(type, GPUEXT_GPUMAP_PER_SM_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gpuext_dev_sm);
+	__uint(map_extra, 256);
+} ab_sm SEC(".maps");
+
+/* The same counters padded to 128 bytes: one SM per cache line. */
+struct ab_sm_pad {
+	struct gpuext_dev_sm sm;
+	__u8 pad[128 - sizeof(struct gpuext_dev_sm)];
+};
+struct {
+	__uint(type, GPUEXT_GPUMAP_PER_SM_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ab_sm_pad);
+	__uint(map_extra, 256);
+} ab_sm_pad SEC(".maps");
+
+/* One counter for the whole GPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} ab_one SEC(".maps");
+
+#define AB_NOP_ENTRY \
+	SEC("gpu/entry/*") int ab_entry(const struct gpuext_dev_ctx *ctx) { return 0; }
+#define AB_NOP_EXIT \
+	SEC("gpu/exit/*") int ab_exit(const struct gpuext_dev_ctx *ctx) { return 0; }

@@ -1,0 +1,50 @@
+"""Adds memory-model variants of a jitcheck bench directory's modules.
+
+Each module instrumented with one of PROBES gets copies whose map accesses
+use another PTX form, so one jit_ablation run compares them:
+  gpu:  ld/st.volatile -> ld/st.relaxed.gpu (GPU scope instead of system)
+  weak: st.volatile -> st.global, ld.volatile -> ld.global.cg (L2, no order)
+  rel:  a ring record without membar.gl: the slot claimed with an acquire
+        atom.max, committed with a release atom.cas
+usage: variants.py SRC DST [PROBES [FORMS]]
+       (default ab_store,ab_load,sm_load,block_sched,warp_occupancy and gpu,weak)
+"""
+import json
+import os
+import shutil
+import sys
+
+FORMS = {
+    "gpu": [("ld.volatile.global", "ld.relaxed.gpu.global"), ("st.volatile.global", "st.relaxed.gpu.global")],
+    "weak": [("ld.volatile.global", "ld.global.cg"), ("st.volatile.global", "st.global")],
+    "rel": [("membar.gl;", ""), ("atom.global.max.u64", "atom.acquire.gpu.global.max.u64"),
+            ("atom.global.cas.b64", "atom.release.gpu.global.cas.b64")],
+}
+
+
+def main(src, dst, probes, forms):
+    shutil.copytree(src, dst, dirs_exist_ok=True)
+    bf = json.load(open(os.path.join(src, "bench.json")))
+    out = []
+    for v in bf["variants"]:
+        out.append(v)
+        if v.get("probe") not in probes:
+            continue
+        text = open(os.path.join(src, v["ptx"])).read()
+        for form in forms:
+            subs = FORMS[form]
+            t = text
+            for a, b in subs:
+                t = t.replace(a, b)
+            w = dict(v, name=f"{v['name']}~{form}", ptx=v["ptx"].replace(".ptx", f".{form}.ptx"))
+            open(os.path.join(dst, w["ptx"]), "w").write(t)
+            out.append(w)
+    bf["variants"] = out
+    json.dump(bf, open(os.path.join(dst, "bench.json"), "w"), indent=1)
+    print(f"{dst}: {len(out)} modules")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2],
+         (sys.argv[3] if len(sys.argv) > 3 else "ab_store,ab_load,sm_load,block_sched,warp_occupancy").split(","),
+         (sys.argv[4] if len(sys.argv) > 4 else "gpu,weak").split(","))
