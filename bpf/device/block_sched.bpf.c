@@ -6,10 +6,12 @@
  * and how long it ran, and on which SM. A block in flight has a slot of
  * gx_blocks, (linear block id + kernel_id) % GPUEXT_DEV_BLOCK_SLOTS (the
  * blocks resident at once are far fewer, so the blocks of one launch never
- * share a slot): thread 0's entry probe writes its start and %smid with
- * plain stores (no warp waits at entry); every exit adds the lanes it stands
- * for; the exit that completes the block's threads writes a struct
- * gpuext_dev_block to gx_block_ring and frees the slot. A slot is never
+ * share a slot): thread 0's entry probe writes its start with a plain
+ * store (no warp waits at entry); every exit adds the lanes it stands for;
+ * the exit that completes the block's threads writes a struct
+ * gpuext_dev_block to gx_block_ring and frees the slot. The SM and kernel
+ * come from that exit (a block never leaves its SM): each memory access
+ * the last warp waits for delays the block's retirement. A slot is never
  * searched for, so no warp can miss it and no block is counted twice.
  * Receiver: gpu.kernel.block.* (schedule time, duration, SM).
  */
@@ -49,8 +51,8 @@ int block_entry(const struct gpuext_dev_ctx *ctx)
 	struct gpuext_dev_block_state *st;
 
 	/* Thread 0 starts with its block (all of a block's warps are placed
-	 * at once) and writes its slot with plain stores: no warp waits on an
-	 * atomic at the kernel's entry (a cmpxchg there made short blocks
+	 * at once) and writes its slot with a plain store: no warp waits on
+	 * an atomic at the kernel's entry (a cmpxchg there made short blocks
 	 * much slower). */
 	if (gpuext_thread_linear() != 0)
 		return 0;
@@ -59,8 +61,6 @@ int block_entry(const struct gpuext_dev_ctx *ctx)
 	if (!st)
 		return 0;
 	st->start_ns = bpf_get_globaltimer();
-	st->kernel_id = ctx->kernel_id;
-	st->smid = bpf_get_sm_id();
 	return 1;
 }
 
@@ -83,13 +83,11 @@ int block_exit(const struct gpuext_dev_ctx *ctx)
 	rec.block = block;
 	rec.start_ns = st->start_ns;
 	rec.end_ns = bpf_get_globaltimer();
-	rec.smid = st->smid;
+	rec.smid = bpf_get_sm_id();
 	rec.threads = threads;
 	bpf_ringbuf_output(&gx_block_ring, &rec, sizeof(rec), 0);
 	/* free the slot for the next block that maps to it */
 	st->lanes_done = 0;
-	st->kernel_id = 0;
-	st->smid = 0;
 	st->start_ns = 0;
 	return 1;
 }

@@ -1108,9 +1108,7 @@ struct gpuext_gpuring_rec {
 struct gpuext_dev_block_state {
 	__u64 start_ns;   /* %globaltimer at thread 0's entry probe (0: free) */
 	__u64 lanes_done; /* threads of the block that reached an exit */
-	__u64 kernel_id;  /* written by thread 0 */
-	__u32 smid;
-	__u32 _pad;
+	__u64 _pad[2];    /* four slots per 128-byte line */
 };
 
 /* block_sched: one finished thread block (ring gx_block_ring). 40 bytes. */

@@ -49,3 +49,32 @@ struct {
 	SEC("gpu/entry/*") int ab_entry(const struct gpuext_dev_ctx *ctx) { return 0; }
 #define AB_NOP_EXIT \
 	SEC("gpu/exit/*") int ab_exit(const struct gpuext_dev_ctx *ctx) { return 0; }
+
+/* block_sched's per-block slots (bpf/device/block_sched.bpf.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GPUEXT_DEV_BLOCK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct gpuext_dev_block_state);
+} ab_blocks SEC(".maps");
+
+static __always_inline struct gpuext_dev_block_state *ab_block_slot(const struct gpuext_dev_ctx *ctx)
+{
+	__u32 slot = (gpuext_block_linear() + ctx->kernel_id) & (GPUEXT_DEV_BLOCK_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&ab_blocks, &slot);
+}
+
+/* block_sched's entry: thread 0 stamps its block's slot. */
+#define AB_BLOCK_ENTRY                                                          \
+	SEC("gpu/entry/*") int ab_entry(const struct gpuext_dev_ctx *ctx)      \
+	{                                                                       \
+		struct gpuext_dev_block_state *st;                              \
+		if (gpuext_thread_linear() != 0)                                \
+			return 0;                                               \
+		st = ab_block_slot(ctx);                                        \
+		if (!st)                                                        \
+			return 0;                                               \
+		st->start_ns = bpf_get_globaltimer();                           \
+		return 1;                                                       \
+	}
