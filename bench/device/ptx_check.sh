@@ -66,6 +66,8 @@ for frag in devrt/jit/testdata/golden/device_*.warp.ptx; do
 	p=$(basename "$frag" .warp.ptx)
 	size=$(head -1 "$frag" | grep -oE 'shared region [0-9]+' | grep -oE '[0-9]+$')
 	ex=""; grep -q '__gpuext_probe_1(' "$frag" && ex="-exit __gpuext_probe_1"
+	# an entry probe that returns a value is carried to the exit (entry_ret)
+	grep -q '__gx_ret) __gpuext_probe_0(' "$frag" && ex="$ex -carry __gpuext_probe_1=__gpuext_probe_0"
 	for n in nvcc_kernels triton_add; do
 		arch=sm_90; grep -q "sm_90a" "$W/$n.ptx" && arch=sm_90a
 		o=$W/$p.$n

@@ -25,14 +25,6 @@ struct {
 	__uint(map_extra, 256); /* SMs */
 } gx_occ SEC(".maps");
 
-struct {
-	__uint(type, GPUEXT_GPUMAP_PER_SM_ARRAY);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(map_extra, 256);
-} gx_occ_warp_start SEC(".maps");
-
 /* Reads of the epoch before giving up: each failed claim means another
  * probe moved the slot on, so the next read finds the bucket (or a newer). */
 #define OCC_TRIES 4
@@ -76,36 +68,30 @@ static __always_inline struct gpuext_dev_occ *occ_slot(__u64 now)
 	return 0;
 }
 
+/* Returns the entry time, which the kernel keeps in a register for
+ * occ_exit (ctx->entry_ret): no per-warp slot in memory. */
 SEC("gpu/entry/*")
-int occ_entry(const struct gpuext_dev_ctx *ctx)
+__u64 occ_entry(const struct gpuext_dev_ctx *ctx)
 {
 	__u64 now = bpf_get_globaltimer();
-	__u32 slot = bpf_get_warp_id();
 	struct gpuext_dev_occ *o;
-	__u64 *start;
 
-	start = bpf_map_lookup_elem(&gx_occ_warp_start, &slot);
-	if (start)
-		*start = now;
 	o = occ_slot(now);
 	if (o)
 		__sync_fetch_and_add(&o->threads, gpuext_active_lanes());
-	return 0;
+	return now;
 }
 
 SEC("gpu/exit/*")
 int occ_exit(const struct gpuext_dev_ctx *ctx)
 {
-	__u64 now = bpf_get_globaltimer();
-	__u32 slot = bpf_get_warp_id();
+	__u64 now = bpf_get_globaltimer(), start = ctx->entry_ret;
 	struct gpuext_dev_occ *o;
-	__u64 *start;
 
-	start = bpf_map_lookup_elem(&gx_occ_warp_start, &slot);
-	if (!start || !*start || now < *start)
+	if (!start || now < start)
 		return 0;
 	o = occ_slot(now);
 	if (o)
-		__sync_fetch_and_add(&o->lane_ns, (now - *start) * gpuext_active_lanes());
+		__sync_fetch_and_add(&o->lane_ns, (now - start) * gpuext_active_lanes());
 	return 0;
 }

@@ -977,9 +977,16 @@ enum gpuext_dev_site {
  * variable offset (devrt/ptx, devrt/jit).
  */
 struct gpuext_dev_ctx {
-	__u32 kind;      /* enum gpuext_dev_site */
-	__u32 site;      /* the rewriter's index of the call site in the kernel */
-	__u64 addr;      /* LOAD/STORE: the generic address; else 0 */
+	__u32 kind; /* enum gpuext_dev_site */
+	__u32 site; /* the rewriter's index of the call site in the kernel */
+	union {
+		__u64 addr;      /* LOAD/STORE: the generic address */
+		__u64 entry_ret; /* EXIT: what the entry program of the same object
+		                  * (the first, for the same kernels) returned to
+		                  * this thread (its warp, at warp level), carried
+		                  * in a register of the kernel; 0 if none. Only
+		                  * for an exit program that reads it. ENTRY: 0 */
+	};
 	__u64 kernel_id; /* FNV-1a 64 of the kernel's (mangled) name */
 };
 

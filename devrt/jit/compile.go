@@ -29,6 +29,12 @@ type Probe struct {
 	Site    Site
 	Kernel  string // kernel name or glob
 	Func    string // __gpuext_probe_<Index>
+	// Carry (an exit probe) is the Func of the entry probe whose return
+	// value the call sites pass as ctx->entry_ret; Returns (an entry
+	// probe) says some exit probe carries its value, so its function
+	// returns r0 (.param .b64).
+	Carry   string
+	Returns bool
 }
 
 // Compiled is a probe set: the PTX fragment, where its functions attach and
@@ -84,7 +90,8 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 	}
 	c := &Compiled{Opts: opt}
 	ringMax := map[int32]int64{}
-	for _, o := range objs {
+	var objOf []int
+	for oi, o := range objs {
 		for _, p := range o.Programs {
 			p := p
 			f, err := verify(&p, defs, opt.MaxInsns)
@@ -99,6 +106,7 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 				cp.byRaw[in.Raw] = i
 			}
 			c.progs = append(c.progs, cp)
+			objOf = append(objOf, oi)
 		}
 	}
 	for name, b := range ringBytes {
@@ -127,10 +135,50 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 		p := c.progs[i]
 		c.Probes = append(c.Probes, Probe{Index: i, Name: p.Name, Section: p.Section, Site: p.Site, Kernel: p.Kernel, Func: ProbeFunc(i)})
 	}
+	for i := range c.progs {
+		if e := carriedEntry(c.progs, objOf, i); e >= 0 {
+			c.Probes[i].Carry = c.Probes[e].Func
+			c.Probes[e].Returns = true
+		}
+	}
 	ptx, err := generate(c)
 	if err != nil {
 		return nil, err
 	}
 	c.PTX = ptx
 	return c, nil
+}
+
+// carriedEntry is the entry program whose return value exit program i
+// gets as ctx->entry_ret, or -1: the first entry program of the same
+// object for the same kernels, when i reads that ctx word. A value kept in
+// a register from entry to exit spares the probe a store at entry and a
+// dependent load at exit in every warp (sm_load, warp_occupancy), at the
+// price of one 64-bit register live through the kernel.
+func carriedEntry(progs []compiledProg, objOf []int, i int) int {
+	p := progs[i]
+	if p.Site != SiteExit || !readsCtxWord(&p, 1) {
+		return -1
+	}
+	for j, e := range progs {
+		if objOf[j] == objOf[i] && e.Site == SiteEntry && e.Kernel == p.Kernel {
+			return j
+		}
+	}
+	return -1
+}
+
+// readsCtxWord tells whether some ctx read of p may touch word w (bytes
+// 8w..8w+7) of struct gpuext_dev_ctx.
+func readsCtxWord(p *compiledProg, w int64) bool {
+	for i, in := range p.Insns {
+		acc := p.facts.mem[i]
+		if !p.facts.visited[i] || in.class() != clsLDX || acc.k != kCtx {
+			continue
+		}
+		if acc.lo < 8*w+8 && acc.hi+int64(in.bytes()) > 8*w {
+			return true
+		}
+	}
+	return false
 }

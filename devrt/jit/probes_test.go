@@ -29,7 +29,11 @@ func TestShippedProbesCompile(t *testing.T) {
 				require.NoError(t, err)
 				require.Contains(t, c.PTX, ".visible .const .align 8 .u64 __gpuext_shared;")
 				for _, p := range c.Probes {
-					require.Contains(t, c.PTX, ".func "+p.Func+"(.param .u64 __gx_c0, .param .u64 __gx_c1, .param .u64 __gx_c2)")
+					ret := ""
+					if p.Returns {
+						ret = "(.param .b64 __gx_ret) "
+					}
+					require.Contains(t, c.PTX, ".func "+ret+p.Func+"(.param .u64 __gx_c0, .param .u64 __gx_c1, .param .u64 __gx_c2)")
 				}
 			}
 		})
@@ -46,9 +50,15 @@ func TestABIMatchesBTF(t *testing.T) {
 	require.Equal(t, uint32(CtxSize), ctx.Size)
 	off := map[string]uint32{}
 	for _, m := range ctx.Members {
+		if u, ok := m.Type.(*btf.Union); ok && m.Name == "" {
+			for _, um := range u.Members {
+				off[um.Name] = m.Offset.Bytes() + um.Offset.Bytes()
+			}
+			continue
+		}
 		off[m.Name] = m.Offset.Bytes()
 	}
-	require.Equal(t, map[string]uint32{"kind": 0, "site": 4, "addr": 8, "kernel_id": 16}, off)
+	require.Equal(t, map[string]uint32{"kind": 0, "site": 4, "addr": 8, "entry_ret": 8, "kernel_id": 16}, off)
 
 	var helpers *btf.Enum
 	require.NoError(t, spec.Types.TypeByName("gpuext_dev_helper", &helpers))

@@ -115,7 +115,7 @@ func generate(c *Compiled) (string, error) {
 			}
 			_ = j
 		}
-		if err := g.probe(ProbeFunc(i), false); err != nil {
+		if err := g.probe(ProbeFunc(i), c.Probes[i].Returns); err != nil {
 			return "", err
 		}
 		if c.Opts.Harness {

@@ -9,7 +9,8 @@ import (
 // TestJITFragments checks the interface with devrt/jit on its committed
 // golden fragments: each parses as a fragment and round-trips, links into
 // every corpus module, and its probes (__gpuext_probe_0 at entry,
-// __gpuext_probe_1 at exits when there is one) instrument every kernel.
+// __gpuext_probe_1 at exits when there is one, carrying the entry's value
+// when the entry returns one) instrument every kernel.
 func TestJITFragments(t *testing.T) {
 	files, err := filepath.Glob("../jit/testdata/golden/*.ptx")
 	if err != nil || len(files) == 0 {
@@ -23,7 +24,10 @@ func TestJITFragments(t *testing.T) {
 			continue
 		}
 		spec := Spec{Entry: []string{"__gpuext_probe_0"}}
-		if strings.Contains(src, "__gpuext_probe_1(") {
+		switch {
+		case strings.Contains(src, "__gx_ret) __gpuext_probe_0("): // carried to the exit
+			spec.Probes = []Probe{{Func: "__gpuext_probe_1", Kind: SiteExit, Carry: "__gpuext_probe_0"}}
+		case strings.Contains(src, "__gpuext_probe_1("):
 			spec.Exit = []string{"__gpuext_probe_1"}
 		}
 		for _, c := range corpus {

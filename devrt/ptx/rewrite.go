@@ -53,9 +53,16 @@ const (
 // call's own scope: site<<32 | kind, addr, kernel_id.
 var argVars = [3]string{"__gpuext_arg0", "__gpuext_arg1", "__gpuext_arg2"}
 
+// retVar receives a carried entry probe's return value (Probe.Carry), in
+// the call's scope; carryReg keeps it, %gx_e<N>, for the exits.
+const (
+	retVar   = "__gpuext_ret"
+	carryReg = RegPrefix + "e"
+)
+
 // reservedNames are the variable names the rewriter refuses in a module
 // or a kernel.
-var reservedNames = []string{CtxVar, ArgVar, argVars[0], argVars[1], argVars[2]}
+var reservedNames = []string{CtxVar, ArgVar, argVars[0], argVars[1], argVars[2], retVar}
 
 // DefaultMinMaxNReg is the smallest .maxnreg a kernel may declare and still
 // be instrumented (Spec.MinMaxNReg overrides it). A probe call follows the
@@ -67,7 +74,8 @@ const DefaultMinMaxNReg = 32
 // Spec selects kernels and the probe functions to call at each kind of site.
 // Probes are .func definitions of m (normally added by Link) with exactly three
 // parameters, each `.param .u64` or `.param .b64` (the ctx fields: site<<32 |
-// kind, addr, kernel_id), and no return value.
+// kind, addr, kernel_id), and no return value, except an entry probe that
+// some exit probe's Carry names: it returns one .param .b64 (or .u64).
 type Spec struct {
 	// Kernels are mangled kernel names or path.Match globs ("*", "_Z4axpy*");
 	// empty selects every kernel.
@@ -95,6 +103,11 @@ type Probe struct {
 	Func    string
 	Kind    SiteKind
 	Kernels []string // names or globs; empty: every kernel Spec.Kernels selects
+	// Carry (exit probes) names an entry probe of Probes: in each kernel
+	// both apply to, the entry call's return value is kept in a register
+	// (%gx_e<N>) and passed as this probe's second ctx word (entry_ret);
+	// elsewhere that word is 0.
+	Carry string
 }
 
 // Site is one instrumented place in a kernel.
@@ -146,7 +159,9 @@ func KernelID(name string) uint64 {
 type probe struct {
 	name       string
 	paramTypes [3]string
-	index      int // position in m.Items
+	ret        string // the return .param's type, "" for none
+	carry      string // Probe.Carry
+	index      int    // position in m.Items
 }
 
 // Instrument inserts probe calls into the kernels of m that spec selects:
@@ -184,7 +199,20 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		if p.Kind < SiteEntry || p.Kind > SiteStore {
 			return rep, fmt.Errorf("ptx: instrument: probe %s has no site kind (%d)", p.Func, p.Kind)
 		}
-		all = append(all, attached{probe: probe{name: p.Func}, kind: p.Kind, kernels: p.Kernels})
+		all = append(all, attached{probe: probe{name: p.Func, carry: p.Carry}, kind: p.Kind, kernels: p.Kernels})
+	}
+	returns := map[string]bool{}
+	for _, a := range all {
+		if a.carry == "" {
+			continue
+		}
+		if a.kind != SiteExit {
+			return rep, fmt.Errorf("ptx: instrument: probe %s carries %s but is a %s probe; only exit probes carry", a.name, a.carry, a.kind)
+		}
+		if !slices.ContainsFunc(all, func(e attached) bool { return e.name == a.carry && e.kind == SiteEntry }) {
+			return rep, fmt.Errorf("ptx: instrument: probe %s carries %s, which is not an entry probe of the spec", a.name, a.carry)
+		}
+		returns[a.carry] = true
 	}
 	if len(all) == 0 {
 		return rep, fmt.Errorf("ptx: instrument: the spec names no probe function")
@@ -204,10 +232,11 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		}
 	}
 	for i := range all {
-		p, err := checkProbe(m, all[i].name)
+		p, err := checkProbe(m, all[i].name, returns[all[i].name])
 		if err != nil {
 			return rep, err
 		}
+		p.carry = all[i].carry
 		all[i].probe = p
 	}
 	minNReg := spec.MinMaxNReg
@@ -281,8 +310,9 @@ func selected(patterns []string, name string) bool {
 }
 
 // checkProbe validates that name is a .func definition of m with the probe
-// signature (three .u64/.b64 .params, no return value).
-func checkProbe(m *Module, name string) (probe, error) {
+// signature (three .u64/.b64 .params; one .u64/.b64 return value if
+// returns, else none).
+func checkProbe(m *Module, name string, returns bool) (probe, error) {
 	it, idx := m.Lookup(name)
 	f, ok := it.(*Function)
 	switch {
@@ -292,8 +322,11 @@ func checkProbe(m *Module, name string) (probe, error) {
 		return probe{}, fmt.Errorf("ptx: instrument: probe %s is not a .func", name)
 	case f.Body == nil:
 		return probe{}, fmt.Errorf("ptx: instrument: probe %s is declared but not defined", name)
-	case len(f.Returns) != 0:
-		return probe{}, fmt.Errorf("ptx: instrument: probe %s returns a value; probes return nothing", name)
+	case !returns && len(f.Returns) != 0:
+		return probe{}, fmt.Errorf("ptx: instrument: probe %s returns a value; probes return nothing unless an exit probe carries it", name)
+	case returns && (len(f.Returns) != 1 || f.Returns[0].Space != ".param" || (f.Returns[0].Type != ".u64" && f.Returns[0].Type != ".b64") ||
+		f.Returns[0].Vector != "" || len(f.Returns[0].Dims) != 0):
+		return probe{}, fmt.Errorf("ptx: instrument: probe %s is carried to exits: it must return one .param .b64 (or .u64)", name)
 	case len(f.Params) != 3:
 		return probe{}, fmt.Errorf("ptx: instrument: probe %s takes %d parameters; probes take three (.param .u64 kind_site, .param .u64 addr, .param .u64 kernel_id)", name, len(f.Params))
 	}
@@ -311,7 +344,11 @@ func checkProbe(m *Module, name string) (probe, error) {
 			break
 		}
 	}
-	return probe{name: name, paramTypes: types, index: idx}, nil
+	p := probe{name: name, paramTypes: types, index: idx}
+	if returns {
+		p.ret = f.Returns[0].Type
+	}
+	return p, nil
 }
 
 // kernelRewriter rewrites one kernel body.
@@ -320,6 +357,7 @@ type kernelRewriter struct {
 	f        *Function
 	spec     Spec
 	probes   map[SiteKind][]probe
+	carried  map[string]string // entry probe -> its %gx_e<N>, in this kernel
 	id       uint64
 	rep      KernelReport
 	scopes   []regScope
@@ -369,14 +407,25 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 	if reason != "" {
 		return KernelReport{}, nil, fmt.Errorf("%s", reason)
 	}
-	r := &kernelRewriter{m: m, f: f, spec: spec, probes: probes, id: KernelID(f.Name)}
-	r.rep = KernelReport{Name: f.Name, ID: r.id, RegsAdded: map[string]int{".b64": 1}}
+	r := &kernelRewriter{m: m, f: f, spec: spec, probes: probes, id: KernelID(f.Name), carried: map[string]string{}}
+	for _, x := range probes[SiteExit] {
+		if x.carry == "" || r.carried[x.carry] != "" {
+			continue
+		}
+		if slices.ContainsFunc(probes[SiteEntry], func(e probe) bool { return e.name == x.carry }) {
+			r.carried[x.carry] = fmt.Sprintf("%s%d", carryReg, len(r.carried))
+		}
+	}
+	r.rep = KernelReport{Name: f.Name, ID: r.id, RegsAdded: map[string]int{".b64": 1 + len(r.carried)}}
 	body, err := r.block(f.Body, true)
 	if err != nil {
 		return KernelReport{}, nil, err
 	}
-	decl := &RegDecl{Type: ".b64", Names: []RegName{{Name: RegPrefix + "rd", Count: 1}}}
-	body.Stmts = append([]Stmt{decl}, body.Stmts...)
+	decls := []Stmt{&RegDecl{Type: ".b64", Names: []RegName{{Name: RegPrefix + "rd", Count: 1}}}}
+	if len(r.carried) > 0 {
+		decls = append(decls, &RegDecl{Type: ".b64", Names: []RegName{{Name: carryReg, Count: len(r.carried)}}})
+	}
+	body.Stmts = append(decls, body.Stmts...)
 	return r.rep, body, nil
 }
 
@@ -611,11 +660,24 @@ func (r *kernelRewriter) site(kind SiteKind, g *Guard, addr []*Instruction, pos 
 		// instruction 'st.param'"); storing into our own .params is
 		// harmless, so only the call carries the guard.
 		for i, a := range argVars {
-			stmts = append(stmts, mkIns("st", []string{".param", p.paramTypes[i]}, &Address{Elems: []Expr{name(a)}}, field(i)))
+			v := field(i)
+			if reg := r.carried[p.carry]; i == 1 && p.carry != "" && reg != "" {
+				v = name(reg) // the exit's ctx->entry_ret
+			}
+			stmts = append(stmts, mkIns("st", []string{".param", p.paramTypes[i]}, &Address{Elems: []Expr{name(a)}}, v))
 		}
 		call := mkIns("call", nil, name(p.name), &Paren{Elems: args})
+		if p.ret != "" {
+			stmts = append(stmts, &Var{Space: ".param", Type: p.ret, Name: retVar})
+			call.Operands = append([]Expr{&Paren{Elems: []Expr{name(retVar)}}}, call.Operands...)
+		}
 		call.Guard = copyGuard(g)
-		out = append(out, &Block{Stmts: append(stmts, call)})
+		stmts = append(stmts, call)
+		if reg := r.carried[p.name]; reg != "" {
+			// the entry site is never guarded: every thread sets it
+			stmts = append(stmts, mkIns("ld", []string{".param", ".b64"}, name(reg), &Address{Elems: []Expr{name(retVar)}}))
+		}
+		out = append(out, &Block{Stmts: stmts})
 	}
 	return out
 }

@@ -201,7 +201,16 @@ func TestInstrumentSpecErrors(t *testing.T) {
 		{"missing probe", base, false, Spec{Entry: []string{p0}}, "ptx: instrument: probe function __gpuext_probe_0 is not in the module (Link its fragment first)"},
 		{"probe is a kernel", base, true, Spec{Entry: []string{"k"}}, "ptx: instrument: probe k is not a .func"},
 		{"probe with a return value", base + ".func (.param .b32 r) bad(.param .u64 c)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
-			"ptx: instrument: probe bad returns a value; probes return nothing"},
+			"ptx: instrument: probe bad returns a value; probes return nothing unless an exit probe carries it"},
+		{"carried probe without a return value", base, true, Spec{Probes: []Probe{{Func: p0, Kind: SiteEntry}, {Func: p1, Kind: SiteExit, Carry: p0}}},
+			"ptx: instrument: probe __gpuext_probe_0 is carried to exits: it must return one .param .b64 (or .u64)"},
+		{"carried probe returning 32 bits", base + ".func (.param .b32 r) e(.param .u64 a, .param .u64 b, .param .u64 c)\n{\nret;\n}\n", true,
+			Spec{Probes: []Probe{{Func: "e", Kind: SiteEntry}, {Func: p1, Kind: SiteExit, Carry: "e"}}},
+			"ptx: instrument: probe e is carried to exits: it must return one .param .b64 (or .u64)"},
+		{"carry by an entry probe", base, true, Spec{Probes: []Probe{{Func: p0, Kind: SiteEntry, Carry: p1}, {Func: p1, Kind: SiteEntry}}},
+			"ptx: instrument: probe __gpuext_probe_0 carries __gpuext_probe_1 but is a entry probe; only exit probes carry"},
+		{"carry of no entry probe", base, true, Spec{Probes: []Probe{{Func: p0, Kind: SiteExit, Carry: p1}}},
+			"ptx: instrument: probe __gpuext_probe_0 carries __gpuext_probe_1, which is not an entry probe of the spec"},
 		{"probe with two params", base + ".func bad(.param .u64 c, .param .u64 d)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
 			"ptx: instrument: probe bad takes 2 parameters; probes take three (.param .u64 kind_site, .param .u64 addr, .param .u64 kernel_id)"},
 		{"probe of the one-pointer convention", base + ".func bad(.param .u64 ctx)\n{\nret;\n}\n", true, Spec{Exit: []string{"bad"}},
@@ -524,5 +533,65 @@ func TestInstrumentEntryPlacement(t *testing.T) {
 	want := "RegDecl RegDecl Pragma Var Block Label Instruction" // the entry site is one call scope
 	if strings.Join(kinds, " ") != want {
 		t.Errorf("body %s\nwant %s", strings.Join(kinds, " "), want)
+	}
+}
+
+// TestInstrumentCarry: an entry probe's return value reaches the exit
+// probe that carries it as the second ctx word, through one register; an
+// exit probe in a kernel the entry probe does not apply to gets 0.
+func TestInstrumentCarry(t *testing.T) {
+	src := testHeader + `.func (.param .b64 r) e(.param .u64 a, .param .u64 b, .param .u64 c)
+{
+	st.param.b64 [r], 5;
+	ret;
+}
+.func x(.param .u64 a, .param .u64 b, .param .u64 c)
+{
+	ret;
+}
+.visible .entry k(.param .u32 n)
+{
+	.reg .pred %p;
+	.reg .b32 %r;
+	ld.param.u32 %r, [n];
+	setp.eq.u32 %p, %r, 0;
+	@%p ret;
+	ret;
+}
+.visible .entry other()
+{
+	ret;
+}
+`
+	m, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Instrument(m, Spec{Probes: []Probe{
+		{Func: "e", Kind: SiteEntry, Kernels: []string{"k"}},
+		{Func: "x", Kind: SiteExit, Carry: "e"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Kernels) != 2 || rep.Kernels[0].RegsAdded[".b64"] != 2 || rep.Kernels[1].RegsAdded[".b64"] != 1 {
+		t.Fatalf("kernels %+v", rep.Kernels)
+	}
+	out := Write(m)
+	k := out[strings.Index(out, ".visible .entry k"):strings.Index(out, ".visible .entry other")]
+	for _, want := range []string{
+		"\t.reg .b64 %gx_e<1>;\n",
+		"\t\tcall \t(__gpuext_ret), e, (__gpuext_arg0, __gpuext_arg1, __gpuext_arg2);\n\t\tld.param.b64 \t%gx_e0, [__gpuext_ret];\n",
+	} {
+		if !strings.Contains(k, want) {
+			t.Errorf("kernel k lacks %q:\n%s", want, k)
+		}
+	}
+	if n := strings.Count(k, "st.param.u64 \t[__gpuext_arg1], %gx_e0;"); n != 2 {
+		t.Errorf("%d exit calls pass %%gx_e0, want 2:\n%s", n, k)
+	}
+	o := out[strings.Index(out, ".visible .entry other"):]
+	if strings.Contains(o, "%gx_e") || !strings.Contains(o, "st.param.u64 \t[__gpuext_arg1], 0;") {
+		t.Errorf("kernel other:\n%s", o)
 	}
 }

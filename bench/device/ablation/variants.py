@@ -6,10 +6,13 @@ use another PTX form, so one jit_ablation run compares them:
   weak: st.volatile -> st.global, ld.volatile -> ld.global.cg (L2, no order)
   rel:  a ring record without membar.gl: the slot claimed with an acquire
         atom.max, committed with a release atom.cas
+  stclaim: a ring slot marked and committed with stores, not atomics
+        (no round trip after the head's atom.add)
 usage: variants.py SRC DST [PROBES [FORMS]]
        (default ab_store,ab_load,sm_load,block_sched,warp_occupancy and gpu,weak)
 """
 import json
+import re
 import os
 import shutil
 import sys
@@ -19,6 +22,10 @@ FORMS = {
     "weak": [("ld.volatile.global", "ld.global.cg"), ("st.volatile.global", "st.global")],
     "rel": [("membar.gl;", ""), ("atom.global.max.u64", "atom.acquire.gpu.global.max.u64"),
             ("atom.global.cas.b64", "atom.release.gpu.global.cas.b64")],
+    "stclaim": [(re.compile(r"atom\.acquire\.gpu\.global\.max\.u64\s+%gt3, \[%gt2\+0\], %gt4;"),
+                 "st.relaxed.gpu.global.u64 [%gt2+0], %gt4;\n\tmov.b64 %gt3, 0;"),
+                (re.compile(r"atom\.release\.gpu\.global\.cas\.b64\s+%gt3, \[%gt2\+0\], %gt4, %gt5;"),
+                 "st.release.gpu.global.u64 [%gt2+0], %gt5;")],
 }
 
 
@@ -35,7 +42,7 @@ def main(src, dst, probes, forms):
             subs = FORMS[form]
             t = text
             for a, b in subs:
-                t = t.replace(a, b)
+                t = a.sub(b, t) if isinstance(a, re.Pattern) else t.replace(a, b)
             w = dict(v, name=f"{v['name']}~{form}", ptx=v["ptx"].replace(".ptx", f".{form}.ptx"))
             open(os.path.join(dst, w["ptx"]), "w").write(t)
             out.append(w)

@@ -52,13 +52,13 @@ func Cases() []*Case {
 			R0: Skip, Maps: map[string]Mode{"gx_blocks": Skip, "gx_block_ring": Skip}, Check: checkBlockSched})
 		add(&Case{Name: "sm_load-" + lvl, Object: "device/sm_load", Entry: "sm_entry", Exit: "sm_exit",
 			Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: per, Kernel: true, Work: true,
-			R0: Skip, Maps: map[string]Mode{"gx_sm": Skip, "gx_sm_warp_start": Skip}, Check: checkSMLoad})
+			R0: Skip, Maps: map[string]Mode{"gx_sm": Skip}, Check: checkSMLoad})
 		add(&Case{Name: "launch_latency-" + lvl, Object: "device/launch_latency", Entry: "launch_entry",
 			Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: per, Kernel: true,
 			R0: Skip, Maps: map[string]Mode{"gx_launch_ring": Skip}, Check: checkLaunch})
 		add(&Case{Name: "warp_occupancy-" + lvl, Object: "device/warp_occupancy", Entry: "occ_entry", Exit: "occ_exit",
 			Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: per, Kernel: true, Work: true,
-			R0: Skip, Maps: map[string]Mode{"gx_occ": Skip, "gx_occ_warp_start": Skip}, Check: checkOcc})
+			R0: Skip, Maps: map[string]Mode{"gx_occ": Skip}, Check: checkOcc})
 	}
 	for _, c := range cs {
 		if c.R0 == "" {

@@ -76,10 +76,18 @@ func (c *Case) Expected(comp *jit.Compiled) ([]uint64, []byte, error) {
 							Timer: timer,
 						}
 					}
+					carried := func(e *jit.Env, t uint32) {
+						if len(comp.Probes) > 1 && comp.Probes[1].Carry != "" {
+							binary.LittleEndian.PutUint64(e.Ctx[8:], out[2*(int(blin)*int(tpb)+int(t))])
+						}
+					}
 					for _, p := range probes {
 						site := uint32(p + 1)
 						if !c.PerThread {
 							e := env(lanes[0], site)
+							if p == 1 {
+								carried(e, lanes[0])
+							}
 							e.ActiveLanes = uint32(len(lanes))
 							r0, err := comp.Run(p, region, e)
 							if err != nil {
@@ -92,6 +100,9 @@ func (c *Case) Expected(comp *jit.Compiled) ([]uint64, []byte, error) {
 						}
 						for _, t := range lanes {
 							e := env(t, site)
+							if p == 1 {
+								carried(e, t)
+							}
 							e.ActiveLanes = 1
 							r0, err := comp.Run(p, region, e)
 							if err != nil {

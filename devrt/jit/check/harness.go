@@ -16,7 +16,8 @@ const HarnessKernel = "gx_test"
 // function with it as devrt/ptx's call sites do (three .u64 .params: site
 // << 32 | kind, addr, kernel_id) and stores its r0 at out[2*tid]; with an
 // exit program it then (after an optional spin) does the same with
-// ctxs[tid][1] and out[2*tid+1]. Lanes outside the case's pattern call nothing. The
+// ctxs[tid][1] (its addr replaced by the entry's r0 when the exit carries
+// it, as devrt/ptx's exit sites pass entry_ret) and out[2*tid+1]. Lanes outside the case's pattern call nothing. The
 // driver sets __gpuext_shared before the launch.
 func (c *Case) Module(comp *jit.Compiled) string {
 	var b strings.Builder
@@ -88,6 +89,9 @@ func (c *Case) Module(comp *jit.Compiled) string {
 		for o := 0; o < jit.CtxSize; o += 8 {
 			w("ld.global.u64 %%x%d, [%%x6+%d];", 7+o/8, o)
 		}
+		if which == 1 && comp.Probes[probe].Carry != "" {
+			w("mov.b64 %%x8, %%x13;") // ctx->entry_ret: the entry's r0
+		}
 		w("{")
 		for a := 0; a < jit.CtxSize/8; a++ {
 			w(".param .u64 gx_p%d;", a)
@@ -105,6 +109,7 @@ func (c *Case) Module(comp *jit.Compiled) string {
 		w("%sst.global.u64 [%%x6], %%x9;", guard)
 	}
 	call(0, 0)
+	w("mov.b64 %%x13, %%x9;")
 	if c.Exit != "" {
 		if c.Work {
 			// spin (block id % 4) * 20 us: an imbalanced kernel

@@ -65,7 +65,7 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	// glob selects (the ABI's site kinds are jit's and ptx's alike).
 	var spec ptx.Spec
 	for _, pr := range p.probes.Probes {
-		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel}})
+		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel}, Carry: pr.Carry})
 	}
 	if !anyKernelMatches(mod.KernelNames(), p.probes.Probes) {
 		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no probe applies to its kernels"}, nil

@@ -51,7 +51,10 @@ type event struct {
 
 // Run calls the entry and exit probes of c for every warp of l, in time
 // order, at warp level (one run per warp standing for its 32 lanes), on
-// region. Warps get hardware slots per SM in order of their blocks.
+// region. Warps get hardware slots per SM in order of their blocks. An exit
+// probe that carries an entry probe (jit.Probe.Carry) gets that probe's
+// return value for the same warp as ctx->entry_ret, as a patched kernel
+// passes it.
 func Run(c *jit.Compiled, region []byte, l Launch) error {
 	if l.Threads == 0 || l.Threads%32 != 0 {
 		return fmt.Errorf("threads per block %d: want a multiple of 32", l.Threads)
@@ -69,6 +72,11 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 		}
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
+	type warpProbe struct {
+		block, warp uint32
+		fn          string
+	}
+	rets := map[warpProbe]uint64{}
 	for _, e := range evs {
 		site := jit.SiteEntry
 		if e.exit {
@@ -87,8 +95,15 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 			}
 			binary.LittleEndian.PutUint32(env.Ctx[0:], uint32(site))
 			binary.LittleEndian.PutUint64(env.Ctx[16:], kid)
-			if _, err := c.Run(p.Index, region, env); err != nil {
+			if p.Carry != "" {
+				binary.LittleEndian.PutUint64(env.Ctx[8:], rets[warpProbe{e.b.Block, e.warp, p.Carry}])
+			}
+			r0, err := c.Run(p.Index, region, env)
+			if err != nil {
 				return fmt.Errorf("%s at block %d warp %d: %w", p.Name, e.b.Block, e.warp, err)
+			}
+			if p.Returns {
+				rets[warpProbe{e.b.Block, e.warp, p.Func}] = r0
 			}
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -171,6 +172,7 @@ func instrument(args []string) error {
 	store := fs.String("store", "", "probes before stores")
 	var probes probeFlags
 	fs.Var(&probes, "probe", "FUNC:KIND[:GLOB,...] attaches FUNC at entry|exit|load|store sites of the kernels GLOB selects (repeatable)")
+	carry := fs.String("carry", "", "EXIT=ENTRY,...: exit probe EXIT gets entry probe ENTRY's return value as ctx->entry_ret")
 	generic := fs.Bool("generic", false, "also generic ld/st")
 	atomics := fs.Bool("atomics", false, "atom/red as store sites")
 	out := fs.String("o", "", "output file (default stdout)")
@@ -196,8 +198,12 @@ func instrument(args []string) error {
 			return err
 		}
 	}
+	exits, probes, err := carries(list(*exit), probes, list(*carry))
+	if err != nil {
+		return err
+	}
 	rep, err := ptx.Instrument(m, ptx.Spec{
-		Kernels: list(*kernels), Entry: list(*entry), Exit: list(*exit), Load: list(*load), Store: list(*store),
+		Kernels: list(*kernels), Entry: list(*entry), Exit: exits, Load: list(*load), Store: list(*store),
 		Probes: probes, Generic: *generic, Atomics: *atomics,
 	})
 	if err != nil {
@@ -219,6 +225,33 @@ func instrument(args []string) error {
 		}
 	}
 	return output(*out, ptx.Write(m))
+}
+
+// carries applies -carry EXIT=ENTRY pairs: an exit probe of -exit moves to
+// probes with its Carry, one of -probe gets it; the -exit list left and the
+// probes are returned.
+func carries(exits []string, probes probeFlags, pairs []string) ([]string, probeFlags, error) {
+	for _, pair := range pairs {
+		x, e, ok := strings.Cut(pair, "=")
+		if !ok || x == "" || e == "" {
+			return nil, nil, fmt.Errorf("-carry: want EXIT=ENTRY, got %q", pair)
+		}
+		found := false
+		if i := slices.Index(exits, x); i >= 0 {
+			exits = slices.Delete(exits, i, i+1)
+			probes = append(probes, ptx.Probe{Func: x, Kind: ptx.SiteExit, Carry: e})
+			found = true
+		}
+		for i := range probes {
+			if probes[i].Func == x && probes[i].Kind == ptx.SiteExit {
+				probes[i].Carry, found = e, true
+			}
+		}
+		if !found {
+			return nil, nil, fmt.Errorf("-carry %s: %s is not an exit probe", pair, x)
+		}
+	}
+	return exits, probes, nil
 }
 
 // probeFlags collects -probe FUNC:KIND[:GLOB,...] values.

@@ -64,12 +64,27 @@ func TestProbeFlag(t *testing.T) {
 	if err := p.Set("__gpuext_probe_0:entry"); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.String(); got != "[{__gpuext_probe_1 exit [vec_* early_exits]} {__gpuext_probe_0 entry []}]" {
+	if got := p.String(); got != "[{__gpuext_probe_1 exit [vec_* early_exits] } {__gpuext_probe_0 entry [] }]" {
 		t.Errorf("flags %s", got)
 	}
 	for _, bad := range []string{"f", ":exit", "f:middle"} {
 		if err := p.Set(bad); err == nil {
 			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+}
+
+func TestCarries(t *testing.T) {
+	exits, probes, err := carries([]string{"x0", "x1"}, probeFlags{{Func: "x2", Kind: ptx.SiteExit}}, []string{"x1=e0", "x2=e1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(exits) != "[x0]" || fmt.Sprint(probes) != "[{x2 exit [] e1} {x1 exit [] e0}]" {
+		t.Errorf("exits %v probes %v", exits, probes)
+	}
+	for _, bad := range [][]string{{"x1"}, {"=e0"}, {"e0=x1"}} {
+		if _, _, err := carries([]string{"x1"}, nil, bad); err == nil {
+			t.Errorf("carries(%q) accepted", bad)
 		}
 	}
 }
