@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -138,7 +139,7 @@ func FuzzRegion(f *testing.F) {
 		tr := NewTracker()
 		for range 2 {
 			snap, err := r.Read()
-			tr.Blocks(snap.Blocks)
+			tr.Blocks(snap.Blocks, snap.BlockHead, time.Now())
 			tr.SMs(snap.SMs)
 			tr.Occupancy(snap.Occupancy)
 			if err != nil {

@@ -64,6 +64,9 @@ type Snapshot struct {
 	Drops map[string]uint64
 	// Bad counts records of impossible sizes (skipped).
 	Bad int
+	// BlockHead is the block ring's head (records reserved, summed over
+	// its shards): whether the GPU wrote since the last copy (Tracker).
+	BlockHead uint64
 }
 
 // Read drains the rings and reads the maps of the probes the layout has.
@@ -87,9 +90,16 @@ func (r *Region) read(s *Snapshot) error {
 		switch m.Name {
 		case MapBlockRing, MapLaunchRing:
 			var recs [][]byte
-			for s := range uint64(max(m.Shards, 1)) {
-				k := ringShard{m.Name, s}
-				rs, tail, lost, _ := m.RingRead(reg, s, r.tail[k], MaxRecords) // its error: a skipped record, counted as lost
+			for sh := range uint64(max(m.Shards, 1)) {
+				if m.Name == MapBlockRing {
+					hb, err := reg.Bytes(m.HeadOffset(sh), 8)
+					if err != nil {
+						return err
+					}
+					s.BlockHead += le.Uint64(hb)
+				}
+				k := ringShard{m.Name, sh}
+				rs, tail, lost, _ := m.RingRead(reg, sh, r.tail[k], MaxRecords) // its error: a skipped record, counted as lost
 				r.tail[k] = tail
 				r.lost[m.Name] += lost
 				recs = append(recs, rs...)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -64,13 +65,19 @@ func TestImbalancedKernel(t *testing.T) {
 	// A read with nothing new: no work in the interval.
 	require.Equal(t, SMBalance{}, tr.SMs(snap.SMs))
 
-	// Runs: open while blocks come, finished by a read without any.
-	require.Empty(t, tr.Blocks(snap.Blocks))
+	// Runs: open while blocks come; a read of the same copy again (the
+	// head did not move) ends nothing until the head stood still for
+	// QuietClose.
+	t0 := time.Unix(1000, 0)
+	require.NotZero(t, snap.BlockHead)
+	require.Empty(t, tr.Blocks(snap.Blocks, snap.BlockHead, t0))
 	snap2, err := r.Read()
 	require.NoError(t, err)
 	require.Empty(t, snap2.Blocks)
 	require.Empty(t, snap2.Launches)
-	runs := tr.Blocks(snap2.Blocks)
+	require.Equal(t, snap.BlockHead, snap2.BlockHead)
+	require.Empty(t, tr.Blocks(snap2.Blocks, snap2.BlockHead, t0.Add(QuietClose-time.Millisecond)))
+	runs := tr.Blocks(snap2.Blocks, snap2.BlockHead, t0.Add(QuietClose))
 	require.Len(t, runs, 1)
 	run := runs[0]
 	require.Equal(t, kid, run.KernelID)
@@ -137,11 +144,12 @@ func TestRunsSplitOnRepeat(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, snap.Blocks, 34)
 	tr := NewTracker()
-	runs := tr.Blocks(snap.Blocks)
+	t0 := time.Unix(1000, 0)
+	runs := tr.Blocks(snap.Blocks, snap.BlockHead, t0)
 	require.Len(t, runs, 1) // the first launch: its kernel's blocks came back
 	require.Equal(t, base, runs[0].FirstStart)
 	require.Len(t, runs[0].Blocks, 16)
-	runs = tr.Blocks(nil)
+	runs = tr.Blocks(nil, snap.BlockHead+1, t0) // a fresh copy without them
 	require.Len(t, runs, 2)
 	require.Equal(t, base+10_000_000, runs[0].FirstStart)
 	require.Equal(t, ptx.KernelID("vec_add"), runs[1].KernelID)
@@ -175,4 +183,35 @@ func TestOccupancySlotReused(t *testing.T) {
 		ns += (out - in) * 32
 	}
 	require.Equal(t, ns, o.LaneNS)
+}
+
+// TestRunAcrossCopies: a copy taken in the middle of a launch, read again
+// before the next copy, does not end the launch's run; the next fresh
+// read completes it and a block id coming back starts the next launch's.
+func TestRunAcrossCopies(t *testing.T) {
+	const kid = 7
+	launch := func(base uint64, ids ...uint64) []Block {
+		var bs []Block
+		for _, id := range ids {
+			bs = append(bs, Block{KernelID: kid, Block: id, StartNS: base + id, EndNS: base + 100 + id, Threads: 32})
+		}
+		return bs
+	}
+	tr := NewTracker()
+	t0 := time.Unix(1000, 0)
+	require.Empty(t, tr.Blocks(launch(0, 0, 1, 2), 3, t0))           // a copy in the middle of launch 1
+	require.Empty(t, tr.Blocks(nil, 3, t0.Add(20*time.Millisecond))) // the same copy again
+	require.Empty(t, tr.Blocks(nil, 3, t0.Add(40*time.Millisecond))) // and again
+	next := append(launch(0, 3, 4), launch(1000, 0, 1)...)           // the rest, then launch 2
+	runs := tr.Blocks(next, 7, t0.Add(100*time.Millisecond))         // a fresh copy
+	require.Len(t, runs, 1)
+	require.Len(t, runs[0].Blocks, 5)
+	require.Equal(t, uint64(0), runs[0].FirstStart)
+	require.Equal(t, uint64(104), runs[0].LastEnd)
+	runs = tr.Blocks(nil, 7, t0.Add(200*time.Millisecond)) // stale: launch 2 stays open
+	require.Empty(t, runs)
+	runs = tr.Blocks(nil, 9, t0.Add(300*time.Millisecond)) // fresh, other kernels wrote: over
+	require.Len(t, runs, 1)
+	require.Len(t, runs[0].Blocks, 2)
+	require.Equal(t, uint64(1000), runs[0].FirstStart)
 }

@@ -1,6 +1,9 @@
 package proberegion
 
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // Run is one launch of a kernel as block_sched saw it: the blocks that
 // finished, when the first started and the last ended (%globaltimer ns).
@@ -52,10 +55,19 @@ const BucketNS = 1 << OccShift
 // per-interval SM balance and complete occupancy buckets. One per region.
 //
 // Runs: a kernel's blocks belong to one run until a block id comes back
-// (the next launch of the kernel) or a read brings no block of the kernel
-// (the launch is over), so a run is reported one read after its last
-// block. Launches of one kernel that overlap (several streams) merge.
+// (the next launch of the kernel) or a fresh read brings no block of the
+// kernel (the launch is over), so a run is reported one read after its
+// last block. A read is fresh when the block ring's head moved since the
+// read before: devrt copies the region into its file every 100 ms or so,
+// and the collector reads it more often, so most reads see the same copy
+// again, and a copy taken in the middle of a launch would otherwise end
+// its run there (its remaining blocks then opened a second run, which the
+// next launch's blocks joined). When the head has not moved for
+// QuietClose, the GPU is idle and every open run is over. Launches of one
+// kernel that overlap (several streams) merge.
 type Tracker struct {
+	head    uint64    // the block ring's head at the last read
+	moved   time.Time // when it last moved
 	open    map[uint64]*openRun
 	sms     map[uint32]SMLoad // totals at the last read
 	occDone map[uint32]uint64 // per SM: the newest bucket reported
@@ -66,6 +78,10 @@ type openRun struct {
 	seen map[uint64]bool
 }
 
+// QuietClose is how long the block ring's head may stand still before the
+// open runs are over: well beyond devrt's copy period.
+const QuietClose = time.Second
+
 // MaxOpenBlocks bounds the blocks an open run keeps (a run that grows past
 // it is reported and a new one started: a corrupt ring cannot grow memory).
 const MaxOpenBlocks = 1 << 20
@@ -75,8 +91,14 @@ func NewTracker() *Tracker {
 	return &Tracker{open: map[uint64]*openRun{}, sms: map[uint32]SMLoad{}, occDone: map[uint32]uint64{}}
 }
 
-// Blocks takes a read's block records and returns the runs it finished.
-func (t *Tracker) Blocks(blocks []Block) []Run {
+// Blocks takes a read's block records and the block ring's head (Snapshot's
+// BlockHead), read at now, and returns the runs it finished.
+func (t *Tracker) Blocks(blocks []Block, head uint64, now time.Time) []Run {
+	fresh := head != t.head
+	if fresh || t.moved.IsZero() {
+		t.head, t.moved = head, now
+	}
+	over := fresh || now.Sub(t.moved) >= QuietClose
 	var done []Run
 	got := map[uint64]bool{}
 	for _, b := range blocks {
@@ -97,7 +119,7 @@ func (t *Tracker) Blocks(blocks []Block) []Run {
 		o.Threads += uint64(b.Threads)
 	}
 	for k, o := range t.open {
-		if !got[k] {
+		if !got[k] && over {
 			done = append(done, o.finish())
 			delete(t.open, k)
 		}

@@ -408,7 +408,7 @@ func (s *Source) kernelName(id uint64) string {
 }
 
 func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
-	s.finishRuns(p, rg.tr.Blocks(snap.Blocks))
+	s.finishRuns(p, rg.tr.Blocks(snap.Blocks, snap.BlockHead, s.opts.Now()))
 	if len(snap.Launches) > 0 {
 		p.matcher.Device(snap.Launches)
 	}

@@ -168,7 +168,14 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4, Blocks: blocks}))
 	s.Poll()
 	require.Equal(t, 1, logs.FilterMessage("device probe region dropped").Len())
-	s.Poll() // no new blocks: the launch is over
+	// the same copy read again: the launch stays open ...
+	s.Poll()
+	require.Empty(t, metrics(s.Metrics())["gpu.kernel.blocks"])
+	// ... until the block ring's head stood still for QuietClose
+	later := wall.Add(proberegion.QuietClose)
+	s.opts.Now = func() time.Time { return later }
+	s.opts.Monotonic = func() uint64 { return uint64(later.UnixNano() - wallMono) }
+	s.Poll()
 	md := s.Metrics()
 	got := metrics(md)
 
