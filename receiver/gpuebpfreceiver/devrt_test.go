@@ -292,6 +292,27 @@ func TestDevrtDedup(t *testing.T) {
 	require.Equal(t, 1, n, "the new program is the uprobes' until it makes a ring")
 }
 
+// TestDevrtCoverageEndsAtExec: a process ended under devrt stays covered
+// after its ring is gone (its uprobe events may be read late); an exec of
+// that pid (a new process got it) ends the coverage, and a coverage that
+// began after the exec (the new program's ring, found first) is kept.
+func TestDevrtCoverageEndsAtExec(t *testing.T) {
+	dir := t.TempDir()
+	r := devrtReceiver(t, devrtConfig(dir))
+	const pid = 4_000_000
+	exec := func(at uint64) {
+		raw := ev.AppendRecord(nil, &ev.Event{Kind: ev.KindExec, Source: ev.SourceUprobe, PID: pid, TID: pid, Start: at, End: at})
+		var e ev.Event
+		r.handle(raw, &e)
+	}
+	r.devrtCover[pid] = coverage{since: 1000, until: devrt.Forever}
+	exec(5000)
+	require.Equal(t, coverage{since: 1000, until: 5000}, r.devrtCover[pid])
+	r.devrtCover[pid] = coverage{since: 9000, until: devrt.Forever}
+	exec(8000)
+	require.Equal(t, coverage{since: 9000, until: devrt.Forever}, r.devrtCover[pid])
+}
+
 // TestDevrtPartialClasses: devrt reporting launches only leaves the other
 // calls of its processes to the uprobes.
 func TestDevrtPartialClasses(t *testing.T) {

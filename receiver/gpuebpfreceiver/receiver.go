@@ -320,6 +320,13 @@ func (r *gpuReceiver) handle(raw []byte, e *ev.Event) {
 			// identity, before the translator retires it.
 			r.devrt.Exec(e.PID, e.Start)
 			delete(r.devrtProbed, e.PID)
+			// A coverage that outlived its rings (the process ended
+			// under devrt) ends here too: this may be a new process
+			// that got the pid.
+			if c, ok := r.devrtCover[e.PID]; ok && c.since < e.Start && c.until > e.Start {
+				c.until = e.Start
+				r.devrtCover[e.PID] = c
+			}
 		}
 	case ev.KindCall, ev.KindCallNamed:
 		if r.devrt != nil && r.devrtCovers(e) {

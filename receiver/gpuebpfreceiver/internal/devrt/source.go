@@ -109,8 +109,9 @@ type Source struct {
 
 	// Event goroutine only.
 	rings     []*entry
-	ringsOf   map[uint32]int    // pid → rings read
-	attached  map[uint32]uint64 // pid → created_ns of the ring that counts
+	ringsOf   map[uint32]int      // pid → rings read
+	attached  map[uint32]uint64   // pid → created_ns of the ring that counts
+	gone      map[uint32]goneRing // pid → a ring retired without standing for it
 	silenced  map[uint32]bool
 	removed   devring.Counters // drop counters of rings already removed
 	abandoned uint64
@@ -124,6 +125,22 @@ type orphan struct {
 	e     *entry
 	first time.Time
 }
+
+// goneRing is a ring drained and removed after its process exited, before
+// any uprobe event of its pid was read, so it never stood for the pid. The
+// uprobes' first event of that pid, read within goneGrace, still makes it
+// the pid's: those unread events are of calls devrt reported.
+type goneRing struct {
+	created, start uint64
+	at             uint64 // Now() when retired
+}
+
+// goneGrace bounds how late the uprobes' first event may claim a gone ring,
+// and maxGone how many are remembered.
+const (
+	goneGrace = uint64(30 * time.Second)
+	maxGone   = 1 << 12
+)
 
 // containerProc is what discovery learnt of a process outside the host's
 // mount namespace.
@@ -152,6 +169,7 @@ func New(cfg Config, opts Options) *Source {
 		hostDirs: map[string]int{},
 		procs:    map[int]containerProc{},
 		attached: map[uint32]uint64{},
+		gone:     map[uint32]goneRing{},
 		ringsOf:  map[uint32]int{},
 		silenced: map[uint32]bool{},
 	}
@@ -280,6 +298,12 @@ func (s *Source) retire(e *entry) {
 	case e.until != 0:
 		until = e.until
 	}
+	if !e.sure && !e.orphan && e.dead.Load() {
+		if len(s.gone) >= maxGone {
+			clear(s.gone)
+		}
+		s.gone[e.pid] = goneRing{created: e.created, start: e.start, at: s.opts.Now()}
+	}
 	s.updateAttached(e.pid, until)
 }
 
@@ -352,7 +376,10 @@ func (s *Source) control(pid uint32) devring.Control {
 // Probe looks for pid's ring at once (its first call seen by the uprobes):
 // every call after the ring's creation is then reported by devrt alone.
 // The uprobes saw pid, so a ring of that pid found by discovery after the
-// process ended (which alone would not be taken to stand for it) is its.
+// process ended (which alone would not be taken to stand for it) is its,
+// even when it was already drained and removed (gone): a short process
+// can end, and its ring be read to the end, before the uprobes' events of
+// it are read.
 func (s *Source) Probe(pid uint32) {
 	s.adoptPending()
 	found := false
@@ -377,6 +404,17 @@ func (s *Source) Probe(pid uint32) {
 	}
 	if sure {
 		s.updateAttached(pid, s.opts.Now())
+	}
+	if g, ok := s.gone[pid]; ok && s.ringsOf[pid] == 0 {
+		delete(s.gone, pid)
+		// Not if the pid is another live process's by now.
+		reused := s.alive(pid, 0) && !s.alive(pid, g.start)
+		if !reused && s.opts.Now()-g.at < goneGrace && s.opts.Attached != nil {
+			s.opts.Attached(pid, g.created)
+			if s.opts.Detached != nil {
+				s.opts.Detached(pid, Forever)
+			}
+		}
 	}
 }
 

@@ -457,6 +457,42 @@ func TestSourceProbeAfterDiscovery(t *testing.T) {
 	require.Equal(t, []string{"attach 100 5000", "detach 100 forever"}, w.log)
 }
 
+// TestSourceProbeAfterRetire: discovery found the closed ring of an exited
+// process and the event goroutine drained and removed it before the
+// uprobes' first event of that pid was read; Probe still makes the
+// process devrt's for good (its unread uprobe events are duplicates).
+// Once, within goneGrace, and not when the pid is another live process's.
+func TestSourceProbeAfterRetire(t *testing.T) {
+	w := newWorld(t, nil)
+	p, path := w.ring(100, 5000)
+	write(t, p, 1)
+	p.SetState(devring.StateClosed, 0)
+	w.poll()
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.False(t, exists(path))
+	require.Empty(t, w.log)
+	w.src.Probe(100)
+	require.Equal(t, []string{"attach 100 5000", "detach 100 forever"}, w.log)
+	w.src.Probe(100)
+	require.Len(t, w.log, 2, "claimed once")
+
+	// Too late.
+	p, _ = w.ring(101, 6000)
+	p.SetState(devring.StateClosed, 0)
+	w.poll()
+	w.now += goneGrace
+	w.src.Probe(101)
+	require.Len(t, w.log, 2)
+
+	// The pid is a new live process's: not the gone ring's.
+	p, _ = w.ring(102, 7000)
+	p.SetState(devring.StateClosed, 0)
+	w.poll()
+	w.alive(102, 99)
+	w.src.Probe(102)
+	require.Len(t, w.log, 2)
+}
+
 // TestSourceProbeClaimsOrphan: a killed process left its ring active; the
 // uprobes' first event of its pid, read late, claims it from the orphans.
 func TestSourceProbeClaimsOrphan(t *testing.T) {
