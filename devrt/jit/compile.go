@@ -51,6 +51,7 @@ type Compiled struct {
 
 type compiledProg struct {
 	Program
+	obj       int // index of its object in Compile's objs
 	facts     *facts
 	mapIdx    map[string]int32
 	layoutIdx []int
@@ -90,7 +91,6 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 	}
 	c := &Compiled{Opts: opt}
 	ringMax := map[int32]int64{}
-	var objOf []int
 	for oi, o := range objs {
 		for _, p := range o.Programs {
 			p := p
@@ -101,12 +101,11 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 			for m, n := range f.ringMax {
 				ringMax[m] = max(ringMax[m], n)
 			}
-			cp := compiledProg{Program: p, facts: f, mapIdx: index, byRaw: map[int]int{}}
+			cp := compiledProg{Program: p, obj: oi, facts: f, mapIdx: index, byRaw: map[int]int{}}
 			for i, in := range p.Insns {
 				cp.byRaw[in.Raw] = i
 			}
 			c.progs = append(c.progs, cp)
-			objOf = append(objOf, oi)
 		}
 	}
 	for name, b := range ringBytes {
@@ -136,7 +135,7 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 		c.Probes = append(c.Probes, Probe{Index: i, Name: p.Name, Section: p.Section, Site: p.Site, Kernel: p.Kernel, Func: ProbeFunc(i)})
 	}
 	for i := range c.progs {
-		if e := carriedEntry(c.progs, objOf, i); e >= 0 {
+		if e := carriedEntry(c.progs, i); e >= 0 {
 			c.Probes[i].Carry = c.Probes[e].Func
 			c.Probes[e].Returns = true
 		}
@@ -155,13 +154,13 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 // a register from entry to exit spares the probe a store at entry and a
 // dependent load at exit in every warp (sm_load, warp_occupancy), at the
 // price of one 64-bit register live through the kernel.
-func carriedEntry(progs []compiledProg, objOf []int, i int) int {
+func carriedEntry(progs []compiledProg, i int) int {
 	p := progs[i]
 	if p.Site != SiteExit || !readsCtxWord(&p, 1) {
 		return -1
 	}
 	for j, e := range progs {
-		if objOf[j] == objOf[i] && e.Site == SiteEntry && e.Kernel == p.Kernel {
+		if e.obj == p.obj && e.Site == SiteEntry && e.Kernel == p.Kernel {
 			return j
 		}
 	}

@@ -128,50 +128,26 @@ func generate(c *Compiled) (string, error) {
 }
 
 // stackInRegs tells whether p's stack can live in registers, %gs<k> for
-// the 8 bytes at stack offset 8k, instead of .local memory: every access to
-// it, by the program or by a helper, is at the same constant offset on
-// every path (the verifier refuses variable offsets, not a different
-// constant on each path), and no hash map update takes its value from it
-// (the hash function copies the value through a generic address). The
-// verifier refuses unaligned accesses, so a load or store never spans two
-// registers. A warp-level probe then writes no local memory at all: one
-// .local store per warp was a cost as large as a map store on short
-// memory-bound kernels (bench/device/jit_ablation.sh).
-func stackInRegs(p *compiledProg, c *Compiled) bool {
-	for i, in := range p.Insns {
-		if !p.facts.visited[i] {
-			continue
-		}
-		switch in.class() {
-		case clsLDX, clsST, clsSTX:
-			if acc := p.facts.mem[i]; acc.k == kStack && acc.lo != acc.hi {
-				return false
-			}
-		case clsJMP, clsJMP32:
-			if !in.isCall() || !p.facts.callSeen[i] {
-				continue
-			}
-			ci := p.facts.calls[i]
-			for _, a := range ci.args {
-				if a.k == kStack && a.lo != a.hi {
-					return false
-				}
-			}
-			if in.Imm == HelperMapUpdate && c.Layout.Maps[ci.m].Type == gpumap.Hash && ci.args[2].k == kStack {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// stackSlots lists the 8-byte stack slots p's code touches (stackInRegs).
-func stackSlots(p *compiledProg, c *Compiled) []int {
+// the 8 bytes at stack offset 8k, instead of .local memory, and lists the
+// slots p's code touches: every access to it, by the program or by a
+// helper, is at the same constant offset on every path (the verifier
+// refuses variable offsets, not a different constant on each path), and no
+// hash map update takes its value from it (the hash function copies the
+// value through a generic address). The verifier refuses unaligned
+// accesses, so a load or store never spans two registers. A warp-level
+// probe then writes no local memory at all: one .local store per warp was
+// a cost as large as a map store on short memory-bound kernels
+// (bench/device/jit_ablation.sh).
+func stackInRegs(p *compiledProg, c *Compiled) ([]int, bool) {
 	seen := map[int]bool{}
-	mark := func(lo int64, n int) {
-		for b := lo; b < lo+int64(n); b++ {
+	mark := func(acc memAccess, n int) bool {
+		if acc.lo != acc.hi {
+			return false
+		}
+		for b := acc.lo; b < acc.lo+int64(n); b++ {
 			seen[int(b/8)] = true
 		}
+		return true
 	}
 	for i, in := range p.Insns {
 		if !p.facts.visited[i] {
@@ -179,17 +155,20 @@ func stackSlots(p *compiledProg, c *Compiled) []int {
 		}
 		switch in.class() {
 		case clsLDX, clsST, clsSTX:
-			if acc := p.facts.mem[i]; acc.k == kStack {
-				mark(acc.lo, in.bytes())
+			if acc := p.facts.mem[i]; acc.k == kStack && !mark(acc, in.bytes()) {
+				return nil, false
 			}
 		case clsJMP, clsJMP32:
 			if !in.isCall() || !p.facts.callSeen[i] {
 				continue
 			}
 			ci := p.facts.calls[i]
+			if in.Imm == HelperMapUpdate && c.Layout.Maps[ci.m].Type == gpumap.Hash && ci.args[2].k == kStack {
+				return nil, false
+			}
 			for a, arg := range ci.args {
-				if arg.k == kStack {
-					mark(arg.lo, helperArgBytes(c, in.Imm, ci, a))
+				if arg.k == kStack && !mark(arg, helperArgBytes(c, in.Imm, ci, a)) {
+					return nil, false
 				}
 			}
 		}
@@ -199,7 +178,7 @@ func stackSlots(p *compiledProg, c *Compiled) []int {
 		out = append(out, k)
 	}
 	sort.Ints(out)
-	return out
+	return out, true
 }
 
 // helperArgBytes is how many bytes helper id reads or writes through its
@@ -313,11 +292,13 @@ func (g *gen) probe(name string, withRet bool) error {
 	g.f(".reg .b64 %%gbase;")
 	g.f(".reg .pred %%gp<4>;")
 	stack := usesStack(p)
-	g.sregs = stack && stackInRegs(p, g.c)
 	var slots []int
+	g.sregs = false
+	if stack {
+		slots, g.sregs = stackInRegs(p, g.c)
+	}
 	switch {
 	case g.sregs:
-		slots = stackSlots(p, g.c)
 		g.f(".reg .b64 %%gs<%d>;", StackSize/8)
 	case stack:
 		g.f(".local .align 8 .b8 __gx_stk[%d];", StackSize)

@@ -113,7 +113,8 @@ func TestStackInRegisters(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cp, err := Compile([]*Object{asmObject(t, c.insns)}, Options{})
 			require.NoError(t, err)
-			require.Equal(t, c.regs, stackInRegs(&cp.progs[0], cp))
+			_, inRegs := stackInRegs(&cp.progs[0], cp)
+			require.Equal(t, c.regs, inRegs)
 			require.Equal(t, c.regs, !strings.Contains(cp.PTX, "__gx_stk"))
 			require.Equal(t, c.regs, strings.Contains(cp.PTX, ".reg .b64 %gs<64>;"))
 			for _, w := range c.want {

@@ -4,8 +4,6 @@ Each module instrumented with one of PROBES gets copies whose map accesses
 use another PTX form, so one jit_ablation run compares them:
   gpu:  ld/st.volatile -> ld/st.relaxed.gpu (GPU scope instead of system)
   weak: st.volatile -> st.global, ld.volatile -> ld.global.cg (L2, no order)
-  rel:  a ring record without membar.gl: the slot claimed with an acquire
-        atom.max, committed with a release atom.cas
   stclaim: a ring slot marked and committed with stores, not atomics
         (no round trip after the head's atom.add)
 usage: variants.py SRC DST [PROBES [FORMS]]
@@ -20,8 +18,6 @@ import sys
 FORMS = {
     "gpu": [("ld.volatile.global", "ld.relaxed.gpu.global"), ("st.volatile.global", "st.relaxed.gpu.global")],
     "weak": [("ld.volatile.global", "ld.global.cg"), ("st.volatile.global", "st.global")],
-    "rel": [("membar.gl;", ""), ("atom.global.max.u64", "atom.acquire.gpu.global.max.u64"),
-            ("atom.global.cas.b64", "atom.release.gpu.global.cas.b64")],
     "stclaim": [(re.compile(r"atom\.acquire\.gpu\.global\.max\.u64\s+%gt3, \[%gt2\+0\], %gt4;"),
                  "st.relaxed.gpu.global.u64 [%gt2+0], %gt4;\n\tmov.b64 %gt3, 0;"),
                 (re.compile(r"atom\.release\.gpu\.global\.cas\.b64\s+%gt3, \[%gt2\+0\], %gt4, %gt5;"),

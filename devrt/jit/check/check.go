@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/otelcol-gpu/otelcol-gpu/bpf/device"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
@@ -64,13 +66,16 @@ const Sentinel = 0xa5a5a5a5a5a5a5a5
 // KernelID is the kernel_id of Kernel cases.
 const KernelID = 0x1234_5678_9abc_def0
 
-// Object loads an eBPF object by name: "device/<probe>" (bpf/device) or a
-// test program file of progs/ ("classes", "empty").
+// Object loads an eBPF object by name: "device/<probe>" (bpf/device), a
+// test program file of progs/ ("classes", "empty"), or a BPF object file
+// by path (a name ending in .o: an experiment's probes).
 func Object(name string) (*jit.Object, error) {
 	var b []byte
 	var err error
-	if probe, ok := cutPrefix(name, "device/"); ok {
+	if probe, ok := strings.CutPrefix(name, "device/"); ok {
 		b, err = device.Object(probe)
+	} else if strings.HasSuffix(name, ".o") {
+		b, err = os.ReadFile(name)
 	} else {
 		b, err = progs.ReadFile("progs/" + name + ".bpf.o")
 	}
@@ -90,13 +95,6 @@ func (c *Case) object() (*jit.Object, error) {
 		names = append(names, c.Exit)
 	}
 	return o.Only(names...)
-}
-
-func cutPrefix(s, p string) (string, bool) {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):], true
-	}
-	return s, false
 }
 
 // Compile compiles the case's programs with the harness functions.

@@ -196,7 +196,7 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool) (b
 	lvl := map[bool]string{false: "warp", true: "thread"}[perThread]
 	short := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(probe), ".o"), ".bpf")
 	v := benchVariant{Name: fmt.Sprintf("%s+%s/%s", k.Name, short, lvl), Kernel: k.Name, Probe: short, Level: lvl}
-	o, err := benchObject(probe)
+	o, err := check.Object(probe)
 	if err != nil {
 		return v, err
 	}
@@ -217,20 +217,6 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool) (b
 	v.Headers = check.Headers(c)
 	v.RegionSize = res.SharedSize
 	return v, os.WriteFile(filepath.Join(dir, v.PTX), res.PTX, 0o644)
-}
-
-// benchObject is a shipped probe set or test program by name, or a BPF
-// object file by path (a name ending in .o): an experiment's probes.
-func benchObject(name string) (*jit.Object, error) {
-	if !strings.HasSuffix(name, ".o") {
-		return check.Object(name)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return jit.LoadObject(f)
 }
 
 // report reads the regions jit_bench.py kept after one launch of the
