@@ -256,7 +256,7 @@ struct gpuext_gpu_exec {
 };
 
 /* struct gpuext_gpu_exec.flags */
-#define GPUEXT_XF_CLAMPED (1 << 0) /* start was before the call (clock skew): set to it */
+#define GPUEXT_XF_CLAMPED (1 << 0) /* start was before the call (clock skew): moved to it, duration kept */
 #define GPUEXT_XF_CALL_FAILED (1 << 1) /* the call returned an error; times are the events' */
 
 /*

@@ -107,8 +107,8 @@ static inline __u64 thread_now(struct devrt_thread *t)
  * function and devrt_end), 0 if the wrapper must just pass it through.
  * args are the call's arguments as the registers and stack hold them.
  */
-int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
-		unsigned int nargs)
+DEVRT_HOT int devrt_begin(struct devrt_call *c, enum devrt_sym id,
+			  const __u64 *args, unsigned int nargs)
 {
 	struct devrt_thread *t = &devrt_t;
 	const struct devrt_sym_info *s = &devrt_syms[id];
@@ -164,7 +164,7 @@ int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
 		 * on its own. */
 		if (c->outer)
 			devrt_timing_inner(c->outer, s, e->args, GPUEXT_NARGS);
-		else
+		else if (unlikely(devrt_timing_due(t)))
 			devrt_timing_begin(c, t);
 		t->outer = c;
 	}
@@ -188,7 +188,7 @@ static void copy_name(struct gpuext_named_event *ne, const char *name)
 }
 
 /* What devrt_end adds to the record, short of writing it. */
-static void finish(struct devrt_call *c, CUresult r)
+static DEVRT_HOT void finish(struct devrt_call *c, CUresult r)
 {
 	const struct devrt_sym_info *s = c->sym;
 	struct gpuext_event *e = &c->ev;
@@ -207,7 +207,7 @@ static void finish(struct devrt_call *c, CUresult r)
 	}
 }
 
-void devrt_end(struct devrt_call *c, CUresult r)
+DEVRT_HOT void devrt_end(struct devrt_call *c, CUresult r)
 {
 	struct gpuext_event *e = &c->ev;
 	unsigned int name = (c->sym->ck >> GPUEXT_CK_NAME_SHIFT) & 0xf;

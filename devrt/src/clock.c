@@ -133,7 +133,7 @@ static __attribute__((noinline)) __u64 slow(__u64 tsc0, __u64 ns0)
 	return mono_ns();
 }
 
-__u64 devrt_now(void)
+DEVRT_HOT __u64 devrt_now(void)
 {
 	__u64 seq, tsc0, ns0, mult, limit, t;
 

@@ -31,7 +31,7 @@ DEVRT_TLS struct devrt_thread devrt_t;
 /* The process image registered its exit handler (atexit survives fork). */
 static int exit_registered;
 
-__u32 devrt_tid(void)
+DEVRT_HOT __u32 devrt_tid(void)
 {
 	struct devrt_thread *t = &devrt_t;
 
@@ -176,7 +176,7 @@ static void read_config(struct devrt_config *c)
 	c->event_pairs = env_u32("GPUEXT_DEVRT_EVENT_PAIRS", 256, 65536);
 	if (!c->event_pairs)
 		c->event_pairs = 1;
-	c->poll_us = env_u32("GPUEXT_DEVRT_POLL_US", 1000, 1000000);
+	c->poll_us = env_u32("GPUEXT_DEVRT_POLL_US", 10000, 1000000);
 	if (!c->poll_us)
 		c->poll_us = 1;
 	parse_faults(c, getenv("GPUEXT_DEVRT_FAULT_INJECT"));

@@ -35,6 +35,15 @@
  * the hot path (devrt is LD_PRELOADed, so it is loaded at startup). */
 #define DEVRT_TLS __thread __attribute__((tls_model("initial-exec")))
 
+/*
+ * What every reported launch runs, in .text.hot: the linker puts these
+ * functions next to each other, so a launch's path through devrt spans two
+ * pages of code instead of ten, and a program whose own code fills the
+ * instruction caches and TLB between two launches (PyTorch) finds fewer
+ * of devrt's lines and pages gone.
+ */
+#define DEVRT_HOT __attribute__((hot))
+
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -113,6 +122,7 @@ struct devrt_config {
 #define DEVRT_CORR_BLOCK 64
 
 struct devrt_global {
+	/* What every reported call reads, on the first line. */
 	int state;                     /* DEVRT_* */
 	__u32 epoch;                   /* counts rings made by this process image */
 	pid_t pid;
@@ -120,9 +130,11 @@ struct devrt_global {
 	struct gpuext_ctl *ctl;
 	struct gpuext_slot *slots;
 	__u64 mask;                    /* capacity - 1 */
-	size_t map_size;
 	__u64 ctl_snapshot;            /* classes << 32 | sample_every, last
 	                                * consistent copy of the control page */
+	__u64 disable_after;           /* cfg.disable_after with
+	                                * DEVRT_FAULT_DISABLE, else 0 */
+	size_t map_size;
 	char path[640];                /* the ring file */
 	struct devrt_config cfg;
 	/* The call numbers, on a line of their own: each thread takes
@@ -131,6 +143,8 @@ struct devrt_global {
 };
 
 extern struct devrt_global devrt;
+_Static_assert(offsetof(struct devrt_global, disable_after) < 64,
+	       "devrt's hot fields share one cache line");
 
 /* Per-thread state. */
 struct devrt_call;
@@ -142,11 +156,11 @@ struct devrt_thread {
 	__u32 classes;
 	__u32 sample_every;
 	__u32 countdown;    /* timed calls to skip before the next sample */
-	struct devrt_call *outer; /* the timed call this thread is inside */
 	__u32 corr_next;    /* call numbers: the thread's block [next, end) */
 	__u32 corr_end;
+	struct devrt_call *outer; /* the timed call this thread is inside */
 	__u64 last_ns;      /* the thread's latest record timestamp */
-};
+} __attribute__((aligned(64)));	/* one cache line: a call reads it all */
 
 extern DEVRT_TLS struct devrt_thread devrt_t;
 
@@ -164,6 +178,14 @@ void devrt_ring_forget(void);
 int devrt_ring_write(const void *rec, __u32 len);
 void devrt_ring_drop(enum gpuext_ring_drop why);
 void devrt_ctl_refresh(struct devrt_thread *t);
+
+/* A prefetch for writing (PREFETCHW; a no-op on x86 processors without
+ * it): the line comes in exclusive, so the store or locked operation that
+ * follows need not ask the other cores again. */
+static inline void devrt_prefetchw(const void *p)
+{
+	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+}
 
 /* ---- one call (call.c) -------------------------------------------------- */
 
@@ -189,6 +211,23 @@ void devrt_reg_fork_child(void);
 
 /* ---- timing (timing.c) -------------------------------------------------- */
 
+/*
+ * Whether the thread's launch or copy is the one in sample_every that is
+ * timed (in the caller: the other sample_every - 1 cost a decrement).
+ */
+static inline int devrt_timing_due(struct devrt_thread *t)
+{
+	if (!(t->classes & GPUEXT_CLASS_EXEC) || !t->sample_every)
+		return 0;
+	if (t->countdown) {
+		t->countdown--;
+		return 0;
+	}
+	t->countdown = t->sample_every - 1;
+	return 1;
+}
+
+/* Brackets the due call c with a pair of events (c->pair), if it can. */
 void devrt_timing_begin(struct devrt_call *c, struct devrt_thread *t);
 void devrt_timing_end(struct devrt_call *c, CUresult r);
 void devrt_timing_publish(struct devrt_call *c);

@@ -120,7 +120,7 @@ int devrt_reg_keep(const void *stub, const struct gpuext_named_event *ne)
  * and a look at the thread's seen stubs, or a probe or two of the table.  A record the full ring dropped is tried
  * again at the stub's next launch.
  */
-void devrt_reg_launch(const void *stub)
+DEVRT_HOT void devrt_reg_launch(const void *stub)
 {
 	struct gpuext_named_event ne;
 	struct devrt_reg *r;

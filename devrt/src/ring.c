@@ -85,7 +85,10 @@ int devrt_ring_create(void)
 		devrt_debug("%s: ftruncate: %s", devrt.path, strerror(errno));
 		goto fail;
 	}
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* Populated now: a record never waits for a page fault (a kernel
+	 * entry and a zeroed page) on the first lap. */
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		   fd, 0);
 	if (mem == MAP_FAILED) {
 		devrt_debug("%s: mmap: %s", devrt.path, strerror(errno));
 		goto fail;
@@ -119,6 +122,9 @@ int devrt_ring_create(void)
 	devrt.mask = c->ring_slots - 1;
 	devrt.map_size = size;
 	devrt.ctl_snapshot = (__u64)c->classes << 32 | c->sample_every;
+	/* A record's count is at least 1: disable-after=0 is 1. */
+	devrt.disable_after = !(c->faults & DEVRT_FAULT_DISABLE) ? 0 :
+			      c->disable_after ? c->disable_after : 1;
 	__atomic_add_fetch(&devrt.epoch, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&devrt.hdr, h, __ATOMIC_RELEASE);
 	devrt_debug("reporting into %s (%u slots)", devrt.path, c->ring_slots);
@@ -154,7 +160,7 @@ void devrt_ring_drop(enum gpuext_ring_drop why)
  * Writes one record of len bytes (at most 8 slots).  Returns 0, or -1 if
  * it was dropped (the ring is full: counted; or devrt is off).
  */
-int devrt_ring_write(const void *rec, __u32 len)
+DEVRT_HOT int devrt_ring_write(const void *rec, __u32 len)
 {
 	struct gpuext_ring_hdr *h = devrt.hdr;
 	struct gpuext_slot *slots = devrt.slots;
@@ -200,8 +206,7 @@ int devrt_ring_write(const void *rec, __u32 len)
 	 * holds (it read them last lap); here the store buffer is empty and
 	 * the copy that follows drains while the program goes on. */
 	i = __atomic_add_fetch(&h->records, 1, __ATOMIC_RELAXED);
-	if (unlikely(devrt.cfg.faults & DEVRT_FAULT_DISABLE) &&
-	    i >= devrt.cfg.disable_after)
+	if (unlikely(devrt.disable_after) && i >= devrt.disable_after)
 		devrt_disable(DEVRT_REASON_INJECTED); /* after this record */
 	for (i = 0; i < n; i++) {
 		struct gpuext_slot *s = &slots[(pos + i) & mask];
@@ -225,9 +230,9 @@ int devrt_ring_write(const void *rec, __u32 len)
 	{
 		const char *next = (const char *)&slots[(pos + n) & mask];
 
-		__builtin_prefetch(next, 1, 3);
-		__builtin_prefetch(next + 64, 1, 3);
-		__builtin_prefetch(next + 128, 1, 3);
+		devrt_prefetchw(next);
+		devrt_prefetchw(next + 64);
+		devrt_prefetchw(next + 128);
 	}
 	return 0;
 }

@@ -71,8 +71,15 @@ static inline __u64 arg_loc(CUmemLocation l)
 
 /* ---- generated wrappers ------------------------------------------------- */
 
+/* The driver's launches (the rows inject.h redirects) are DEVRT_HOT. */
+#define WRAP_HOT_0
+#define WRAP_HOT_1 DEVRT_HOT
+#define WRAP_HOT__(c) WRAP_HOT_##c
+#define WRAP_HOT_(c) WRAP_HOT__(c)
+#define WRAP_HOT(sym) WRAP_HOT_(DEVRT_INJ_SECOND(DEVRT_INJ_RD_##sym, 0, ~))
+
 #define WRAP(sym, api, ck, df, params, names)				\
-DEVRT_EXPORT CUresult sym params					\
+WRAP_HOT(sym) DEVRT_EXPORT CUresult sym params				\
 {									\
 	__typeof__(&sym) real_ =					\
 		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
@@ -119,7 +126,7 @@ typedef cudaError_t (*rt_launch_fn)(const void *, dim3, dim3, void **, size_t,
  * each 12-byte dim3 travels in two registers (x | y << 32, then z), which
  * leaves sharedMem and stream on the stack (arguments 7 and 8).
  */
-static cudaError_t launch_rt(enum devrt_sym id, const void *func, dim3 grid,
+static DEVRT_HOT cudaError_t launch_rt(enum devrt_sym id, const void *func, dim3 grid,
 			     dim3 block, void **args, size_t shmem,
 			     cudaStream_t s)
 {
@@ -148,7 +155,7 @@ static cudaError_t launch_rt(enum devrt_sym id, const void *func, dim3 grid,
 	return r;
 }
 
-DEVRT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim,
+DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim,
 					  dim3 blockDim, void **args,
 					  size_t sharedMem, cudaStream_t stream)
 {
@@ -156,7 +163,7 @@ DEVRT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim,
 			 args, sharedMem, stream);
 }
 
-DEVRT_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
+DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
 					       dim3 blockDim, void **args,
 					       size_t sharedMem,
 					       cudaStream_t stream)
@@ -171,7 +178,7 @@ DEVRT_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
  * Reported as cudaLaunchKernel (api_table.h); a runtime without them never
  * calls these.
  */
-DEVRT_EXPORT cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim,
+DEVRT_HOT DEVRT_EXPORT cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim,
 					    dim3 blockDim, void **args,
 					    size_t sharedMem,
 					    cudaStream_t stream)
@@ -180,7 +187,7 @@ DEVRT_EXPORT cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim,
 			 args, sharedMem, stream);
 }
 
-DEVRT_EXPORT cudaError_t __cudaLaunchKernel_ptsz(const void *func,
+DEVRT_HOT DEVRT_EXPORT cudaError_t __cudaLaunchKernel_ptsz(const void *func,
 						 dim3 gridDim, dim3 blockDim,
 						 void **args, size_t sharedMem,
 						 cudaStream_t stream)
@@ -197,7 +204,7 @@ typedef cudaError_t (*rt_launch_ex_fn)(const cudaLaunchConfig_t *,
  * geometry and stream are read from config (CK_LCFG), as cuLaunchKernelEx's;
  * func is the host stub, as cudaLaunchKernel's.
  */
-static cudaError_t launch_rt_ex(enum devrt_sym id,
+static DEVRT_HOT cudaError_t launch_rt_ex(enum devrt_sym id,
 				const cudaLaunchConfig_t *config,
 				const void *func, void **args)
 {
@@ -217,13 +224,13 @@ static cudaError_t launch_rt_ex(enum devrt_sym id,
 	return r;
 }
 
-DEVRT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
+DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
 					     const void *func, void **args)
 {
 	return launch_rt_ex(DEVRT_SYM_cudaLaunchKernelExC, config, func, args);
 }
 
-DEVRT_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(
+DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(
 	const cudaLaunchConfig_t *config, const void *func, void **args)
 {
 	return launch_rt_ex(DEVRT_SYM_cudaLaunchKernelExC_ptsz, config, func,

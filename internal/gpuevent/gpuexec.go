@@ -28,8 +28,8 @@ const (
 
 // GPU execution record flags (GPUEXT_XF_*).
 const (
-	// ExecFlagClamped: the GPU start was before the call (clock skew) and
-	// was set to the call's start.
+	// ExecFlagClamped: the GPU start was before the call (clock skew): the
+	// interval was moved to start at the call's start, its duration kept.
 	ExecFlagClamped = 1 << 0
 	// ExecFlagCallFailed: the call returned an error; the times are those of
 	// the events around it.

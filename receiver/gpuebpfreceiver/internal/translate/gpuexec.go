@@ -72,7 +72,7 @@ type execState struct {
 // Span attributes of GPU execution spans.
 const (
 	attrQueueDelay   = "gpu.cuda.queue.delay"   // ns from the call's start to the GPU start
-	attrClockClamped = "gpu.cuda.clock_clamped" // the GPU start was before the call: set to it
+	attrClockClamped = "gpu.cuda.clock_clamped" // the GPU start was before the call: moved to it
 	execSpanSuffix   = " gpu"
 )
 
