@@ -11,32 +11,44 @@
 # Needs .device/devrt (make -C devrt OUT=$PWD/.device/devrt), .device/fakecuda
 # (make -C testdata/fakecuda OUT=$PWD/.device/fakecuda) and .device/clockbench
 # (cc -O2 -static -o .device/clockbench bench/device/devrt/clockbench.c).
+#
+# DEVRT (.device/devrt) is the build measured; CONSUMER the ring's consumer
+# (default: ringdump draining every 10 ms, as the collector drains every
+# poll_interval).
 set -u
-lib=$PWD/.device/devrt/libgpuext-devrt.so
+dir=$PWD/${DEVRT:-.device/devrt}
+lib=$dir/libgpuext-devrt.so
 fake=$PWD/.device/fakecuda
 export CUBLAS_WORKSPACE_CONFIG=:4096:8 GPUEXT_DEVRT_DIR=/dev/shm
 PY=${PY:-/opt/torch/.venv/bin/python}
-# A consumer on a core of its own drains every ring, as the collector
-# would: rings stay at their default size and their pages stay mapped (a
-# ring sized to hold a whole run pays a page fault every 21 records).
+# A consumer on a core of its own drains every ring at intervals, as the
+# collector would: rings stay at their default size.
 rm -f /dev/shm/gpuext-devrt-*.ring
-taskset -c 12 .device/devrt/ringdump --follow /dev/shm > /dev/null &
+taskset -c 12 ${CONSUMER:-$dir/ringdump --follow /dev/shm 10} > /dev/null &
 consumer=$!
 trap 'kill $consumer 2>/dev/null' EXIT
 .device/clockbench | tee $OUT/clock.json
 
+# In a loop (warm caches; a ring that holds 10 ms of calls), and cold: 4 MiB
+# of the program's own writes between two calls evict devrt's lines, and the
+# driver takes 2 us a call, as a real launch does (the prefetches devrt
+# makes at a call's start land meanwhile).
 echo "== ns per cuLaunchKernel, fake driver (best of 3)"
 for round in 1 2 3; do
-	for cfg in none pass vdso tsc tsc-32; do
-		env=(FAKECUDA_COUNT=0 LD_LIBRARY_PATH=$fake)
+	for cfg in none pass vdso tsc tsc-32 cold-none cold-pass cold-tsc; do
+		env=(FAKECUDA_COUNT=0 LD_LIBRARY_PATH=$fake GPUEXT_DEVRT_RING_SLOTS=262144)
+		n=1000000
 		case $cfg in
+		cold-*) env+=(CALLBENCH_THRASH=4096 FAKECUDA_DELAY_US=2 FAKECUDA_DELAY_SPIN=1); n=20000 ;;
+		esac
+		case ${cfg#cold-} in
 		pass) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_CLASSES=none) ;;
 		vdso) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_SAMPLE=0 GPUEXT_DEVRT_CLOCK=vdso) ;;
 		tsc) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_SAMPLE=0) ;;
 		tsc-32) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_SAMPLE=32) ;;
 		esac
 		rm -f /dev/shm/gpuext-devrt-*.ring
-		echo "$cfg $(env "${env[@]}" taskset -c 2 $fake/callbench launch 1000000)"
+		echo "$cfg $(env "${env[@]}" taskset -c 2 $fake/callbench launch $n)"
 	done
 done | tee $OUT/callbench.txt
 $PY - $OUT/callbench.txt <<'PY'
@@ -58,7 +70,7 @@ kill $consumer; wait $consumer 2>/dev/null
 # What one training pass records, by API: a last run with no consumer.
 rm -f /dev/shm/gpuext-devrt-*.ring
 AB_STEPS=5 GPUEXT_DEVRT_RING_SLOTS=1048576 LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py train 1 on/32 > /dev/null
-.device/devrt/ringdump /dev/shm/gpuext-devrt-*.ring | $PY -c '
+$dir/ringdump /dev/shm/gpuext-devrt-*.ring | $PY -c '
 import json, sys, collections
 c = collections.Counter()
 for l in sys.stdin:

@@ -4,10 +4,18 @@
  *
  *   ringdump FILE...            the records now in each ring (read-only;
  *                               the ring is left as it is)
- *   ringdump --follow DIR       act as the ring's consumer for every
+ *   ringdump --follow DIR [MS]  act as the ring's consumer for every
  *                               gpuext-devrt-*.ring in DIR, old and new,
+ *                               draining each every MS milliseconds (10),
  *                               until SIGINT/SIGTERM, then drain once more
  *                               and print each ring's header
+ *
+ * --follow drains at intervals, as the collector does (every poll_interval,
+ * 50 ms by default), never in a loop: a consumer that polls a ring without
+ * pause reads the slot the next record goes to again and again, and every
+ * record then waits for that line to come back from the consumer's core,
+ * a cost no collector imposes (bench/device/devrt_ab.sh measures with this
+ * consumer).
  *
  * One line per record:
  *   {"ring":N,"kind":"call"|"named","api":..,"flags":..,"pid":..,"tid":..,
@@ -284,21 +292,19 @@ static void scan(const char *dir)
 	closedir(dp);
 }
 
-static void follow(const char *dir)
+static void follow(const char *dir, long ms)
 {
-	struct timespec tick = { 0, 2 * 1000 * 1000 };
-	int i, busy;
+	struct timespec tick = { ms / 1000, ms % 1000 * 1000 * 1000 };
+	int i;
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	while (!stop) {
 		scan(dir);
-		busy = 0;
 		for (i = 0; i < nrings; i++)
-			busy += drain(&rings[i]);
+			drain(&rings[i]);
 		fflush(stdout);
-		if (!busy)
-			nanosleep(&tick, NULL);
+		nanosleep(&tick, NULL);
 	}
 	scan(dir);
 	for (i = 0; i < nrings; i++) {
@@ -312,12 +318,19 @@ int main(int argc, char **argv)
 {
 	int i;
 
-	if (argc == 3 && !strcmp(argv[1], "--follow")) {
-		follow(argv[2]);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "--follow")) {
+		char *end = NULL;
+		long ms = argc == 4 ? strtol(argv[3], &end, 10) : 10;
+
+		if (argc == 4 && (*end || ms < 1 || ms > 10000)) {
+			fprintf(stderr, "ringdump: --follow: interval %s: want 1 to 10000 ms\n", argv[3]);
+			return 2;
+		}
+		follow(argv[2], ms);
 		return 0;
 	}
 	if (argc < 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: ringdump FILE... | ringdump --follow DIR\n");
+		fprintf(stderr, "usage: ringdump FILE... | ringdump --follow DIR [MS]\n");
 		return 2;
 	}
 	for (i = 1; i < argc && nrings < MAX_RINGS; i++) {

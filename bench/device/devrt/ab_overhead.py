@@ -96,16 +96,21 @@ def main():
     records, timed = struct.unpack_from("<2Q", m, 320)
     out = {"loop": loop, "unit": unit, "rounds": rounds, "n": n, "records": records, "timed": timed,
            "drops": list(drops), "configs": {}}
+    boot = random.Random(2)
     for c in configs:
         # Paired: each round's ratio to the base configuration of the same round.
         ratios = [a / b - 1 for a, b in zip(times[c], times[base])]
+        # 95% interval of the paired median: the rounds resampled 2000 times.
+        meds = sorted(statistics.median(boot.choices(ratios, k=len(ratios))) for _ in range(2000))
         out["configs"][c] = {"median": statistics.median(times[c]), "best": min(times[c]),
                              "paired_median_pct": 100 * statistics.median(ratios),
+                             "ci95_pct": [100 * meds[50], 100 * meds[1949]],
                              "times": [round(t, 4) for t in times[c]]}
     print(json.dumps(out))
     for c, r in out["configs"].items():
         print(f"  {loop} {c:10} median {r['median']:.4f} {unit}  best {r['best']:.4f}  "
-              f"vs {base} (paired median) {r['paired_median_pct']:+.2f}%", file=sys.stderr)
+              f"vs {base} (paired median) {r['paired_median_pct']:+.2f}% "
+              f"[{r['ci95_pct'][0]:+.2f}, {r['ci95_pct'][1]:+.2f}]", file=sys.stderr)
 
 
 main()

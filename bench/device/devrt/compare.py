@@ -155,6 +155,8 @@ def coverage(recs):
     named = sum(1 for x in recs.execs if not recs.name(x["handle"]).startswith("0x"))
     return {"records_by_api": dict(by_api.most_common(12)), "calls": len(recs.calls), "timed": len(recs.execs),
             "timed_with_kernel_name": named,
+            # GPUEXT_XF_CLAMPED: the anchor put the start before the call
+            "timed_clamped": sum(1 for x in recs.execs if x.get("flags", 0) & 1),
             "state": STATES.get(h.get("state"), h.get("state")), "drops": h.get("drops"),
             "records_in_header": h.get("records"), "devrt_driver_calls": {}}
 
@@ -207,7 +209,8 @@ for name in ("sample1", "default"):
                   f" median |d| {s['median_abs_ns']:.0f} ns, p90 |d| {s['p90_abs_ns']:.0f} ns")
     if r["coverage"]:
         c = r["coverage"]
-        print(f"records: {c['calls']} calls, {c['timed']} timed ({c['timed_with_kernel_name']} with a kernel name);"
+        print(f"records: {c['calls']} calls, {c['timed']} timed ({c['timed_with_kernel_name']} with a kernel name,"
+              f" {c['timed_clamped']} clamped to their call's start);"
               f" ring {c['state']}, drops {c['drops']}")
         print("  by API:", c["records_by_api"])
 

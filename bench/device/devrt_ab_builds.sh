@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Two builds of devrt compared on the GPU machine: the in-process A/B of
+# devrt/ab_overhead.py (each configuration against "pass" in the same
+# process) run in PROCS processes of each build, alternating, so that a
+# build's figure is the spread of several processes (one process's paired
+# median moves by about a point from one process to the next: where its
+# memory lands, which cores it shares).
+#
+#   bash bench/device/devrt_ab_builds.sh .device/devrt-old .device/devrt
+#
+# Each DIR holds libgpuext-devrt.so and ringdump (make -C devrt OUT=...).
+# The consumer is the second build's ringdump, draining every 10 ms.
+set -u
+a=$1 b=$2
+PY=${PY:-/opt/torch/.venv/bin/python}
+export CUBLAS_WORKSPACE_CONFIG=:4096:8 GPUEXT_DEVRT_DIR=/dev/shm
+rm -f /dev/shm/gpuext-devrt-*.ring
+taskset -c 12 $b/ringdump --follow /dev/shm 10 > /dev/null &
+consumer=$!
+trap 'kill $consumer 2>/dev/null' EXIT
+# First, with .device/fakecuda: ns per cuLaunchKernel in a loop (1M calls,
+# a ring that holds 10 ms of them) and with cold caches (4 MiB written
+# between two calls, a driver that takes 2 us; 20,000 calls), calls
+# reported, timing off; interleaved, 5 rounds.
+if [ -d .device/fakecuda ]; then
+	for r in 1 2 3 4 5; do
+		for mode in warm cold; do
+			for cfg in none $a $b; do
+				env=(FAKECUDA_COUNT=0 LD_LIBRARY_PATH=.device/fakecuda GPUEXT_DEVRT_RING_SLOTS=262144)
+				n=1000000
+				if [ $mode = cold ]; then
+					env+=(CALLBENCH_THRASH=4096 FAKECUDA_DELAY_US=2 FAKECUDA_DELAY_SPIN=1)
+					n=20000
+				fi
+				[ $cfg = none ] || env+=(LD_PRELOAD=$PWD/$cfg/libgpuext-devrt.so GPUEXT_DEVRT_SAMPLE=0)
+				rm -f /dev/shm/gpuext-devrt-*.ring
+				echo "$mode $cfg $(env "${env[@]}" taskset -c 2 .device/fakecuda/callbench launch $n |
+					sed 's/.*ns_per_call":\([0-9.]*\).*/\1/')"
+			done
+		done
+	done | awk '{k=$1" "$2; s[k]=s[k]" "$3} END{for(k in s) print "ns per call,", k ":" s[k]}' | sort | tee $OUT/callbench.txt
+fi
+for i in $(seq ${PROCS:-4}); do
+	for d in $a $b; do
+		name=$(basename $d)
+		LD_PRELOAD=$PWD/$d/libgpuext-devrt.so taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py \
+			${LOOP:-launch} ${ROUNDS:-200} ${CONFIGS:-pass on/0 on/32} > $OUT/$name.$i.json 2> $OUT/$name.$i.txt
+		echo "$name process $i:" $(sed 's/ *median.*(paired median)//' $OUT/$name.$i.txt | tr -s ' ' | tr '\n' ';')
+	done
+done
