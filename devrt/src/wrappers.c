@@ -126,7 +126,8 @@ typedef cudaError_t (*rt_launch_fn)(const void *, dim3, dim3, void **, size_t,
  * each 12-byte dim3 travels in two registers (x | y << 32, then z), which
  * leaves sharedMem and stream on the stack (arguments 7 and 8).
  */
-static DEVRT_HOT cudaError_t launch_rt(enum devrt_sym id, const void *func, dim3 grid,
+DEVRT_HOT
+static cudaError_t launch_rt(enum devrt_sym id, const void *func, dim3 grid,
 			     dim3 block, void **args, size_t shmem,
 			     cudaStream_t s)
 {
@@ -155,7 +156,8 @@ static DEVRT_HOT cudaError_t launch_rt(enum devrt_sym id, const void *func, dim3
 	return r;
 }
 
-DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim,
+DEVRT_HOT
+DEVRT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim,
 					  dim3 blockDim, void **args,
 					  size_t sharedMem, cudaStream_t stream)
 {
@@ -163,7 +165,8 @@ DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridD
 			 args, sharedMem, stream);
 }
 
-DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
+DEVRT_HOT
+DEVRT_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim,
 					       dim3 blockDim, void **args,
 					       size_t sharedMem,
 					       cudaStream_t stream)
@@ -178,7 +181,8 @@ DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 
  * Reported as cudaLaunchKernel (api_table.h); a runtime without them never
  * calls these.
  */
-DEVRT_HOT DEVRT_EXPORT cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim,
+DEVRT_HOT
+DEVRT_EXPORT cudaError_t __cudaLaunchKernel(const void *func, dim3 gridDim,
 					    dim3 blockDim, void **args,
 					    size_t sharedMem,
 					    cudaStream_t stream)
@@ -187,7 +191,8 @@ DEVRT_HOT DEVRT_EXPORT cudaError_t __cudaLaunchKernel(const void *func, dim3 gri
 			 args, sharedMem, stream);
 }
 
-DEVRT_HOT DEVRT_EXPORT cudaError_t __cudaLaunchKernel_ptsz(const void *func,
+DEVRT_HOT
+DEVRT_EXPORT cudaError_t __cudaLaunchKernel_ptsz(const void *func,
 						 dim3 gridDim, dim3 blockDim,
 						 void **args, size_t sharedMem,
 						 cudaStream_t stream)
@@ -204,7 +209,8 @@ typedef cudaError_t (*rt_launch_ex_fn)(const cudaLaunchConfig_t *,
  * geometry and stream are read from config (CK_LCFG), as cuLaunchKernelEx's;
  * func is the host stub, as cudaLaunchKernel's.
  */
-static DEVRT_HOT cudaError_t launch_rt_ex(enum devrt_sym id,
+DEVRT_HOT
+static cudaError_t launch_rt_ex(enum devrt_sym id,
 				const cudaLaunchConfig_t *config,
 				const void *func, void **args)
 {
@@ -224,13 +230,15 @@ static DEVRT_HOT cudaError_t launch_rt_ex(enum devrt_sym id,
 	return r;
 }
 
-DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
+DEVRT_HOT
+DEVRT_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
 					     const void *func, void **args)
 {
 	return launch_rt_ex(DEVRT_SYM_cudaLaunchKernelExC, config, func, args);
 }
 
-DEVRT_HOT DEVRT_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(
+DEVRT_HOT
+DEVRT_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(
 	const cudaLaunchConfig_t *config, const void *func, void **args)
 {
 	return launch_rt_ex(DEVRT_SYM_cudaLaunchKernelExC_ptsz, config, func,

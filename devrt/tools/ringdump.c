@@ -15,7 +15,8 @@
  * pause reads the slot the next record goes to again and again, and every
  * record then waits for that line to come back from the consumer's core,
  * a cost no collector imposes (bench/device/devrt_ab.sh measures with this
- * consumer).
+ * consumer; on the H200 the difference stayed under that benchmark's
+ * noise).
  *
  * One line per record:
  *   {"ring":N,"kind":"call"|"named","api":..,"flags":..,"pid":..,"tid":..,
