@@ -31,8 +31,7 @@ trap 'kill $consumer 2>/dev/null' EXIT
 
 # In a loop (warm caches; a ring that holds 10 ms of calls), and cold: 4 MiB
 # of the program's own writes between two calls evict devrt's lines, and the
-# driver takes 2 us a call, as a real launch does (the prefetches devrt
-# makes at a call's start land meanwhile).
+# driver takes 2 us a call, as a real launch does.
 echo "== ns per cuLaunchKernel, fake driver (best of 3)"
 for round in 1 2 3; do
 	for cfg in none pass vdso tsc tsc-32 cold-none cold-pass cold-tsc; do
@@ -61,10 +60,10 @@ print("best ns/call:", dict(best))
 PY
 
 rm -f /dev/shm/gpuext-devrt-*.ring
-LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py launch ${LAUNCH_ROUNDS:-60} \
+LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py launch ${LAUNCH_ROUNDS:-300} \
 	${LAUNCH_CONFIGS:-pass pass2 on/0 on/32 on/128 on/1 nested/0} > $OUT/ab_launch.json
 rm -f /dev/shm/gpuext-devrt-*.ring
-LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py train ${TRAIN_ROUNDS:-60} \
+AB_STEPS=${AB_STEPS:-10} LD_PRELOAD=$lib taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py train ${TRAIN_ROUNDS:-200} \
 	${TRAIN_CONFIGS:-pass pass2 on/0 on/32 on/128} > $OUT/ab_train.json
 kill $consumer; wait $consumer 2>/dev/null
 # What one training pass records, by API: a last run with no consumer.
