@@ -18,11 +18,14 @@ const (
 // floatTol is how far a GPU time devrt computes may be from the fake GPU's:
 // each is an anchor's host time plus cuEventElapsedTime's float
 // milliseconds since the anchor, exact to 2^-24 of that span (two of them
-// for a difference), and devrt anchors when the process's first sample
-// runs (the ring's creation bounds it from below).
+// for a difference). devrt anchors at the poller's first round that finds
+// work pending, after the ring's creation and at most anchorLagNS after
+// the work (an idle poller sleeps ten times GPUEXT_DEVRT_POLL_US, 10 ms).
 func floatTol(createdNS, at uint64) float64 {
-	return float64(at-createdNS)/float64(1<<22) + 2
+	return float64(at-createdNS+anchorLagNS)/float64(1<<22) + 2
 }
+
+const anchorLagNS = 10 * 10_000_000
 
 // tscSkew bounds how far devrt's TSC-based timestamps may stray from
 // CLOCK_MONOTONIC (clock.c: tens of ns; a µs leaves room for a loaded machine).
