@@ -29,25 +29,20 @@ consumer=$!
 trap 'kill $consumer 2>/dev/null' EXIT
 .device/clockbench | tee $OUT/clock.json
 
-# In a loop (warm caches; a ring that holds 10 ms of calls), and cold: 4 MiB
-# of the program's own writes between two calls evict devrt's lines, and the
-# driver takes 2 us a call, as a real launch does.
+# In a loop, a ring that holds 10 ms of calls (with cold caches, and one
+# build against another: devrt_ab_builds.sh).
 echo "== ns per cuLaunchKernel, fake driver (best of 3)"
 for round in 1 2 3; do
-	for cfg in none pass vdso tsc tsc-32 cold-none cold-pass cold-tsc; do
+	for cfg in none pass vdso tsc tsc-32; do
 		env=(FAKECUDA_COUNT=0 LD_LIBRARY_PATH=$fake GPUEXT_DEVRT_RING_SLOTS=262144)
-		n=1000000
 		case $cfg in
-		cold-*) env+=(CALLBENCH_THRASH=4096 FAKECUDA_DELAY_US=2 FAKECUDA_DELAY_SPIN=1); n=20000 ;;
-		esac
-		case ${cfg#cold-} in
 		pass) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_CLASSES=none) ;;
 		vdso) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_SAMPLE=0 GPUEXT_DEVRT_CLOCK=vdso) ;;
 		tsc) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_SAMPLE=0) ;;
 		tsc-32) env+=(LD_PRELOAD=$lib GPUEXT_DEVRT_SAMPLE=32) ;;
 		esac
 		rm -f /dev/shm/gpuext-devrt-*.ring
-		echo "$cfg $(env "${env[@]}" taskset -c 2 $fake/callbench launch $n)"
+		echo "$cfg $(env "${env[@]}" taskset -c 2 $fake/callbench launch 1000000)"
 	done
 done | tee $OUT/callbench.txt
 $PY - $OUT/callbench.txt <<'PY'

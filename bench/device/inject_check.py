@@ -12,7 +12,8 @@ a gpuext-devmaps-*.maps file), reads the region's first 8 bytes, which the
 injecttest Patcher's Mark code stores from the GPU (into device memory, which
 devrt copies into the file). Prints one JSON line.
 Run it under LD_PRELOAD=libgpuext-devrt.so by devrt/devrttest's
-TestInjectOnGPU (bench/device/inject_check.sh); no dependency but ctypes.
+TestInjectOnGPU (bench/device/inject_check.sh); no dependency but ctypes
+(through cudrv.py).
 """
 import ctypes
 import glob
@@ -21,6 +22,8 @@ import os
 import struct
 import sys
 import time
+
+from cudrv import check, cu, primary_context  # bench/device/cudrv.py
 
 PTX = b"""//
 // inject_check.py: scale
@@ -75,19 +78,21 @@ def main():
     n = int(os.environ.get("N", 1 << 20))
     rounds = int(os.environ.get("ROUNDS", 10))
     launches = int(os.environ.get("LAUNCHES", 20000))
-    cu = ctypes.CDLL("libcuda.so.1")
+
+    def failed(e):
+        print(json.dumps({"mode": mode, "ok": False, "error": str(e)}))
+        sys.exit(1)
 
     def ck(r, what):
-        if r:
-            print(json.dumps({"mode": mode, "ok": False, "error": what, "result": r}))
-            sys.exit(1)
+        try:
+            check(r, what)
+        except RuntimeError as e:
+            failed(e)
 
-    ck(cu.cuInit(0), "cuInit")
-    dev = ctypes.c_int()
-    ck(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
-    ctx = ctypes.c_void_p()
-    ck(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
-    ck(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    try:
+        primary_context()
+    except RuntimeError as e:
+        failed(e)
 
     fn = ctypes.c_void_p()
     mod = ctypes.c_void_p()

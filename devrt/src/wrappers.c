@@ -72,11 +72,8 @@ static inline __u64 arg_loc(CUmemLocation l)
 /* ---- generated wrappers ------------------------------------------------- */
 
 /* The driver's launches (the rows inject.h redirects) are DEVRT_HOT. */
-#define WRAP_HOT_0
-#define WRAP_HOT_1 DEVRT_HOT
-#define WRAP_HOT__(c) WRAP_HOT_##c
-#define WRAP_HOT_(c) WRAP_HOT__(c)
-#define WRAP_HOT(sym) WRAP_HOT_(DEVRT_INJ_SECOND(DEVRT_INJ_RD_##sym, 0, ~))
+#define WRAP_HOT(sym) \
+	DEVRT_INJ_IF_(DEVRT_INJ_SECOND(DEVRT_INJ_RD_##sym, 0, ~))(DEVRT_HOT)
 
 #define WRAP(sym, api, ck, df, params, names)				\
 WRAP_HOT(sym) DEVRT_EXPORT CUresult sym params				\
