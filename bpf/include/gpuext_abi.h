@@ -1002,6 +1002,16 @@ enum gpuext_gpumap_type {
 	GPUEXT_GPUMAP_RINGBUF = 1527,          /* records to the host, fixed-size slots, overwriting */
 	GPUEXT_GPUMAP_PER_WARP_ARRAY = 1540,   /* one copy per global warp id (map_extra copies) */
 	GPUEXT_GPUMAP_PER_SM_ARRAY = 1541,     /* one copy per %smid (map_extra copies, default 256) */
+	GPUEXT_GPUMAP_PER_BLOCK_ARRAY = 1542,  /* one copy per thread block, in its shared
+	                                        * memory, zeroed when the block starts; the
+	                                        * host never sees it (its region entry is
+	                                        * the header alone); at most
+	                                        * GPUEXT_GPUMAP_BLOCK_MAX bytes in all */
+};
+
+/* The shared memory a probe set's per-block arrays may take, per block. */
+enum gpuext_gpumap_limit {
+	GPUEXT_GPUMAP_BLOCK_MAX = 1024,
 };
 
 /* Helper ids a device probe may call (bpftime's 501-511 where they exist). */
@@ -1109,13 +1119,11 @@ struct gpuext_gpuring_rec {
 
 /* Records and map values of the shipped probes (bpf/device/). */
 
-/* block_sched: a block in flight (array gx_blocks, slot (block +
- * kernel_id) % GPUEXT_DEV_BLOCK_SLOTS; all zero when free). */
-#define GPUEXT_DEV_BLOCK_SLOTS 65536
+/* block_sched: the block in flight (per-block array gx_blk, in the
+ * block's shared memory, zero when the block starts). */
 struct gpuext_dev_block_state {
-	__u64 start_ns;   /* %globaltimer at thread 0's entry probe (0: free) */
+	__u64 start_ns;   /* %globaltimer at thread 0's entry probe */
 	__u64 lanes_done; /* threads of the block that reached an exit */
-	__u64 _pad[2];    /* four slots per 128-byte line */
 };
 
 /* block_sched: one finished thread block (ring gx_block_ring). 40 bytes. */
@@ -1137,11 +1145,19 @@ struct gpuext_dev_launch {
 	__u32 _pad;
 };
 
-/* sm_load: per-SM totals (per-SM array gx_sm, key 0). 24 bytes. */
+/* sm_load: per-SM totals (per-SM array gx_sm, key 0), added by each
+ * block's last exit. 24 bytes. */
 struct gpuext_dev_sm {
-	__u64 blocks;     /* blocks whose thread 0 started on the SM */
-	__u64 threads;    /* threads that started on the SM */
+	__u64 blocks;     /* blocks that finished on the SM */
+	__u64 threads;    /* their threads */
 	__u64 lane_ns;    /* sum over exits of (ns since the warp's entry) x lanes */
+};
+
+/* sm_load and warp_occupancy: what the warps of a block add up before its
+ * last exit adds it to the SM (per-block array, in shared memory). */
+struct gpuext_dev_block_sum {
+	__u64 lanes;      /* threads that reached an exit */
+	__u64 lane_ns;    /* (ns since the warp's entry) x lanes, summed */
 };
 
 /*
@@ -1160,8 +1176,8 @@ struct gpuext_dev_sm {
 #define GPUEXT_DEV_OCC_RESETTING 0xffffffffffffffffULL
 struct gpuext_dev_occ {
 	__u64 epoch;      /* the bucket this slot holds */
-	__u64 threads;    /* threads that entered in the bucket */
-	__u64 lane_ns;    /* (ns since entry) x lanes of the warps that exited in it */
+	__u64 threads;    /* threads of the blocks that finished in the bucket */
+	__u64 lane_ns;    /* (ns since entry) x lanes of their warps */
 };
 
 #endif /* GPUEXT_ABI_H */

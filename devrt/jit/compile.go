@@ -45,8 +45,13 @@ type Compiled struct {
 	PTX    string
 	Probes []Probe
 	Layout gpumap.Layout
-	Opts   Options
-	progs  []compiledProg
+	// BlockInit is BlockInitFunc when the probes use per-block arrays
+	// (Layout.BlockSize > 0): every thread of an instrumented kernel must
+	// call it at entry, then bar.sync 0, before any probe (devrt/ptx's
+	// Spec.BlockInit does). "" otherwise.
+	BlockInit string
+	Opts      Options
+	progs     []compiledProg
 }
 
 type compiledProg struct {
@@ -60,6 +65,17 @@ type compiledProg struct {
 
 // SharedSymbol is the module global through which probes find the region.
 const SharedSymbol = "__gpuext_shared"
+
+// BlockSymbol is the fragment's .shared array of the per-block arrays'
+// values; they start BlockPad bytes into it.
+const BlockSymbol = "__gpuext_block"
+
+// BlockPad keeps every per-block element off shared address 0 (NULL).
+const BlockPad = 8
+
+// BlockInitFunc zeroes the per-block arrays of the calling thread's block
+// (.func with no parameters).
+const BlockInitFunc = "__gpuext_block_init"
 
 // ProbeFunc is the name of probe i's function.
 func ProbeFunc(i int) string { return fmt.Sprintf("__gpuext_probe_%d", i) }
@@ -126,6 +142,9 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 		return nil, err
 	}
 	c.Layout = lay
+	if lay.BlockSize > 0 {
+		c.BlockInit = BlockInitFunc
+	}
 	for i := range c.progs {
 		c.progs[i].layoutIdx = make([]int, len(defs))
 		for j := range defs {

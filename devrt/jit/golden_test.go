@@ -57,6 +57,12 @@ func TestGoldenPTX(t *testing.T) {
 			golden(t, fmt.Sprintf("%s.%s.ptx", p.Name, map[bool]string{false: "warp", true: "thread"}[per]), c.PTX)
 		}
 	}
+	pb := loadFile(t, "check/progs/per_block.bpf.o")
+	for _, per := range []bool{false, true} {
+		c, err := jit.Compile([]*jit.Object{pb}, jit.Options{PerThread: per})
+		require.NoError(t, err)
+		golden(t, fmt.Sprintf("per_block.%s.ptx", map[bool]string{false: "warp", true: "thread"}[per]), c.PTX)
+	}
 	for _, name := range device.Names() {
 		b, err := device.Object(name)
 		require.NoError(t, err)

@@ -16,6 +16,10 @@ type Env struct {
 	SMID, NSMID, WarpID, LaneID            uint32
 	ActiveLanes                            uint32        // lanes active at the call site
 	Timer                                  func() uint64 // %globaltimer; nil: 0
+	// Block is the thread block's shared memory for per-block arrays
+	// (Layout.BlockSize bytes, zero when the block starts): the caller
+	// keeps one per block across the calls of its threads.
+	Block []byte
 }
 
 // BlockLinear is the block's linear id (x fastest).
@@ -47,6 +51,7 @@ const (
 	vRegion = 0x4000_0000_0000
 	vStack  = 0x7100_0000_0000
 	vCtx    = 0x7000_0000_0000
+	vBlock  = 0x7200_0000_0000
 	vSpan   = 0x0100_0000_0000
 )
 
@@ -67,6 +72,9 @@ func (c *Compiled) Run(i int, region []byte, env *Env) (uint64, error) {
 	if uint64(len(region)) < c.Layout.Size {
 		return 0, fmt.Errorf("region of %d bytes, the layout needs %d", len(region), c.Layout.Size)
 	}
+	if len(env.Block) < int(c.Layout.BlockSize) {
+		return 0, fmt.Errorf("block memory of %d bytes, the per-block arrays need %d", len(env.Block), c.Layout.BlockSize)
+	}
 	m := &machine{p: c, prog: &c.progs[i], region: region, env: env}
 	return m.run()
 }
@@ -85,8 +93,13 @@ func (m *machine) mem(addr uint64, n int) ([]byte, error) {
 		}
 	case addr >= vRegion && addr < vRegion+vSpan:
 		return m.region.Bytes(addr-vRegion, uint64(n))
+	case addr >= vBlock && addr < vBlock+vSpan:
+		o := addr - vBlock
+		if o+uint64(n) <= uint64(len(m.env.Block)) {
+			return m.env.Block[o : o+uint64(n)], nil
+		}
 	}
-	return nil, fmt.Errorf("access of %d bytes at %#x outside ctx, stack and region", n, addr)
+	return nil, fmt.Errorf("access of %d bytes at %#x outside ctx, stack, region and block memory", n, addr)
 }
 
 func getN(b []byte) uint64 {
@@ -242,6 +255,26 @@ func (m *machine) atomic(r *[11]uint64, in Insn, b []byte) {
 	}
 }
 
+// errno is -e as a register holds it.
+func errno(e int64) uint64 { return uint64(-e) }
+
+// blockUpdate is bpf_map_update_elem on a per-block array, as Map.Update
+// does it on the region's arrays.
+func (m *machine) blockUpdate(mp gpumap.Map, key, value []byte, flags uint64) uint64 {
+	switch {
+	case flags > gpumap.Exist:
+		return errno(gpumap.EINVAL)
+	case flags == gpumap.NoExist:
+		return errno(gpumap.EEXIST)
+	}
+	off, ok := mp.BlockElemOffset(uint64(binary.LittleEndian.Uint32(key)))
+	if !ok {
+		return errno(gpumap.E2BIG)
+	}
+	copy(m.env.Block[off:off+uint64(mp.ValueSize)], value)
+	return 0
+}
+
 // slot is the copy of a per-thread/warp/SM array this thread uses.
 func (m *machine) slot(t gpumap.Type) uint64 {
 	switch t {
@@ -303,6 +336,13 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
+		if mp.Type.InBlock() {
+			off, ok := mp.BlockElemOffset(uint64(binary.LittleEndian.Uint32(k)))
+			if !ok {
+				return 0, nil
+			}
+			return vBlock + off, nil
+		}
 		if mp.Type.IsArray() {
 			off, ok, err := mp.ArrayLookup(rg, m.slot(mp.Type), binary.LittleEndian.Uint32(k))
 			if err != nil || !ok {
@@ -325,6 +365,9 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 			return 0, err
 		}
 		v = append([]byte(nil), v...)
+		if mp.Type.InBlock() {
+			return m.blockUpdate(mp, k, v, r[4]), nil
+		}
 		res, err := mp.Update(rg, m.slot(mp.Type), k, v, r[4])
 		return uint64(res), err
 	case HelperMapDelete:
@@ -338,6 +381,15 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 		k, err := key()
 		if err != nil {
 			return 0, err
+		}
+		if mp.Type.InBlock() {
+			off, ok := mp.BlockElemOffset(uint64(binary.LittleEndian.Uint32(k)))
+			if !ok {
+				return errno(gpumap.E2BIG), nil
+			}
+			b := m.env.Block[off : off+8]
+			putN(b, getN(b)+r[3])
+			return 0, nil
 		}
 		res, err := mp.Add(rg, m.slot(mp.Type), k, r[3])
 		return uint64(res), err

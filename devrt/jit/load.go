@@ -192,14 +192,14 @@ func mapDef(ms *ebpf.MapSpec) (gpumap.Def, error) {
 		d.Shards = uint32(ms.MapExtra)
 	case uint32(gpumap.Hash), uint32(gpumap.Array):
 		d.Type = gpumap.Type(t)
-	case uint32(gpumap.PerThreadArray), uint32(gpumap.PerWarpArray), uint32(gpumap.PerSMArray):
+	case uint32(gpumap.PerThreadArray), uint32(gpumap.PerWarpArray), uint32(gpumap.PerSMArray), uint32(gpumap.PerBlockArray):
 		d.Type = gpumap.Type(t)
 		if ms.MapExtra > 1<<24 {
 			return d, fmt.Errorf("map %s: map_extra (copies) %d too large", ms.Name, ms.MapExtra)
 		}
 		d.Copies = uint32(ms.MapExtra)
 	default:
-		return d, fmt.Errorf("map %s: type %d is not a GPU map (hash, array, ringbuf, or %d..%d)", ms.Name, t, gpumap.Hash, gpumap.PerSMArray)
+		return d, fmt.Errorf("map %s: type %d is not a GPU map (hash, array, ringbuf, or %d..%d)", ms.Name, t, gpumap.Hash, gpumap.PerBlockArray)
 	}
 	if d.Type == gpumap.Ringbuf && ms.KeySize != 0 && uint32(ms.Type) == uint32(gpumap.Ringbuf) {
 		d.KeySize = 0

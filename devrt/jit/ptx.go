@@ -67,6 +67,10 @@ func generate(c *Compiled) (string, error) {
 			m.Name, m.Type, m.Offset, m.KeySize, m.ValueSize, m.MaxEntries, m.Slots, m.Stride)
 	}
 	fmt.Fprintf(&g.b, ".visible .const .align 8 .u64 %s;\n", SharedSymbol)
+	if c.Layout.BlockSize > 0 {
+		fmt.Fprintf(&g.b, ".shared .align 8 .b8 %s[%d];\n", BlockSymbol, BlockPad+c.Layout.BlockSize)
+		g.blockInit()
+	}
 	used := map[int32]bool{}
 	for _, p := range c.progs {
 		for i, ci := range p.facts.calls {
@@ -396,24 +400,31 @@ func addr(base string, off int64) string {
 	return fmt.Sprintf("[%s+%d]", base, off)
 }
 
-func space(k kind) string {
-	switch k {
+// space is the state space of memory reached through a pointer like acc's:
+// a per-block array's values are in the block's shared memory, other map
+// values in the region (global memory).
+func (g *gen) space(acc memAccess) string {
+	switch acc.k {
 	case kStack:
 		return ".local"
 	case kMapValue:
+		if g.c.Layout.Maps[acc.m].Type.InBlock() {
+			return ".shared"
+		}
 		return ".global"
 	}
 	return ""
 }
 
 // mem is the state space and qualifier of a load or store through a
-// pointer of kind k: map values are read and written .volatile (at L2,
-// where the atomics of other warps are), the rest as space says.
-func mem(k kind) string {
-	if k == kMapValue {
-		return ".volatile.global"
+// pointer like acc's: map values are read and written .volatile (at L2,
+// where the atomics of other warps are, or in shared memory, where those of
+// the block's other warps are), the rest as space says.
+func (g *gen) mem(acc memAccess) string {
+	if acc.k == kMapValue {
+		return ".volatile" + g.space(acc)
 	}
-	return space(k)
+	return g.space(acc)
 }
 
 // src64 is the 64-bit second operand of an ALU64 or JMP instruction.
@@ -471,12 +482,12 @@ func (g *gen) insn(i int, in Insn, done string) error {
 			break
 		}
 		if n == 8 {
-			g.f("ld%s.u64 %s, %s;", mem(acc.k), r(in.Dst), a)
+			g.f("ld%s.u64 %s, %s;", g.mem(acc), r(in.Dst), a)
 		} else if in.mode() == modeMEMSX {
-			g.f("ld%s.s%d %%gw0, %s;", mem(acc.k), 8*n, a)
+			g.f("ld%s.s%d %%gw0, %s;", g.mem(acc), 8*n, a)
 			g.f("cvt.s64.s32 %s, %%gw0;", r(in.Dst))
 		} else {
-			g.f("ld%s.u%d %%gw0, %s;", mem(acc.k), 8*n, a)
+			g.f("ld%s.u%d %%gw0, %s;", g.mem(acc), 8*n, a)
 			g.f("cvt.u64.u32 %s, %%gw0;", r(in.Dst))
 		}
 	case clsST, clsSTX:
@@ -484,7 +495,7 @@ func (g *gen) insn(i int, in Insn, done string) error {
 		a := addr(r(in.Dst), int64(in.Off))
 		n := in.bytes()
 		if in.mode() == modeATOMIC {
-			g.atomic(in, a)
+			g.atomic(in, a, acc)
 			break
 		}
 		if g.sregs && acc.k == kStack {
@@ -511,7 +522,7 @@ func (g *gen) insn(i int, in Insn, done string) error {
 			g.f("cvt.u32.u64 %%gw0, %s;", r(in.Src))
 			v = "%gw0"
 		}
-		g.f("st%s.u%d %s, %s;", mem(acc.k), 8*n, a, v)
+		g.f("st%s.u%d %s, %s;", g.mem(acc), 8*n, a, v)
 	case clsJMP, clsJMP32:
 		return g.jump(i, in, done)
 	}
@@ -686,26 +697,37 @@ func (g *gen) alu32(in Insn) {
 	g.f("cvt.u64.u32 %s, %%gw0;", d)
 }
 
-func (g *gen) atomic(in Insn, a string) {
+// atomic emits a BPF_ATOMIC instruction on the map value at a (acc). On
+// the region they are relaxed, at GPU scope (PTX's default); on a
+// per-block array the fetching ones are acq_rel at CTA scope, so that the
+// warp whose add completes a count sees what the block's other warps
+// wrote before theirs (block_sched's start, sm_load's sums), as an eBPF
+// fetching atomic is ordered.
+func (g *gen) atomic(in Insn, a string, acc memAccess) {
 	s := r(in.Src)
 	fetch := in.Imm&atomFETCH != 0
+	sp := g.space(acc)
+	ord := sp
+	if sp == ".shared" {
+		ord = ".acq_rel.cta.shared"
+	}
 	if in.bytes() == 8 {
 		switch in.Imm {
 		case atomCMPXCHG:
-			g.f("atom.global.cas.b64 %%gt0, %s, %%gr0, %s;", a, s)
+			g.f("atom%s.cas.b64 %%gt0, %s, %%gr0, %s;", ord, a, s)
 			g.f("mov.b64 %%gr0, %%gt0;")
 			return
 		case atomXCHG:
-			g.f("atom.global.exch.b64 %%gt0, %s, %s;", a, s)
+			g.f("atom%s.exch.b64 %%gt0, %s, %s;", ord, a, s)
 		default:
 			op := map[int64]string{atomADD: "add.u64", atomOR: "or.b64", atomAND: "and.b64", atomXOR: "xor.b64"}[in.Imm&^atomFETCH]
 			if !fetch {
 				// nothing reads the old value: a reduction, which
 				// the warp does not wait for
-				g.f("red.global.%s %s, %s;", op, a, s)
+				g.f("red%s.%s %s, %s;", sp, op, a, s)
 				return
 			}
-			g.f("atom.global.%s %%gt0, %s, %s;", op, a, s)
+			g.f("atom%s.%s %%gt0, %s, %s;", ord, op, a, s)
 		}
 		if fetch {
 			g.f("mov.b64 %s, %%gt0;", s)
@@ -716,18 +738,18 @@ func (g *gen) atomic(in Insn, a string) {
 	switch in.Imm {
 	case atomCMPXCHG:
 		g.f("cvt.u32.u64 %%gw2, %%gr0;")
-		g.f("atom.global.cas.b32 %%gw0, %s, %%gw2, %%gw1;", a)
+		g.f("atom%s.cas.b32 %%gw0, %s, %%gw2, %%gw1;", ord, a)
 		g.f("cvt.u64.u32 %%gr0, %%gw0;")
 		return
 	case atomXCHG:
-		g.f("atom.global.exch.b32 %%gw0, %s, %%gw1;", a)
+		g.f("atom%s.exch.b32 %%gw0, %s, %%gw1;", ord, a)
 	default:
 		op := map[int64]string{atomADD: "add.u32", atomOR: "or.b32", atomAND: "and.b32", atomXOR: "xor.b32"}[in.Imm&^atomFETCH]
 		if !fetch {
-			g.f("red.global.%s %s, %%gw1;", op, a)
+			g.f("red%s.%s %s, %%gw1;", sp, op, a)
 			return
 		}
-		g.f("atom.global.%s %%gw0, %s, %%gw1;", op, a)
+		g.f("atom%s.%s %%gw0, %s, %%gw1;", ord, op, a)
 	}
 	if fetch {
 		g.f("cvt.u64.u32 %s, %%gw0;", s)
@@ -806,7 +828,7 @@ func (g *gen) loadKey(acc memAccess, reg string, n int) {
 			continue
 		}
 		if hi-lo == 8 && acc.align >= 8 {
-			g.f("ld%s.u64 %%gk%d, %s;", mem(acc.k), j, addr(reg, int64(lo)))
+			g.f("ld%s.u64 %%gk%d, %s;", g.mem(acc), j, addr(reg, int64(lo)))
 			continue
 		}
 		g.f("mov.b64 %%gk%d, 0;", j)
@@ -815,7 +837,7 @@ func (g *gen) loadKey(acc memAccess, reg string, n int) {
 			for w > acc.align || w > hi-o || o%w != 0 {
 				w /= 2
 			}
-			g.f("ld%s.u%d %%gw0, %s;", mem(acc.k), 8*w, addr(reg, int64(o)))
+			g.f("ld%s.u%d %%gw0, %s;", g.mem(acc), 8*w, addr(reg, int64(o)))
 			g.f("cvt.u64.u32 %%gt0, %%gw0;")
 			if o != lo {
 				g.f("shl.b64 %%gt0, %%gt0, %d;", 8*(o-lo))
@@ -826,17 +848,18 @@ func (g *gen) loadKey(acc memAccess, reg string, n int) {
 	}
 }
 
-// copyBytes copies n bytes from src (acc) to the 8-aligned global address dst+doff.
-func (g *gen) copyBytes(acc memAccess, src, dst string, doff, n int) {
+// copyBytes copies n bytes from src (acc) to the 8-aligned address dst+doff
+// in state space dsp (".global", ".shared").
+func (g *gen) copyBytes(acc memAccess, src, dst, dsp string, doff, n int) {
 	if g.sregs && acc.k == kStack {
 		for o := 0; o < n; {
 			w := stackPiece(acc.lo+int64(o), n-o, doff+o)
 			g.stackGet("%gt0", acc.lo+int64(o), w, false)
 			if w == 8 {
-				g.f("st.global.u64 %s, %%gt0;", addr(dst, int64(doff+o)))
+				g.f("st%s.u64 %s, %%gt0;", dsp, addr(dst, int64(doff+o)))
 			} else {
 				g.f("cvt.u32.u64 %%gw0, %%gt0;")
-				g.f("st.global.u%d %s, %%gw0;", 8*w, addr(dst, int64(doff+o)))
+				g.f("st%s.u%d %s, %%gw0;", dsp, 8*w, addr(dst, int64(doff+o)))
 			}
 			o += w
 		}
@@ -848,11 +871,11 @@ func (g *gen) copyBytes(acc memAccess, src, dst string, doff, n int) {
 			w /= 2
 		}
 		if w == 8 {
-			g.f("ld%s.u64 %%gt0, %s;", mem(acc.k), addr(src, int64(o)))
-			g.f("st.global.u64 %s, %%gt0;", addr(dst, int64(doff+o)))
+			g.f("ld%s.u64 %%gt0, %s;", g.mem(acc), addr(src, int64(o)))
+			g.f("st%s.u64 %s, %%gt0;", dsp, addr(dst, int64(doff+o)))
 		} else {
-			g.f("ld%s.u%d %%gw0, %s;", mem(acc.k), 8*w, addr(src, int64(o)))
-			g.f("st.global.u%d %s, %%gw0;", 8*w, addr(dst, int64(doff+o)))
+			g.f("ld%s.u%d %%gw0, %s;", g.mem(acc), 8*w, addr(src, int64(o)))
+			g.f("st%s.u%d %s, %%gw0;", dsp, 8*w, addr(dst, int64(doff+o)))
 		}
 		o += w
 	}
@@ -950,6 +973,57 @@ func (g *gen) arrayElem(m gpumap.Map) {
 	g.f("@%%gp0 mov.b64 %%gt3, 0;")
 }
 
+// blockElem leaves in %gt3 the shared-memory address of element %gk0 (low
+// 32 bits) of per-block array m, or 0 when the key is out of range. The
+// area starts BlockPad bytes into BlockSymbol, so no element is at
+// address 0, which a probe would take for NULL.
+func (g *gen) blockElem(m gpumap.Map) {
+	g.f("and.b64 %%gt1, %%gk0, 4294967295;")
+	g.f("setp.ge.u64 %%gp1, %%gt1, %d;", m.MaxEntries)
+	g.f("mul.lo.u64 %%gt3, %%gt1, %d;", m.Stride)
+	g.f("mov.u64 %%gt2, %s;", BlockSymbol)
+	g.f("add.s64 %%gt3, %%gt3, %%gt2;")
+	g.f("add.s64 %%gt3, %%gt3, %d;", BlockPad+m.BlockOffset)
+	g.f("@%%gp1 mov.b64 %%gt3, 0;")
+}
+
+// blockInit emits BlockInitFunc: every thread of the block zeroes its
+// share of the per-block area's 8-byte words. The call site (devrt/ptx at
+// kernel entry, the check harness) follows it with bar.sync 0, so no
+// probe of the block runs before the area is zero.
+func (g *gen) blockInit() {
+	words := g.c.Layout.BlockSize / 8
+	fmt.Fprintf(&g.b, "\n// %s: zeroes the %d bytes of per-block arrays of this block\n", BlockInitFunc, g.c.Layout.BlockSize)
+	fmt.Fprintf(&g.b, ".func %s()\n{\n", BlockInitFunc)
+	g.f(".reg .b32 %%gi<4>;")
+	g.f(".reg .b64 %%gd<3>;")
+	g.f(".reg .pred %%gq;")
+	g.f("mov.u32 %%gi0, %%tid.z;")
+	g.f("mov.u32 %%gi1, %%ntid.y;")
+	g.f("mov.u32 %%gi2, %%tid.y;")
+	g.f("mad.lo.u32 %%gi0, %%gi0, %%gi1, %%gi2;")
+	g.f("mov.u32 %%gi1, %%ntid.x;")
+	g.f("mov.u32 %%gi2, %%tid.x;")
+	g.f("mad.lo.u32 %%gi0, %%gi0, %%gi1, %%gi2;")
+	g.f("mov.u32 %%gi2, %%ntid.y;")
+	g.f("mul.lo.u32 %%gi1, %%gi1, %%gi2;")
+	g.f("mov.u32 %%gi2, %%ntid.z;")
+	g.f("mul.lo.u32 %%gi1, %%gi1, %%gi2;") // threads per block
+	g.f("mov.u64 %%gd0, %s;", BlockSymbol)
+	g.f("add.s64 %%gd0, %%gd0, %d;", BlockPad)
+	g.label("$GXB_LOOP")
+	g.f("setp.ge.u32 %%gq, %%gi0, %d;", words)
+	g.f("@%%gq bra $GXB_DONE;")
+	g.f("mul.wide.u32 %%gd1, %%gi0, 8;")
+	g.f("add.s64 %%gd1, %%gd1, %%gd0;")
+	g.f("st.shared.u64 [%%gd1], 0;")
+	g.f("add.u32 %%gi0, %%gi0, %%gi1;")
+	g.f("bra $GXB_LOOP;")
+	g.label("$GXB_DONE")
+	g.f("ret;")
+	g.b.WriteString("}\n")
+}
+
 func hashFuncName(m int) string { return fmt.Sprintf("__gpuext_hash_%d", m) }
 func ringFuncName(m int) string { return fmt.Sprintf("__gpuext_ring_%d", m) }
 
@@ -1023,12 +1097,15 @@ func (g *gen) call(i int, in Insn) error {
 				g.stackPut("%gt0", ci.args[a].lo, 8)
 				continue
 			}
-			g.f("st%s.u64 [%s], %%gt0;", mem(ci.args[a].k), r(uint8(a+1)))
+			g.f("st%s.u64 [%s], %%gt0;", g.mem(ci.args[a]), r(uint8(a+1)))
 		}
 		g.f("mov.b64 %%gr0, 0;")
 	case HelperMapLookup:
 		g.loadKey(ci.args[1], "%gr2", int(m.KeySize))
-		if m.Type.IsArray() {
+		if m.Type.InBlock() {
+			g.blockElem(m)
+			g.f("mov.b64 %%gr0, %%gt3;")
+		} else if m.Type.IsArray() {
 			g.arrayElem(m)
 			g.f("mov.b64 %%gr0, %%gt3;")
 		} else {
@@ -1042,11 +1119,17 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("mov.b64 %%gr0, %d;", -gpumap.EINVAL)
 		g.f("setp.gt.u64 %%gp0, %%gr4, %d;", gpumap.Exist)
 		g.f("@%%gp0 bra %s;", end)
+		dsp := ".global"
 		if m.Type.IsArray() {
 			g.f("mov.b64 %%gr0, %d;", -gpumap.EEXIST)
 			g.f("setp.eq.u64 %%gp0, %%gr4, %d;", gpumap.NoExist)
 			g.f("@%%gp0 bra %s;", end)
-			g.arrayElem(m)
+			if m.Type.InBlock() {
+				g.blockElem(m)
+				dsp = ".shared"
+			} else {
+				g.arrayElem(m)
+			}
 			g.f("mov.b64 %%gr0, %d;", -gpumap.E2BIG)
 			g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
 			g.f("@%%gp0 bra %s;", end)
@@ -1058,7 +1141,7 @@ func (g *gen) call(i int, in Insn) error {
 			g.f("mov.b64 %%gr0, %d;", -gpumap.ENOENT)
 			g.f("setp.eq.u64 %%gp0, %%gr4, %d;", gpumap.Exist)
 			g.f("@%%gp0 bra %s;", end)
-			g.f("cvta%s.u64 %%gt8, %%gr3;", space(ci.args[2].k))
+			g.f("cvta%s.u64 %%gt8, %%gr3;", g.space(ci.args[2]))
 			g.hashCall(mi, m, true, "%gt8")
 			g.f("mov.b64 %%gr0, %d;", -gpumap.E2BIG)
 			g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
@@ -1076,7 +1159,7 @@ func (g *gen) call(i int, in Insn) error {
 			g.label(cp)
 			g.f("add.s64 %%gt3, %%gt3, %d;", gpumap.BucketHeaderSize+gpumap.Round8(m.KeySize))
 		}
-		g.copyBytes(ci.args[2], "%gr3", "%gt3", 0, int(m.ValueSize))
+		g.copyBytes(ci.args[2], "%gr3", "%gt3", dsp, 0, int(m.ValueSize))
 		g.f("mov.b64 %%gr0, 0;")
 	case HelperMapDelete:
 		g.loadKey(ci.args[1], "%gr2", int(m.KeySize))
@@ -1089,7 +1172,11 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("mov.b64 %%gr0, 0;")
 	case HelperMapAdd:
 		g.loadKey(ci.args[1], "%gr2", int(m.KeySize))
-		if m.Type.IsArray() {
+		red := "red.global"
+		if m.Type.InBlock() {
+			g.blockElem(m)
+			red = "red.shared"
+		} else if m.Type.IsArray() {
 			g.arrayElem(m)
 		} else {
 			g.hashCall(mi, m, true, "0")
@@ -1100,7 +1187,7 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("mov.b64 %%gr0, %d;", -gpumap.E2BIG)
 		g.f("setp.eq.u64 %%gp0, %%gt3, 0;")
 		g.f("@%%gp0 bra %s;", end)
-		g.f("red.global.add.u64 [%%gt3], %%gr3;")
+		g.f("%s.add.u64 [%%gt3], %%gr3;", red)
 		g.f("mov.b64 %%gr0, 0;")
 	case HelperRingbufOutput:
 		g.f("{")
@@ -1134,7 +1221,7 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("shr.u64 %%gt3, %%gt3, 1;")
 		g.f("setp.gt.u64 %%gp0, %%gt3, %%gt1;")
 		g.f("@%%gp0 bra %s;", end) // a later record owns the slot
-		g.copyBytes(ci.args[1], "%gr2", "%gt2", gpumap.RecHeaderSize, int(ci.size))
+		g.copyBytes(ci.args[1], "%gr2", "%gt2", ".global", gpumap.RecHeaderSize, int(ci.size))
 		g.f("mov.b32 %%gw0, %d;", ci.size)
 		g.f("st.volatile.global.u32 [%%gt2+%d], %%gw0;", gpumap.RecLen)
 		g.f("shl.b64 %%gt5, %%gt1, 1;") // committed

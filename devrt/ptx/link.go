@@ -5,7 +5,7 @@ import (
 )
 
 // Link adds the items of a JIT fragment (devrt/jit's output: .func
-// definitions and .global or .const variables, no header) to m, before m's first
+// definitions and .global, .const or .shared variables, no header) to m, before m's first
 // function or variable so that every later use sees them declared. A name
 // the fragment shares with m is an error (nothing is renamed), as is any
 // other kind of item; on error m is unchanged.
@@ -24,14 +24,14 @@ func Link(m *Module, fragment *Module) error {
 		switch it := it.(type) {
 		case *Function:
 			if it.Entry || it.Body == nil || it.Linkage == ".extern" {
-				return fmt.Errorf("ptx: link: fragment %s at %s: only .func definitions and .global or .const variables may be linked", it.Name, it.Pos)
+				return fmt.Errorf("ptx: link: fragment %s at %s: only .func definitions and .global, .const or .shared variables may be linked", it.Name, it.Pos)
 			}
 		case *Var:
-			if (it.Space != ".global" && it.Space != ".const") || it.Linkage == ".extern" {
-				return fmt.Errorf("ptx: link: fragment variable %s at %s is in %s%s: only .global and .const definitions may be linked", it.Name, it.Pos, it.Linkage, it.Space)
+			if (it.Space != ".global" && it.Space != ".const" && it.Space != ".shared") || it.Linkage == ".extern" {
+				return fmt.Errorf("ptx: link: fragment variable %s at %s is in %s%s: only .global, .const and .shared definitions may be linked", it.Name, it.Pos, it.Linkage, it.Space)
 			}
 		default:
-			return fmt.Errorf("ptx: link: fragment item %T at %s: only .func definitions and .global or .const variables may be linked", it, itemPos(it))
+			return fmt.Errorf("ptx: link: fragment item %T at %s: only .func definitions and .global, .const or .shared variables may be linked", it, itemPos(it))
 		}
 		n := itemName(it)
 		if p, ok := seen[n]; ok {

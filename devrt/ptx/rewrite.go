@@ -96,6 +96,13 @@ type Spec struct {
 	Atomics bool
 	// MinMaxNReg overrides DefaultMinMaxNReg when positive.
 	MinMaxNReg int
+	// BlockInit names a .func without parameters or return value that
+	// every thread of each instrumented kernel calls at entry, followed by
+	// bar.sync 0, before any entry probe: it readies the block's shared
+	// memory the probes use (devrt/jit's per-block arrays). Every thread
+	// of a block starts at the entry, so the barrier cannot wait for a
+	// thread that never comes.
+	BlockInit string
 }
 
 // Probe attaches one probe function to one kind of site.
@@ -132,6 +139,9 @@ type KernelReport struct {
 	// LocalBytes is the .local memory added per thread: 0 since the ctx
 	// fields are passed as .param values.
 	LocalBytes int
+	// BlockInit: the kernel calls Spec.BlockInit and waits at bar.sync 0
+	// at entry.
+	BlockInit bool
 }
 
 // Refusal names a selected kernel that was left unchanged, and why.
@@ -239,6 +249,20 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		p.carry = all[i].carry
 		all[i].probe = p
 	}
+	initIdx := -1
+	if spec.BlockInit != "" {
+		it, idx := m.Lookup(spec.BlockInit)
+		f, ok := it.(*Function)
+		switch {
+		case it == nil:
+			return rep, fmt.Errorf("ptx: instrument: block init function %s is not in the module (Link its fragment first)", spec.BlockInit)
+		case !ok || f.Entry || f.Body == nil:
+			return rep, fmt.Errorf("ptx: instrument: block init %s is not a defined .func", spec.BlockInit)
+		case len(f.Params) != 0 || len(f.Returns) != 0:
+			return rep, fmt.Errorf("ptx: instrument: block init %s must take no parameters and return nothing", spec.BlockInit)
+		}
+		initIdx = idx
+	}
 	minNReg := spec.MinMaxNReg
 	if minNReg <= 0 {
 		minNReg = DefaultMinMaxNReg
@@ -251,7 +275,7 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		}
 		// the probes attached to this kernel, by kind, in spec order
 		probes := map[SiteKind][]probe{}
-		lastProbe := -1
+		lastProbe := initIdx
 		for _, a := range all {
 			if selected(a.kernels, f.Name) {
 				probes[a.kind] = append(probes[a.kind], a.probe)
@@ -434,13 +458,13 @@ func (r *kernelRewriter) block(b *Block, top bool) (*Block, error) {
 	r.scopes = append(r.scopes, regScope{exact: map[string]string{}, param: map[string]paramRegs{}})
 	defer func() { r.scopes = r.scopes[:len(r.scopes)-1] }()
 	out := &Block{Pos: b.Pos, Stmts: make([]Stmt, 0, len(b.Stmts))}
-	entryDone := !top || len(r.probes[SiteEntry]) == 0
+	entryDone := !top || (len(r.probes[SiteEntry]) == 0 && r.spec.BlockInit == "")
 	for _, s := range b.Stmts {
 		switch s.(type) {
 		case *RegDecl, *Var, *Pragma: // entry-scope pragmas stay ahead of the code
 		default:
 			if !entryDone {
-				out.Stmts = append(out.Stmts, r.site(SiteEntry, nil, nil, r.f.Pos, "")...)
+				out.Stmts = append(out.Stmts, r.entry()...)
 				entryDone = true
 			}
 		}
@@ -464,9 +488,23 @@ func (r *kernelRewriter) block(b *Block, top bool) (*Block, error) {
 		out.Stmts = append(out.Stmts, s)
 	}
 	if !entryDone { // a body of declarations only
-		out.Stmts = append(out.Stmts, r.site(SiteEntry, nil, nil, r.f.Pos, "")...)
+		out.Stmts = append(out.Stmts, r.entry()...)
 	}
 	return out, nil
+}
+
+// entry is the code at the kernel's entry: the block init and its barrier,
+// then the entry site (if entry probes apply).
+func (r *kernelRewriter) entry() []Stmt {
+	var out []Stmt
+	if r.spec.BlockInit != "" {
+		r.rep.BlockInit = true
+		out = append(out, mkIns("call", nil, name(r.spec.BlockInit)), mkIns("bar", []string{".sync"}, immU(0)))
+	}
+	if len(r.probes[SiteEntry]) > 0 {
+		out = append(out, r.site(SiteEntry, nil, nil, r.f.Pos, "")...)
+	}
+	return out
 }
 
 func (r *kernelRewriter) declare(d *RegDecl) {

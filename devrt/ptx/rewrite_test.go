@@ -228,6 +228,12 @@ func TestInstrumentSpecErrors(t *testing.T) {
 			"ptx: instrument: the module defines __gpuext_ctx, a name the rewriter reserves"},
 		{"reserved argument name", base + ".global .u64 __gpuext_arg1;\n", true, Spec{Entry: []string{p0}},
 			"ptx: instrument: the module defines __gpuext_arg1, a name the rewriter reserves"},
+		{"missing block init", base, true, Spec{Exit: []string{p0}, BlockInit: "init"},
+			"ptx: instrument: block init function init is not in the module (Link its fragment first)"},
+		{"block init is a kernel", base, true, Spec{Exit: []string{p0}, BlockInit: "k"},
+			"ptx: instrument: block init k is not a defined .func"},
+		{"block init with a parameter", base + ".func init(.param .u64 a)\n{\nret;\n}\n", true, Spec{Exit: []string{p0}, BlockInit: "init"},
+			"ptx: instrument: block init init must take no parameters and return nothing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -380,11 +386,11 @@ func TestLink(t *testing.T) {
 		t.Errorf("second link: %v", err)
 	}
 	bad := []struct{ frag, want string }{
-		{".visible .entry e()\n{\nret;\n}\n", "ptx: link: fragment e at 1:1: only .func definitions and .global or .const variables may be linked"},
-		{".extern .func f(.param .u64 c);\n", "ptx: link: fragment f at 1:1: only .func definitions and .global or .const variables may be linked"},
-		{".shared .u32 s;\n", "ptx: link: fragment variable s at 1:1 is in .shared: only .global and .const definitions may be linked"},
-		{".extern .const .u64 c;\n", "ptx: link: fragment variable c at 1:1 is in .extern.const: only .global and .const definitions may be linked"},
-		{".file 1 \"x\"\n", "ptx: link: fragment item *ptx.File at 1:1: only .func definitions and .global or .const variables may be linked"},
+		{".visible .entry e()\n{\nret;\n}\n", "ptx: link: fragment e at 1:1: only .func definitions and .global, .const or .shared variables may be linked"},
+		{".extern .func f(.param .u64 c);\n", "ptx: link: fragment f at 1:1: only .func definitions and .global, .const or .shared variables may be linked"},
+		{".extern .shared .b8 s[];\n", "ptx: link: fragment variable s at 1:1 is in .extern.shared: only .global, .const and .shared definitions may be linked"},
+		{".extern .const .u64 c;\n", "ptx: link: fragment variable c at 1:1 is in .extern.const: only .global, .const and .shared definitions may be linked"},
+		{".file 1 \"x\"\n", "ptx: link: fragment item *ptx.File at 1:1: only .func definitions and .global, .const or .shared variables may be linked"},
 		{".global .u32 k;\n", "ptx: link: fragment symbol k (fragment 1:1) is already defined by the module at 6:1"},
 		{".global .u32 x;\n.global .u32 x;\n", "ptx: link: fragment defines x twice (2:1)"},
 	}
@@ -520,6 +526,64 @@ func TestInstrumentProbes(t *testing.T) {
 
 // TestInstrumentEntryPlacement: the entry site goes after the leading
 // declarations and entry-scope pragmas, before the first label or code.
+// TestInstrumentBlockInit: with Spec.BlockInit every instrumented kernel
+// calls it, then waits at bar.sync 0, first thing, before the entry site;
+// a kernel with exit probes only gets it too; an init defined after a
+// kernel is refused there like a late probe.
+func TestInstrumentBlockInit(t *testing.T) {
+	const init = ".func gx_init()\n{\nret;\n}\n"
+	src := testHeader + init + `.visible .entry k(.param .u64 a)
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [a];
+	ret;
+}
+`
+	for _, tt := range []struct {
+		name string
+		spec Spec
+		want []string // the kernel's first instructions
+	}{
+		{"entry and exit", Spec{Entry: []string{p0}, Exit: []string{p1}, BlockInit: "gx_init"},
+			[]string{"call gx_init;", "bar.sync 0;", "st.param.u64 [__gpuext_arg0], 0x0000000000000001;"}},
+		{"exit only", Spec{Exit: []string{p1}, BlockInit: "gx_init"},
+			[]string{"call gx_init;", "bar.sync 0;", "ld.param.u64 %rd1, [a];"}},
+		{"no init", Spec{Entry: []string{p0}},
+			[]string{"st.param.u64 [__gpuext_arg0], 0x0000000000000001;"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := linked(t, src)
+			rep, err := Instrument(m, tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Kernels) != 1 {
+				t.Fatalf("kernels %+v, refused %v", rep.Kernels, rep.Refused)
+			}
+			if got, want := rep.Kernels[0].BlockInit, tt.spec.BlockInit != ""; got != want {
+				t.Errorf("BlockInit %v, want %v", got, want)
+			}
+			it, _ := m.Lookup("k")
+			var got []string
+			for _, in := range it.(*Function).Instructions() {
+				got = append(got, strings.Join(strings.Fields(WriteStmt(in)), " "))
+			}
+			if len(got) < len(tt.want) || strings.Join(got[:len(tt.want)], "|") != strings.Join(tt.want, "|") {
+				t.Errorf("kernel starts\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+	late := testHeader + ".visible .entry k()\n{\nret;\n}\n" + init
+	m := linked(t, late)
+	rep, err := Instrument(m, Spec{Exit: []string{p0}, BlockInit: "gx_init"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Kernels) != 0 || len(rep.Refused) != 1 || !strings.Contains(rep.Refused[0].Reason, "defined after the kernel") {
+		t.Errorf("init after the kernel: kernels %v, refused %v", rep.Kernels, rep.Refused)
+	}
+}
+
 func TestInstrumentEntryPlacement(t *testing.T) {
 	m := linked(t, testHeader+".visible .entry k()\n{\n.reg .b32 %r<2>;\n.pragma \"nounroll\";\n.shared .b8 s[4];\n$L0:\nret;\n}\n")
 	if _, err := Instrument(m, Spec{Entry: []string{p0}}); err != nil {

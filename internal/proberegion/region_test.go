@@ -90,8 +90,9 @@ func TestImbalancedKernel(t *testing.T) {
 		require.Equal(t, uint64(i)*1000, d)
 	}
 
-	// Occupancy: per SM and bucket, warps entered and lane-ns of the exits
-	// in the bucket, computed here from the same timeline.
+	// Occupancy: per SM and bucket, the threads and lane-ns of the blocks
+	// whose last warp exited in the bucket, computed here from the same
+	// timeline.
 	type key struct {
 		sm     uint32
 		bucket uint64
@@ -105,11 +106,14 @@ func TestImbalancedKernel(t *testing.T) {
 		return want[k]
 	}
 	for _, b := range blocks {
+		var last, laneNS uint64
 		for w := uint32(0); w < simThreads/32; w++ {
 			in, out := warpTimes(b, w)
-			at(b.SM, in).Threads += 32
-			at(b.SM, out).LaneNS += (out - in) * 32
+			last = max(last, out)
+			laneNS += (out - in) * 32
 		}
+		at(b.SM, last).Threads += simThreads
+		at(b.SM, last).LaneNS += laneNS
 	}
 	require.Len(t, snap.Occupancy, len(want))
 	for _, o := range snap.Occupancy {

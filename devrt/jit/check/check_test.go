@@ -1,6 +1,7 @@
 package check
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,15 +25,16 @@ func TestCasesOnInterpreter(t *testing.T) {
 			require.Empty(t, c.Compare(comp, out, region, out, region))
 			require.Contains(t, c.Module(comp), ".entry "+HarnessKernel)
 			require.Len(t, c.Ctxs(), c.Threads()*48)
-			checkHarnessCalls(t, c.Module(comp), c.Exit != "")
+			checkHarnessCalls(t, c.Module(comp), c.Exit != "", comp.BlockInit)
 		})
 	}
 }
 
 // checkHarnessCalls parses a case's module and checks that the harness
 // kernel calls each run function with one argument per parameter it
-// declares (the three ctx words).
-func checkHarnessCalls(t *testing.T, module string, exit bool) {
+// declares (the three ctx words), and the per-block init (if any) first,
+// with none, followed by a barrier.
+func checkHarnessCalls(t *testing.T, module string, exit bool, init string) {
 	t.Helper()
 	m, err := ptx.Parse(module)
 	require.NoError(t, err)
@@ -40,9 +42,18 @@ func checkHarnessCalls(t *testing.T, module string, exit bool) {
 	k, ok := it.(*ptx.Function)
 	require.True(t, ok)
 	calls := 0
-	for _, in := range k.Instructions() {
+	ins := k.Instructions()
+	for i, in := range ins {
 		target := in.CallTarget()
 		if target == "" {
+			continue
+		}
+		if init != "" && target == init {
+			require.Zero(t, calls, "the per-block init comes before the probes")
+			require.Empty(t, in.Operands[1:], "the per-block init takes no arguments")
+			require.Equal(t, "bar.sync", ins[i+1].Opcode+strings.Join(ins[i+1].Modifiers, ""))
+			require.Equal(t, "0", ptx.WriteExpr(ins[i+1].Operands[0]))
+			init = ""
 			continue
 		}
 		calls++
@@ -59,4 +70,5 @@ func checkHarnessCalls(t *testing.T, module string, exit bool) {
 		want = 2
 	}
 	require.Equal(t, want, calls)
+	require.Empty(t, init, "the per-block init is called")
 }

@@ -53,6 +53,7 @@ func (c *Case) Expected(comp *jit.Compiled) ([]uint64, []byte, error) {
 	for bz := uint32(0); bz < g[2]; bz++ {
 		for by := uint32(0); by < g[1]; by++ {
 			for bx := uint32(0); bx < g[0]; bx++ {
+				block := make([]byte, comp.Layout.BlockSize) // zero at the block's start
 				for w := uint32(0); w*32 < tpb; w++ {
 					var lanes []uint32
 					for t := w * 32; t < tpb && t < w*32+32; t++ {
@@ -73,7 +74,7 @@ func (c *Case) Expected(comp *jit.Compiled) ([]uint64, []byte, error) {
 							ThreadIdx: [3]uint32{t % bd[0], (t / bd[0]) % bd[1], t / (bd[0] * bd[1])},
 							SMID:      blin % SimSMs, NSMID: 132,
 							WarpID: (t / 32) % 64, LaneID: t % 32,
-							Timer: timer,
+							Timer: timer, Block: block,
 						}
 					}
 					carried := func(e *jit.Env, t uint32) {

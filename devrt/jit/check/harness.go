@@ -38,6 +38,12 @@ func (c *Case) Module(comp *jit.Compiled) string {
 	w("ld.param.u64 %%x1, [gx_ctxs];")
 	w("cvta.to.global.u64 %%x0, %%x0;")
 	w("cvta.to.global.u64 %%x1, %%x1;")
+	if comp.BlockInit != "" {
+		// as devrt/ptx's kernel entry: the per-block arrays zeroed
+		// before any probe of the block runs
+		w("call %s;", comp.BlockInit)
+		w("bar.sync 0;")
+	}
 	sreg := func(dst, s string) {
 		w("mov.u32 %%y0, %s;", s)
 		w("cvt.u64.u32 %s, %%y0;", dst)

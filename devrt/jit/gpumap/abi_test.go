@@ -52,7 +52,9 @@ func TestLayoutMatchesBTF(t *testing.T) {
 	require.Equal(t, map[string]uint64{
 		"HASH": uint64(Hash), "PER_THREAD_ARRAY": uint64(PerThreadArray), "ARRAY": uint64(Array),
 		"RINGBUF": uint64(Ringbuf), "PER_WARP_ARRAY": uint64(PerWarpArray), "PER_SM_ARRAY": uint64(PerSMArray),
+		"PER_BLOCK_ARRAY": uint64(PerBlockArray),
 	}, enum("gpuext_gpumap_type", "GPUEXT_GPUMAP_"))
+	require.Equal(t, map[string]uint64{"BLOCK_MAX": MaxBlock}, enum("gpuext_gpumap_limit", "GPUEXT_GPUMAP_"))
 	require.Equal(t, map[string]uint64{"EMPTY": StateEmpty, "BUSY": StateBusy, "FULL": StateFull, "DELETED": StateDeleted},
 		enum("gpuext_gpuhash_state", "GPUEXT_GPUHASH_"))
 }

@@ -30,6 +30,7 @@ const (
 	Ringbuf        Type = 1527
 	PerWarpArray   Type = 1540
 	PerSMArray     Type = 1541
+	PerBlockArray  Type = 1542
 )
 
 func (t Type) String() string {
@@ -46,14 +47,20 @@ func (t Type) String() string {
 		return "per_warp_array"
 	case PerSMArray:
 		return "per_sm_array"
+	case PerBlockArray:
+		return "per_block_array"
 	}
 	return fmt.Sprintf("type(%d)", uint32(t))
 }
 
 // IsArray reports whether t is one of the array kinds (elements found by index).
 func (t Type) IsArray() bool {
-	return t == Array || t == PerThreadArray || t == PerWarpArray || t == PerSMArray
+	return t == Array || t == PerThreadArray || t == PerWarpArray || t == PerSMArray || t == PerBlockArray
 }
+
+// InBlock reports whether t's values live in each thread block's shared
+// memory rather than in the region.
+func (t Type) InBlock() bool { return t == PerBlockArray }
 
 // Header layout (struct gpuext_gpumap_hdr, 128 bytes).
 const (
@@ -109,6 +116,10 @@ const (
 	// ShardHeadStride is the bytes of each shard's {head, tail} line when
 	// a ring has more than one shard (at the start of its data).
 	ShardHeadStride = 128
+	// MaxBlock bounds the shared memory all per-block arrays of a probe set
+	// take in each thread block (GPUEXT_GPUMAP_BLOCK_MAX): it comes out of
+	// what the kernel itself may use.
+	MaxBlock = 1024
 )
 
 // Errno values the device functions return (negated), as the kernel's helpers do.
@@ -139,16 +150,22 @@ type Def struct {
 // Map is one map placed in the region.
 type Map struct {
 	Def
-	Offset   uint64 // of the header in the region
-	Slots    uint32 // arrays: copies; hash: buckets; ring: slots
-	Stride   uint32 // bytes per element, bucket or ring slot
-	DataSize uint64
+	Offset uint64 // of the header in the region
+	// BlockOffset is where a per-block array's values start in the probe
+	// set's per-block area (Layout.BlockSize bytes of shared memory).
+	BlockOffset uint32
+	Slots       uint32 // arrays: copies; hash: buckets; ring: slots
+	Stride      uint32 // bytes per element, bucket or ring slot
+	DataSize    uint64
 }
 
 // Layout is every map of a probe set, placed in one region.
 type Layout struct {
 	Maps []Map
 	Size uint64 // bytes the region needs
+	// BlockSize is the bytes of shared memory each thread block needs for
+	// the per-block arrays (zeroed when the block starts); 0: none.
+	BlockSize uint32
 }
 
 // Round8 rounds n up to a multiple of 8.
@@ -169,6 +186,13 @@ func NewLayout(defs []Def) (Layout, error) {
 			return Layout{}, fmt.Errorf("map %q: %w", d.Name, err)
 		}
 		m.Offset = off
+		if d.Type.InBlock() {
+			m.BlockOffset = l.BlockSize
+			l.BlockSize += m.MaxEntries * m.Stride
+			if l.BlockSize > MaxBlock {
+				return Layout{}, fmt.Errorf("per-block arrays need more than %d bytes of shared memory per block (map %q ends at %d)", MaxBlock, d.Name, l.BlockSize)
+			}
+		}
 		off += HeaderSize + m.DataSize
 		off = (off + Align - 1) &^ (Align - 1)
 		if off > MaxRegion {
@@ -194,6 +218,18 @@ func place(d Def) (Map, error) {
 			return m, fmt.Errorf("%s key_size %d: must be 4", d.Type, d.KeySize)
 		}
 		m.Slots = 1
+		if d.Type == PerBlockArray {
+			// the values are in shared memory: the region has the
+			// header only
+			if d.Copies != 0 {
+				return m, fmt.Errorf("per_block_array has one copy per block: map_extra %d must be 0", d.Copies)
+			}
+			if uint64(d.MaxEntries)*uint64(Round8(d.ValueSize)) > MaxBlock {
+				return m, fmt.Errorf("per_block_array of %d x %d bytes: more than %d bytes of shared memory", d.MaxEntries, Round8(d.ValueSize), MaxBlock)
+			}
+			m.Stride = Round8(d.ValueSize)
+			return m, nil
+		}
 		if d.Type != Array {
 			m.Slots = d.Copies
 			if m.Slots == 0 {
@@ -295,10 +331,19 @@ func (m Map) DataOffset() uint64 { return m.Offset + HeaderSize }
 // ElemOffset is the region offset of element key of copy slot of an array,
 // or false when either is out of range.
 func (m Map) ElemOffset(slot, key uint64) (uint64, bool) {
-	if !m.Type.IsArray() || slot >= uint64(m.Slots) || key >= uint64(m.MaxEntries) {
+	if !m.Type.IsArray() || m.Type.InBlock() || slot >= uint64(m.Slots) || key >= uint64(m.MaxEntries) {
 		return 0, false
 	}
 	return m.DataOffset() + (slot*uint64(m.MaxEntries)+key)*uint64(m.Stride), true
+}
+
+// BlockElemOffset is the offset of element key of a per-block array in
+// the probe set's per-block area, or false when key is out of range.
+func (m Map) BlockElemOffset(key uint64) (uint64, bool) {
+	if !m.Type.InBlock() || key >= uint64(m.MaxEntries) {
+		return 0, false
+	}
+	return uint64(m.BlockOffset) + key*uint64(m.Stride), true
 }
 
 // BucketOffset is the region offset of hash bucket i (i < Slots).

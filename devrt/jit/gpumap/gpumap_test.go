@@ -35,6 +35,48 @@ func TestNewLayout(t *testing.T) {
 	require.Equal(t, uint64(34048+128+280+128-(34048+128+280)%128), l.Size)
 }
 
+// Per-block arrays take a header in the region and their values in each
+// block's shared memory, one after the other.
+func TestNewLayoutPerBlock(t *testing.T) {
+	l, err := NewLayout([]Def{
+		{Name: "b1", Type: PerBlockArray, KeySize: 4, ValueSize: 16, MaxEntries: 1},
+		{Name: "a", Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+		{Name: "b2", Type: PerBlockArray, KeySize: 4, ValueSize: 12, MaxEntries: 3},
+	})
+	require.NoError(t, err)
+	type got struct {
+		Offset        uint64
+		Slots, Stride uint32
+		DataSize      uint64
+		BlockOffset   uint32
+	}
+	var g []got
+	for _, m := range l.Maps {
+		g = append(g, got{m.Offset, m.Slots, m.Stride, m.DataSize, m.BlockOffset})
+	}
+	require.Equal(t, []got{
+		{0, 1, 16, 0, 0},    // the header alone
+		{128, 1, 8, 8, 0},   // not a per-block map
+		{384, 1, 16, 0, 16}, // 128+128+8 -> 384; 12 bytes padded to 16, after b1's 16
+	}, g)
+	require.Equal(t, uint32(16+3*16), l.BlockSize)
+	require.Equal(t, uint64(512), l.Size)
+	b2 := l.Maps[2]
+	for _, c := range []struct {
+		key  uint64
+		off  uint64
+		want bool
+	}{{0, 16, true}, {2, 48, true}, {3, 0, false}} {
+		off, ok := b2.BlockElemOffset(c.key)
+		require.Equal(t, c.want, ok, "key %d", c.key)
+		require.Equal(t, c.off, off, "key %d", c.key)
+	}
+	_, ok := b2.ElemOffset(0, 0)
+	require.False(t, ok, "a per-block value is not in the region")
+	_, ok = l.Maps[1].BlockElemOffset(0)
+	require.False(t, ok, "an array is not per block")
+}
+
 func TestSMStride(t *testing.T) {
 	for _, c := range []struct{ entries, stride, want uint32 }{
 		{1, 8, 128},   // one SM per line
@@ -62,12 +104,19 @@ func TestNewLayoutErrors(t *testing.T) {
 		{Def{Name: "x", Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 0}, `map "x": max_entries is 0`},
 		{Def{Name: "x", Type: 7, KeySize: 4, ValueSize: 8, MaxEntries: 1}, `map "x": unsupported map type type(7)`},
 		{Def{Name: "x", Type: Array, KeySize: 4, ValueSize: 4096, MaxEntries: 1 << 20}, `map "x": needs 4294967296 bytes, more than 1073741824`},
+		{Def{Name: "x", Type: PerBlockArray, KeySize: 4, ValueSize: 8, MaxEntries: 1, Copies: 2}, `map "x": per_block_array has one copy per block: map_extra 2 must be 0`},
+		{Def{Name: "x", Type: PerBlockArray, KeySize: 4, ValueSize: 12, MaxEntries: 65}, `map "x": per_block_array of 65 x 16 bytes: more than 1024 bytes of shared memory`},
 	} {
 		_, err := NewLayout([]Def{c.def})
 		require.EqualError(t, err, c.want)
 	}
 	_, err := NewLayout([]Def{{Name: "x", Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}, {Name: "x", Type: Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}})
 	require.EqualError(t, err, `map "x" declared twice`)
+	half := Def{Type: PerBlockArray, KeySize: 4, ValueSize: 8, MaxEntries: 64}
+	a, b := half, half
+	a.Name, b.Name = "a", "b"
+	_, err = NewLayout([]Def{a, b, {Name: "c", Type: PerBlockArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}})
+	require.EqualError(t, err, `per-block arrays need more than 1024 bytes of shared memory per block (map "c" ends at 1032)`)
 }
 
 func region(t *testing.T, defs ...Def) (Layout, Region) {

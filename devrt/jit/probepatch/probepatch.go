@@ -34,6 +34,7 @@ var _ devrtinject.Patcher = (*Patcher)(nil)
 func New(c *jit.Compiled) *Patcher {
 	h := sha256.New()
 	h.Write([]byte(c.PTX))
+	fmt.Fprintf(h, "\x00%s", c.BlockInit)
 	for _, p := range c.Probes {
 		fmt.Fprintf(h, "\x00%s\x00%d\x00%s", p.Func, p.Site, p.Kernel)
 	}
@@ -63,7 +64,7 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	}
 	// One pass: each probe at its own sites of the kernels its section's
 	// glob selects (the ABI's site kinds are jit's and ptx's alike).
-	var spec ptx.Spec
+	spec := ptx.Spec{BlockInit: p.probes.BlockInit}
 	for _, pr := range p.probes.Probes {
 		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel}, Carry: pr.Carry})
 	}

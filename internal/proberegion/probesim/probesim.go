@@ -77,7 +77,11 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 		fn          string
 	}
 	rets := map[warpProbe]uint64{}
+	shared := map[uint32][]byte{} // each block's per-block arrays, zero at its start
 	for _, e := range evs {
+		if shared[e.b.Block] == nil {
+			shared[e.b.Block] = make([]byte, c.Layout.BlockSize)
+		}
 		site := jit.SiteEntry
 		if e.exit {
 			site = jit.SiteExit
@@ -91,7 +95,7 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 				BlockIdx: [3]uint32{e.b.Block, 0, 0}, BlockDim: [3]uint32{l.Threads, 1, 1},
 				GridDim: [3]uint32{l.Grid, 1, 1}, ThreadIdx: [3]uint32{e.warp * 32, 0, 0},
 				SMID: e.b.SM, NSMID: l.NSM, WarpID: e.slot, LaneID: 0, ActiveLanes: 32,
-				Timer: func() uint64 { return tm },
+				Timer: func() uint64 { return tm }, Block: shared[e.b.Block],
 			}
 			binary.LittleEndian.PutUint32(env.Ctx[0:], uint32(site))
 			binary.LittleEndian.PutUint64(env.Ctx[16:], kid)

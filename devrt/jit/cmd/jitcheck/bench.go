@@ -268,19 +268,8 @@ func report(dir string) error {
 	if err != nil {
 		return err
 	}
-	bm, _ := l.Find("gx_blocks")
-	slots, err := bm.ArrayCopy(gpumap.Region(region), 0)
-	if err != nil {
-		return err
-	}
-	inFlight := 0
-	for _, s := range slots {
-		if binary.LittleEndian.Uint64(s) != 0 {
-			inFlight++
-		}
-	}
-	fmt.Printf("block_sched: %d blocks seen, kernel span %.1f us (first block start to last block end); ring drops %d, slots not freed %d\n",
-		len(recs), float64(last-first)/1e3, rh.Drops, inFlight)
+	fmt.Printf("block_sched: %d blocks seen, kernel span %.1f us (first block start to last block end); ring drops %d\n",
+		len(recs), float64(last-first)/1e3, rh.Drops)
 	fmt.Printf("  blocks id%%8==0: %d, median %.1f us; other blocks: %d, median %.1f us; ratio %.2f\n",
 		len(heavy), median(heavy), len(light), median(light), median(heavy)/median(light))
 	l, region, err = layout("sm_load")
