@@ -68,7 +68,7 @@ int block_exit(const struct gpuext_dev_ctx *ctx)
 	if (!st)
 		return 0;
 	/* fetching: the last exit sees thread 0's start */
-	if (__sync_fetch_and_add(&st->lanes_done, lanes) + lanes < threads)
+	if (__sync_fetch_and_add(&st->lanes_done, (__u32)lanes) + lanes < threads)
 		return 0;
 	rec.kernel_id = ctx->kernel_id;
 	rec.block = gpuext_block_linear();

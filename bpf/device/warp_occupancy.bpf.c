@@ -3,14 +3,13 @@
 
 /*
  * warp_occupancy.bpf.c - warps resident per SM over time: for each SM and
- * ~1 ms bucket of %globaltimer the threads of the blocks that finished in
- * it and the lane-nanoseconds their warps were resident (gx_occ: per SM, a
- * round robin of GPUEXT_DEV_OCC_BUCKETS struct gpuext_dev_occ; see
- * gpuext_abi.h). lane_ns / 32 / bucket length is the mean number of
- * resident warps. A new bucket takes its slot over without a reset state
- * (see occ_slot). As sm_load, each exit adds to its block's sums in shared
- * memory (gx_occ_blk) and the block's last exit adds them to the bucket:
- * one global update per block instead of two per warp.
+ * ~1 ms bucket of %globaltimer the threads that entered and the
+ * lane-nanoseconds of the warps that exited (gx_occ: per SM, a round robin
+ * of GPUEXT_DEV_OCC_BUCKETS struct gpuext_dev_occ; see gpuext_abi.h).
+ * lane_ns / 32 / bucket length is the mean number of resident warps. A
+ * new bucket takes its slot over without a reset state (see occ_slot).
+ * Thread 0 counts its block's threads at entry, so the other warps touch
+ * memory only at their exit (as sm_load).
  * Receiver: gpu.warp.occupancy.
  */
 #include <linux/bpf.h>
@@ -27,13 +26,6 @@ struct {
 	__type(value, struct gpuext_dev_occ);
 	__uint(map_extra, 256); /* SMs */
 } gx_occ SEC(".maps");
-
-struct {
-	__uint(type, GPUEXT_GPUMAP_PER_BLOCK_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct gpuext_dev_block_sum);
-} gx_occ_blk SEC(".maps");
 
 /* Reads of the epoch before giving up: each failed claim means another
  * probe moved the slot on, so the next read finds the bucket (or a newer). */
@@ -83,32 +75,27 @@ static __always_inline struct gpuext_dev_occ *occ_slot(__u64 now)
 SEC("gpu/entry/*")
 __u64 occ_entry(const struct gpuext_dev_ctx *ctx)
 {
-	return bpf_get_globaltimer();
+	__u64 now = bpf_get_globaltimer();
+	struct gpuext_dev_occ *o;
+
+	if (gpuext_thread_linear() != 0)
+		return now;
+	o = occ_slot(now);
+	if (o)
+		__sync_fetch_and_add(&o->threads, gpuext_block_threads());
+	return now;
 }
 
 SEC("gpu/exit/*")
 int occ_exit(const struct gpuext_dev_ctx *ctx)
 {
 	__u64 now = bpf_get_globaltimer(), start = ctx->entry_ret;
-	__u64 lanes = gpuext_active_lanes(), threads;
-	struct gpuext_dev_block_sum *b;
 	struct gpuext_dev_occ *o;
-	__u32 zero = 0;
 
-	b = bpf_map_lookup_elem(&gx_occ_blk, &zero);
-	if (!b)
-		return 0;
-	if (start && now > start)
-		__sync_fetch_and_add(&b->lane_ns, (now - start) * lanes);
-	/* fetching: ordered after the add above, and the last exit sees
-	 * every other warp's */
-	threads = __sync_fetch_and_add(&b->lanes, lanes) + lanes;
-	if (threads < gpuext_block_threads())
+	if (!start || now < start)
 		return 0;
 	o = occ_slot(now);
-	if (!o)
-		return 0;
-	__sync_fetch_and_add(&o->threads, threads);
-	__sync_fetch_and_add(&o->lane_ns, b->lane_ns);
+	if (o)
+		__sync_fetch_and_add(&o->lane_ns, (now - start) * gpuext_active_lanes());
 	return 0;
 }

@@ -1123,7 +1123,10 @@ struct gpuext_gpuring_rec {
  * block's shared memory, zero when the block starts). */
 struct gpuext_dev_block_state {
 	__u64 start_ns;   /* %globaltimer at thread 0's entry probe */
-	__u64 lanes_done; /* threads of the block that reached an exit */
+	__u32 lanes_done; /* threads of the block that reached an exit (32 bits:
+	                   * shared memory has native 32-bit atomics; a 64-bit
+	                   * add is a compare-and-swap loop the warps queue on) */
+	__u32 _pad;
 };
 
 /* block_sched: one finished thread block (ring gx_block_ring). 40 bytes. */
@@ -1145,19 +1148,11 @@ struct gpuext_dev_launch {
 	__u32 _pad;
 };
 
-/* sm_load: per-SM totals (per-SM array gx_sm, key 0), added by each
- * block's last exit. 24 bytes. */
+/* sm_load: per-SM totals (per-SM array gx_sm, key 0). 24 bytes. */
 struct gpuext_dev_sm {
-	__u64 blocks;     /* blocks that finished on the SM */
+	__u64 blocks;     /* blocks whose thread 0 started on the SM */
 	__u64 threads;    /* their threads */
 	__u64 lane_ns;    /* sum over exits of (ns since the warp's entry) x lanes */
-};
-
-/* sm_load and warp_occupancy: what the warps of a block add up before its
- * last exit adds it to the SM (per-block array, in shared memory). */
-struct gpuext_dev_block_sum {
-	__u64 lanes;      /* threads that reached an exit */
-	__u64 lane_ns;    /* (ns since the warp's entry) x lanes, summed */
 };
 
 /*
@@ -1176,8 +1171,8 @@ struct gpuext_dev_block_sum {
 #define GPUEXT_DEV_OCC_RESETTING 0xffffffffffffffffULL
 struct gpuext_dev_occ {
 	__u64 epoch;      /* the bucket this slot holds */
-	__u64 threads;    /* threads of the blocks that finished in the bucket */
-	__u64 lane_ns;    /* (ns since entry) x lanes of their warps */
+	__u64 threads;    /* threads of the blocks whose thread 0 entered in it */
+	__u64 lane_ns;    /* (ns since entry) x lanes of the warps that exited in it */
 };
 
 #endif /* GPUEXT_ABI_H */

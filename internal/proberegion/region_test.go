@@ -90,9 +90,9 @@ func TestImbalancedKernel(t *testing.T) {
 		require.Equal(t, uint64(i)*1000, d)
 	}
 
-	// Occupancy: per SM and bucket, the threads and lane-ns of the blocks
-	// whose last warp exited in the bucket, computed here from the same
-	// timeline.
+	// Occupancy: per SM and bucket, the threads of the blocks whose warp 0
+	// entered in the bucket and the lane-ns of the warps that exited in
+	// it, computed here from the same timeline.
 	type key struct {
 		sm     uint32
 		bucket uint64
@@ -106,14 +106,13 @@ func TestImbalancedKernel(t *testing.T) {
 		return want[k]
 	}
 	for _, b := range blocks {
-		var last, laneNS uint64
 		for w := uint32(0); w < simThreads/32; w++ {
 			in, out := warpTimes(b, w)
-			last = max(last, out)
-			laneNS += (out - in) * 32
+			if w == 0 {
+				at(b.SM, in).Threads += simThreads
+			}
+			at(b.SM, out).LaneNS += (out - in) * 32
 		}
-		at(b.SM, last).Threads += simThreads
-		at(b.SM, last).LaneNS += laneNS
 	}
 	require.Len(t, snap.Occupancy, len(want))
 	for _, o := range snap.Occupancy {

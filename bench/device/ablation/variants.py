@@ -6,6 +6,10 @@ use another PTX form, so one jit_ablation run compares them:
   weak: st.volatile -> st.global, ld.volatile -> ld.global.cg (L2, no order)
   stclaim: a ring slot marked and committed with stores, not atomics
         (no round trip after the head's atom.add)
+  relaxed: per-block (shared memory) fetching atomics relaxed, not acq_rel
+  nobar: the kernel's entry without the per-block init and its bar.sync
+        (wrong results: what the init and the barrier cost)
+  relaxednobar: both
 usage: variants.py SRC DST [PROBES [FORMS]]
        (default ab_store,ab_load,sm_load,block_sched,warp_occupancy and gpu,weak)
 """
@@ -23,6 +27,9 @@ FORMS = {
                 (re.compile(r"atom\.release\.gpu\.global\.cas\.b64\s+%gt3, \[%gt2\+0\], %gt4, %gt5;"),
                  "st.release.gpu.global.u64 [%gt2+0], %gt5;")],
 }
+FORMS["relaxed"] = [("atom.acq_rel.cta.shared", "atom.shared")]
+FORMS["nobar"] = [(re.compile(r"call\s+__gpuext_block_init;"), ""), (re.compile(r"bar\.sync\s+0;"), "")]
+FORMS["relaxednobar"] = FORMS["relaxed"] + FORMS["nobar"]
 
 
 def main(src, dst, probes, forms):

@@ -115,8 +115,7 @@ func checkBlockSched(c *Case, l gpumap.Layout, region []byte, _ []uint64) error 
 	return nil
 }
 
-// checkSMLoad: every block and thread counted on some SM (by the block's
-// last exit, from its sums in shared memory).
+// checkSMLoad: every block and thread counted on some SM.
 func checkSMLoad(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	m, err := mapOf(l, "gx_sm")
 	if err != nil {
@@ -155,8 +154,8 @@ func checkLaunch(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	return nil
 }
 
-// checkOcc: every thread counted in some (SM, bucket) (by its block's last
-// exit), lane-ns seen, no slot left mid-reset.
+// checkOcc: every thread counted in some (SM, bucket), lane-ns seen, no
+// slot left mid-reset.
 func checkOcc(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	m, err := mapOf(l, "gx_occ")
 	if err != nil {

@@ -25,6 +25,5 @@ const struct gpuext_dev_occ *unused_o __attribute__((unused));
 const enum gpuext_dev_site *unused_site __attribute__((unused));
 const enum gpuext_gpumap_type *unused_type __attribute__((unused));
 const enum gpuext_gpumap_limit *unused_limit __attribute__((unused));
-const struct gpuext_dev_block_sum *unused_bsum __attribute__((unused));
 const enum gpuext_dev_helper *unused_helper __attribute__((unused));
 const enum gpuext_gpuhash_state *unused_state __attribute__((unused));
