@@ -50,22 +50,23 @@ struct {
 #define AB_NOP_EXIT \
 	SEC("gpu/exit/*") int ab_exit(const struct gpuext_dev_ctx *ctx) { return 0; }
 
-/* block_sched's per-block slots (bpf/device/block_sched.bpf.c). */
+/* block_sched's block state, in the block's shared memory
+ * (bpf/device/block_sched.bpf.c). */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, GPUEXT_DEV_BLOCK_SLOTS);
+	__uint(type, GPUEXT_GPUMAP_PER_BLOCK_ARRAY);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct gpuext_dev_block_state);
 } ab_blocks SEC(".maps");
 
 static __always_inline struct gpuext_dev_block_state *ab_block_slot(const struct gpuext_dev_ctx *ctx)
 {
-	__u32 slot = (gpuext_block_linear() + ctx->kernel_id) & (GPUEXT_DEV_BLOCK_SLOTS - 1);
+	__u32 zero = 0;
 
-	return bpf_map_lookup_elem(&ab_blocks, &slot);
+	return bpf_map_lookup_elem(&ab_blocks, &zero);
 }
 
-/* block_sched's entry: thread 0 stamps its block's slot. */
+/* block_sched's entry: thread 0 stamps its block's state. */
 #define AB_BLOCK_ENTRY                                                          \
 	SEC("gpu/entry/*") int ab_entry(const struct gpuext_dev_ctx *ctx)      \
 	{                                                                       \
