@@ -701,7 +701,7 @@ func (g *gen) alu32(in Insn) {
 // the region they are relaxed, at GPU scope (PTX's default); on a
 // per-block array the fetching ones are acq_rel at CTA scope, so that the
 // warp whose add completes a count sees what the block's other warps
-// wrote before theirs (block_sched's start, sm_load's sums), as an eBPF
+// wrote before theirs (block_sched's start), as an eBPF
 // fetching atomic is ordered.
 func (g *gen) atomic(in Insn, a string, acc memAccess) {
 	s := r(in.Src)
