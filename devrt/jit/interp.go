@@ -255,26 +255,6 @@ func (m *machine) atomic(r *[11]uint64, in Insn, b []byte) {
 	}
 }
 
-// errno is -e as a register holds it.
-func errno(e int64) uint64 { return uint64(-e) }
-
-// blockUpdate is bpf_map_update_elem on a per-block array, as Map.Update
-// does it on the region's arrays.
-func (m *machine) blockUpdate(mp gpumap.Map, key, value []byte, flags uint64) uint64 {
-	switch {
-	case flags > gpumap.Exist:
-		return errno(gpumap.EINVAL)
-	case flags == gpumap.NoExist:
-		return errno(gpumap.EEXIST)
-	}
-	off, ok := mp.BlockElemOffset(uint64(binary.LittleEndian.Uint32(key)))
-	if !ok {
-		return errno(gpumap.E2BIG)
-	}
-	copy(m.env.Block[off:off+uint64(mp.ValueSize)], value)
-	return 0
-}
-
 // slot is the copy of a per-thread/warp/SM array this thread uses.
 func (m *machine) slot(t gpumap.Type) uint64 {
 	switch t {
@@ -295,7 +275,11 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 	if ci.m >= 0 {
 		mp = m.p.Layout.Maps[m.prog.layoutIdx[ci.m]]
 	}
-	rg := gpumap.Region(m.region)
+	// the memory holding the map's values, and its virtual address
+	rg, base := gpumap.Region(m.region), uint64(vRegion)
+	if mp.Type.InBlock() {
+		rg, base = gpumap.Region(m.env.Block), vBlock
+	}
 	key := func() ([]byte, error) {
 		b, err := m.mem(r[2], int(mp.KeySize))
 		return append([]byte(nil), b...), err
@@ -336,25 +320,18 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if mp.Type.InBlock() {
-			off, ok := mp.BlockElemOffset(uint64(binary.LittleEndian.Uint32(k)))
-			if !ok {
-				return 0, nil
-			}
-			return vBlock + off, nil
-		}
 		if mp.Type.IsArray() {
 			off, ok, err := mp.ArrayLookup(rg, m.slot(mp.Type), binary.LittleEndian.Uint32(k))
 			if err != nil || !ok {
 				return 0, err
 			}
-			return vRegion + off, nil
+			return base + off, nil
 		}
 		b, ok, _, err := mp.HashFind(rg, k, false, nil)
 		if err != nil || !ok {
 			return 0, err
 		}
-		return vRegion + mp.HashValueOffset(b), nil
+		return base + mp.HashValueOffset(b), nil
 	case HelperMapUpdate:
 		k, err := key()
 		if err != nil {
@@ -365,9 +342,6 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 			return 0, err
 		}
 		v = append([]byte(nil), v...)
-		if mp.Type.InBlock() {
-			return m.blockUpdate(mp, k, v, r[4]), nil
-		}
 		res, err := mp.Update(rg, m.slot(mp.Type), k, v, r[4])
 		return uint64(res), err
 	case HelperMapDelete:
@@ -381,15 +355,6 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 		k, err := key()
 		if err != nil {
 			return 0, err
-		}
-		if mp.Type.InBlock() {
-			off, ok := mp.BlockElemOffset(uint64(binary.LittleEndian.Uint32(k)))
-			if !ok {
-				return errno(gpumap.E2BIG), nil
-			}
-			b := m.env.Block[off : off+8]
-			putN(b, getN(b)+r[3])
-			return 0, nil
 		}
 		res, err := mp.Add(rg, m.slot(mp.Type), k, r[3])
 		return uint64(res), err

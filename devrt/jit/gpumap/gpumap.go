@@ -328,22 +328,17 @@ func (m Map) HeaderBytes() []byte {
 // DataOffset is where the map's data starts in the region.
 func (m Map) DataOffset() uint64 { return m.Offset + HeaderSize }
 
-// ElemOffset is the region offset of element key of copy slot of an array,
-// or false when either is out of range.
+// ElemOffset is the offset of element key of copy slot of an array in the
+// memory that holds its values: the region, or for a per-block array the
+// probe set's per-block area (one copy); false when either is out of range.
 func (m Map) ElemOffset(slot, key uint64) (uint64, bool) {
-	if !m.Type.IsArray() || m.Type.InBlock() || slot >= uint64(m.Slots) || key >= uint64(m.MaxEntries) {
+	if !m.Type.IsArray() || slot >= uint64(m.Slots) || key >= uint64(m.MaxEntries) {
 		return 0, false
+	}
+	if m.Type.InBlock() {
+		return uint64(m.BlockOffset) + key*uint64(m.Stride), true
 	}
 	return m.DataOffset() + (slot*uint64(m.MaxEntries)+key)*uint64(m.Stride), true
-}
-
-// BlockElemOffset is the offset of element key of a per-block array in
-// the probe set's per-block area, or false when key is out of range.
-func (m Map) BlockElemOffset(key uint64) (uint64, bool) {
-	if !m.Type.InBlock() || key >= uint64(m.MaxEntries) {
-		return 0, false
-	}
-	return uint64(m.BlockOffset) + key*uint64(m.Stride), true
 }
 
 // BucketOffset is the region offset of hash bucket i (i < Slots).

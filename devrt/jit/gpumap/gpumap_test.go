@@ -67,14 +67,14 @@ func TestNewLayoutPerBlock(t *testing.T) {
 		off  uint64
 		want bool
 	}{{0, 16, true}, {2, 48, true}, {3, 0, false}} {
-		off, ok := b2.BlockElemOffset(c.key)
+		off, ok := b2.ElemOffset(0, c.key)
 		require.Equal(t, c.want, ok, "key %d", c.key)
 		require.Equal(t, c.off, off, "key %d", c.key)
 	}
-	_, ok := b2.ElemOffset(0, 0)
-	require.False(t, ok, "a per-block value is not in the region")
-	_, ok = l.Maps[1].BlockElemOffset(0)
-	require.False(t, ok, "an array is not per block")
+	_, ok := b2.ElemOffset(1, 0)
+	require.False(t, ok, "a per-block array has one copy")
+	_, err = b2.ArrayCopy(make(Region, l.Size), 0)
+	require.EqualError(t, err, `map "b2" is a per_block_array, not an array in the region`)
 }
 
 func TestSMStride(t *testing.T) {

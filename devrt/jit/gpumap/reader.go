@@ -48,8 +48,8 @@ func (m Map) ReadHeader(r Region) (Header, error) {
 
 // ArrayCopy returns the values of copy slot of an array map (one per key).
 func (m Map) ArrayCopy(r Region, slot uint32) ([][]byte, error) {
-	if !m.Type.IsArray() {
-		return nil, fmt.Errorf("map %q is a %s, not an array", m.Name, m.Type)
+	if !m.Type.IsArray() || m.Type.InBlock() {
+		return nil, fmt.Errorf("map %q is a %s, not an array in the region", m.Name, m.Type)
 	}
 	if slot >= m.Slots {
 		return nil, fmt.Errorf("map %q: copy %d of %d", m.Name, slot, m.Slots)
