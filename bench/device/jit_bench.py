@@ -151,7 +151,7 @@ def main(d):
         # the imbalance report: one launch with block_sched and sm_load, regions kept
         if k["name"] == "imbalanced":
             for x in vs:
-                if x["v"]["level"] == "warp" and x["v"]["probe"] in ("block_sched", "sm_load"):
+                if x["v"]["level"] == "warp" and not x["v"].get("form") and x["v"]["probe"] in ("block_sched", "sm_load"):
                     reset(x)
                     launch(x)
                     check(cu.cuCtxSynchronize(), "report launch")

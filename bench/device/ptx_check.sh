@@ -2,11 +2,14 @@
 # GPU check of devrt/ptx (no Go needed on the GPU machine): for every file of
 # the PTX corpus, ptxtool writes it back (round trip) and instruments every
 # kernel at entry, exits, global+generic loads/stores and atomics with the
-# counting probe devrt/ptx/testdata/probe_count.ptx; ptxas must accept both
-# (registers used, original vs instrumented, from ptxas -v); then
-# bench/device/ptx/ptx_run.py runs original and instrumented kernels side by
-# side and checks identical outputs and exact probe counts. The rewriter's
-# golden files (devrt/ptx/testdata/golden) go through ptxas too.
+# counting probe devrt/ptx/testdata/probe_count.ptx, twice: calling it
+# (inst) and with its body copied at entry and exits (-inline: inl); ptxas
+# must accept all three (registers used, original vs instrumented, from
+# ptxas -v); then bench/device/ptx/ptx_run.py runs original and
+# instrumented kernels side by side and checks identical outputs and exact
+# probe counts, for both forms. The rewriter's golden files
+# (devrt/ptx/testdata/golden) go through ptxas too. The shipped probes are
+# patched inlined, as the collector does.
 #
 # Build the tool first, where Go is:
 #   CGO_ENABLED=0 go build -o build/ptxtool ./devrt/ptx/cmd/ptxtool
@@ -31,10 +34,13 @@ for f in devrt/ptx/testdata/corpus/*.ptx; do
 	arch=sm_90; grep -q "sm_90a" "$f" && arch=sm_90a
 	cp "$f" "$W/$b.ptx"
 	if ! $T write -o "$W/$b.rt.ptx" "$f" || ! $T instrument -fragment devrt/ptx/testdata/probe_count.ptx \
-		-entry $P -exit $P -load $P -store $P -generic -atomics -report "$W/$b.report.json" -o "$W/$b.inst.ptx" "$f" 2>"$W/$b.inst.log"; then
-		echo "FAIL ptxtool $b: $(tail -3 "$W/$b.inst.log")"; fails=$((fails+1)); continue
+		-entry $P -exit $P -load $P -store $P -generic -atomics -report "$W/$b.report.json" -o "$W/$b.inst.ptx" "$f" 2>"$W/$b.inst.log" ||
+		! $T instrument -inline -fragment devrt/ptx/testdata/probe_count.ptx \
+		-entry $P -exit $P -load $P -store $P -generic -atomics -report "$W/$b.inl.report.json" -o "$W/$b.inl.ptx" "$f" 2>"$W/$b.inl.log"; then
+		echo "FAIL ptxtool $b: $(tail -3 "$W/$b.inst.log" "$W/$b.inl.log")"; fails=$((fails+1)); continue
 	fi
-	for v in ptx rt.ptx inst.ptx; do
+	grep -h "called, not inlined" "$W/$b.inl.log" | sort | uniq -c | sed "s/^/note $b: /"
+	for v in ptx rt.ptx inst.ptx inl.ptx; do
 		if ptxas -v -arch=$arch -o /dev/null "$W/$b.$v" >"$W/$b.$v.ptxas" 2>&1; then
 			echo "PASS ptxas $b.$v"; passes=$((passes+1))
 		else
@@ -43,7 +49,8 @@ for f in devrt/ptx/testdata/corpus/*.ptx; do
 	done
 	# registers per kernel: original -> instrumented
 	regs() { awk "/Compiling entry function/ {split(\$0, a, \"'\"); k = a[2]} /Used [0-9]+ registers/ && k != \"\" {for (i = 1; i <= NF; i++) if (\$i == \"Used\") print k, \$(i+1); k = \"\"}" "$1" | sort; }
-	join <(regs "$W/$b.ptx.ptxas") <(regs "$W/$b.inst.ptx.ptxas") | awk -v b=$b '{printf "regs %s %s: %s -> %s\n", b, $1, $2, $3}'
+	join <(regs "$W/$b.ptx.ptxas") <(regs "$W/$b.inst.ptx.ptxas") | join - <(regs "$W/$b.inl.ptx.ptxas") |
+		awk -v b=$b '{printf "regs %s %s: %s -> %s (calls), %s (inlined)\n", b, $1, $2, $3, $4}'
 done
 # the rewriter's golden files, inputs and outputs
 for f in devrt/ptx/testdata/golden/*.ptx; do
@@ -57,6 +64,7 @@ done
 for b in nvcc_kernels:exact nvcc_kernels_lineinfo:exact nvcc_kernels_rdc:exact nvcc_kernels_debug:entryexit triton_add:entryexit; do
 	n=${b%%:*}
 	if $PY bench/device/ptx/ptx_run.py "$W/$n.ptx" "$W/$n.inst.ptx" "$W/$n.report.json" ${b#*:}; then passes=$((passes+1)); else fails=$((fails+1)); fi
+	if $PY bench/device/ptx/ptx_run.py "$W/$n.ptx" "$W/$n.inl.ptx" "$W/$n.inl.report.json" ${b#*:}; then passes=$((passes+1)); else fails=$((fails+1)); fi
 done
 # the probes devrt/jit ships (its golden fragments of bpf/device), entry
 # probe_0 and exit probe_1, in the nvcc kernels and Triton's add: ptxas,
@@ -71,7 +79,7 @@ for frag in devrt/jit/testdata/golden/device_*.warp.ptx; do
 	for n in nvcc_kernels triton_add; do
 		arch=sm_90; grep -q "sm_90a" "$W/$n.ptx" && arch=sm_90a
 		o=$W/$p.$n
-		if ! $T instrument -fragment "$frag" -entry __gpuext_probe_0 $ex -report "$o.report.json" -o "$o.inst.ptx" "$W/$n.ptx" 2>"$o.log"; then
+		if ! $T instrument -inline -fragment "$frag" -entry __gpuext_probe_0 $ex -report "$o.report.json" -o "$o.inst.ptx" "$W/$n.ptx" 2>"$o.log"; then
 			echo "FAIL ptxtool $p.$n: $(tail -3 "$o.log")"; fails=$((fails+1)); continue
 		fi
 		if ptxas -v -arch=$arch -o /dev/null "$o.inst.ptx" >"$o.ptxas" 2>&1; then

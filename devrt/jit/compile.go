@@ -80,6 +80,11 @@ const BlockInitFunc = "__gpuext_block_init"
 // ProbeFunc is the name of probe i's function.
 func ProbeFunc(i int) string { return fmt.Sprintf("__gpuext_probe_%d", i) }
 
+// DoneLabel is the label every path of probe i's body reaches before it
+// returns: one per body, so each copy devrt/ptx inlines has one (renamed
+// DoneLabel(i)+"_i<copy>").
+func DoneLabel(i int) string { return fmt.Sprintf("$GX%d_DONE", i) }
+
 // RunFunc is the name of probe i's harness function (Options.Harness).
 func RunFunc(i int) string { return fmt.Sprintf("__gpuext_run_%d", i) }
 

@@ -280,7 +280,7 @@ func ctxInMemory(p *compiledProg) bool {
 func (g *gen) probe(name string, withRet bool) error {
 	p := g.p
 	warp := !g.c.Opts.PerThread
-	done := fmt.Sprintf("$GX%d_DONE", g.pi)
+	done := DoneLabel(g.pi)
 	fmt.Fprintf(&g.b, "\n// %s: program %s (section %s)\n", name, p.Name, p.Section)
 	params := fmt.Sprintf("(.param .u64 %[1]s0, .param .u64 %[1]s1, .param .u64 %[1]s2)", ctxParam)
 	if withRet {

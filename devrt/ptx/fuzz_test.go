@@ -72,27 +72,36 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzInstrument: instrumenting any accepted module never panics, and a
-// successful result round-trips.
+// successful result round-trips, with probe calls and with probe bodies
+// inlined (testdata/golden/inline.frag: init, carried entry, helper call).
 func FuzzInstrument(f *testing.F) {
 	addCorpusSeeds(f)
-	frag := readFile(f, "testdata/golden/probes.frag")
+	forms := []struct {
+		frag string
+		spec Spec
+	}{
+		{readFile(f, "testdata/golden/probes.frag"), Spec{Entry: []string{p0}, Exit: []string{p1}, Load: []string{p0}, Store: []string{p1}, Generic: true, Atomics: true}},
+		{readFile(f, "testdata/golden/inline.frag"), inlineSpec},
+	}
 	f.Fuzz(func(t *testing.T, src string) {
-		m, err := Parse(src)
-		if err != nil {
-			return
-		}
-		fm, err := ParseFragment(frag)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if Link(m, fm) != nil {
-			return
-		}
-		if _, err := Instrument(m, Spec{Entry: []string{p0}, Exit: []string{p1}, Load: []string{p0}, Store: []string{p1}, Generic: true, Atomics: true}); err != nil {
-			return
-		}
-		if _, err := RoundTrip(Write(m), false); err != nil {
-			t.Fatalf("instrumented output does not round-trip: %v", err)
+		for _, form := range forms {
+			m, err := Parse(src)
+			if err != nil {
+				return
+			}
+			fm, err := ParseFragment(form.frag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if Link(m, fm) != nil {
+				continue
+			}
+			if _, err := Instrument(m, form.spec); err != nil {
+				continue
+			}
+			if _, err := RoundTrip(Write(m), false); err != nil {
+				t.Fatalf("instrumented output does not round-trip (inline %v): %v", form.spec.Inline, err)
+			}
 		}
 	})
 }
@@ -125,7 +134,13 @@ func BenchmarkWrite(b *testing.B) {
 
 // BenchmarkInstrument is the whole patch: parse, link a fragment, instrument
 // every kernel at entry, exits, loads and stores, write.
-func BenchmarkInstrument(b *testing.B) {
+func BenchmarkInstrument(b *testing.B) { benchInstrument(b, false) }
+
+// BenchmarkInstrumentInline is the same with the entry and exit probe
+// bodies copied into the kernels (Spec.Inline, what the collector does).
+func BenchmarkInstrumentInline(b *testing.B) { benchInstrument(b, true) }
+
+func benchInstrument(b *testing.B, inline bool) {
 	src := benchFile(b)
 	frag := readFile(b, "testdata/probe_count.ptx")
 	b.SetBytes(int64(len(src)))
@@ -142,8 +157,8 @@ func BenchmarkInstrument(b *testing.B) {
 			b.Fatal(err)
 		}
 		rep, err := Instrument(m, Spec{Entry: []string{"__gpuext_probe_0"}, Exit: []string{"__gpuext_probe_0"},
-			Load: []string{"__gpuext_probe_0"}, Store: []string{"__gpuext_probe_0"}, Generic: true, Atomics: true})
-		if err != nil || len(rep.Kernels) != 11 {
+			Load: []string{"__gpuext_probe_0"}, Store: []string{"__gpuext_probe_0"}, Generic: true, Atomics: true, Inline: inline})
+		if err != nil || len(rep.Kernels) != 11 || (inline && rep.Kernels[0].Inlined == 0) {
 			b.Fatalf("%v, %d kernels", err, len(rep.Kernels))
 		}
 		Write(m)

@@ -103,6 +103,13 @@ type Spec struct {
 	// of a block starts at the entry, so the barrier cannot wait for a
 	// thread that never comes.
 	BlockInit string
+	// Inline copies the bodies of the entry and exit probes (and of
+	// BlockInit) into each kernel at their sites instead of calling them
+	// (see inline.go for why and when a function is called all the same:
+	// KernelReport.NotInlined says). A copy's labels are renamed
+	// <label>_i<k>, k counting the kernel's copies (another suffix if the
+	// kernel has that name). Load and store sites always call.
+	Inline bool
 }
 
 // Probe attaches one probe function to one kind of site.
@@ -139,9 +146,14 @@ type KernelReport struct {
 	// LocalBytes is the .local memory added per thread: 0 since the ctx
 	// fields are passed as .param values.
 	LocalBytes int
-	// BlockInit: the kernel calls Spec.BlockInit and waits at bar.sync 0
+	// BlockInit: the kernel runs Spec.BlockInit and waits at bar.sync 0
 	// at entry.
 	BlockInit bool
+	// Inlined counts the function bodies copied into the kernel
+	// (Spec.Inline); NotInlined says, per function, why the kernel calls
+	// it instead ("probe: reason").
+	Inlined    int      `json:",omitempty"`
+	NotInlined []string `json:",omitempty"`
 }
 
 // Refusal names a selected kernel that was left unchanged, and why.
@@ -263,6 +275,30 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		}
 		initIdx = idx
 	}
+	// the functions that may be copied into kernels, and why the others
+	// may not
+	var inl map[string]*inlineFunc
+	var inlWhy map[string]string
+	if spec.Inline {
+		inl, inlWhy = map[string]*inlineFunc{}, map[string]string{}
+		names := []string{spec.BlockInit}
+		for _, a := range all {
+			if a.kind == SiteEntry || a.kind == SiteExit {
+				names = append(names, a.name)
+			}
+		}
+		for _, n := range names {
+			if n == "" || inl[n] != nil || inlWhy[n] != "" {
+				continue
+			}
+			it, _ := m.Lookup(n)
+			if fn, why := prepareInline(it.(*Function)); fn != nil {
+				inl[n] = fn
+			} else {
+				inlWhy[n] = why
+			}
+		}
+	}
 	minNReg := spec.MinMaxNReg
 	if minNReg <= 0 {
 		minNReg = DefaultMinMaxNReg
@@ -297,7 +333,7 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 			rep.Refused = append(rep.Refused, Refusal{f.Name, "a probe function is defined after the kernel (Link the fragment first)"})
 			continue
 		}
-		kr, body, err := instrumentKernel(m, f, spec, probes, minNReg)
+		kr, body, err := instrumentKernel(m, f, spec, probes, minNReg, inl, inlWhy)
 		if err != nil {
 			rep.Refused = append(rep.Refused, Refusal{f.Name, err.Error()})
 			continue
@@ -381,7 +417,10 @@ type kernelRewriter struct {
 	f        *Function
 	spec     Spec
 	probes   map[SiteKind][]probe
-	carried  map[string]string // entry probe -> its %gx_e<N>, in this kernel
+	carried  map[string]string      // entry probe -> its %gx_e<N>, in this kernel
+	inline   map[string]*inlineFunc // functions copied at this kernel's entry and exit sites
+	labels   map[string]bool        // the kernel's labels and those of the copies
+	copies   int
 	id       uint64
 	rep      KernelReport
 	scopes   []regScope
@@ -399,7 +438,7 @@ type paramRegs struct {
 	count int
 }
 
-func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]probe, minNReg int) (KernelReport, *Block, error) {
+func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]probe, minNReg int, inl map[string]*inlineFunc, inlWhy map[string]string) (KernelReport, *Block, error) {
 	if args, ok := f.PerfValue(".maxnreg"); ok && len(args) == 1 {
 		if n, ok := ParseInt(args[0]); !ok || n < uint64(minNReg) {
 			return KernelReport{}, nil, fmt.Errorf(".maxnreg %s is below %d, too few registers for a probe call", args[0], minNReg)
@@ -441,6 +480,9 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 		}
 	}
 	r.rep = KernelReport{Name: f.Name, ID: r.id, RegsAdded: map[string]int{".b64": 1 + len(r.carried)}}
+	if spec.Inline {
+		r.chooseInline(inl, inlWhy)
+	}
 	body, err := r.block(f.Body, true)
 	if err != nil {
 		return KernelReport{}, nil, err
@@ -499,7 +541,12 @@ func (r *kernelRewriter) entry() []Stmt {
 	var out []Stmt
 	if r.spec.BlockInit != "" {
 		r.rep.BlockInit = true
-		out = append(out, mkIns("call", nil, name(r.spec.BlockInit)), mkIns("bar", []string{".sync"}, immU(0)))
+		if fn := r.inline[r.spec.BlockInit]; fn != nil {
+			out = append(out, r.inlined(fn, nil, nil, "")...)
+		} else {
+			out = append(out, mkIns("call", nil, name(r.spec.BlockInit)))
+		}
+		out = append(out, mkIns("bar", []string{".sync"}, immU(0)))
 	}
 	if len(r.probes[SiteEntry]) > 0 {
 		out = append(out, r.site(SiteEntry, nil, nil, r.f.Pos, "")...)
@@ -688,6 +735,14 @@ func (r *kernelRewriter) site(kind SiteKind, g *Guard, addr []*Instruction, pos 
 		return immU(0)
 	}
 	for _, p := range r.probes[kind] {
+		if fn := r.inline[p.name]; fn != nil && (kind == SiteEntry || kind == SiteExit) {
+			args := []func() Expr{func() Expr { return field(0) }, func() Expr { return field(1) }, func() Expr { return field(2) }}
+			if reg := r.carried[p.carry]; p.carry != "" && reg != "" {
+				args[1] = func() Expr { return name(reg) }
+			}
+			out = append(out, r.inlined(fn, args, g, r.carried[p.name])...)
+			continue
+		}
 		var stmts []Stmt
 		args := make([]Expr, 3)
 		for i, a := range argVars {

@@ -141,7 +141,7 @@ func New(cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile device probes: %w", err)
 	}
-	p := probepatch.New(c)
+	p := probepatch.New(c, probepatch.Options{})
 	h := sha256.New()
 	binary.Write(h, binary.LittleEndian, p.Version())
 	fmt.Fprintf(h, "\x00%q\x00%q", cfg.Include, cfg.Exclude)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/probepatch"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 )
@@ -23,23 +24,13 @@ func read(t testing.TB, name string) []byte {
 	return b
 }
 
-// probeCalls counts, per kernel of the PTX, the calls of each probe function.
+// probeCalls counts, per kernel of the PTX, the sites of each shipped
+// probe function, called or copied.
 func probeCalls(t *testing.T, src []byte) map[string]map[string]int {
-	m, err := ptx.Parse(string(src))
+	s, err := New(Config{})
 	require.NoError(t, err)
-	out := map[string]map[string]int{}
-	for _, k := range m.Kernels() {
-		if k.Body == nil {
-			continue
-		}
-		c := map[string]int{}
-		for _, in := range k.Instructions() {
-			if tg := in.CallTarget(); strings.HasPrefix(tg, "__gpuext_probe_") {
-				c[tg]++
-			}
-		}
-		out[k.Name] = c
-	}
+	out, err := probepatch.Sites(src, s.Compiled().Probes)
+	require.NoError(t, err)
 	return out
 }
 

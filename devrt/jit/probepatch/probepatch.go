@@ -22,23 +22,32 @@ import (
 // Patcher instruments modules with one compiled probe set.
 type Patcher struct {
 	probes  *jit.Compiled
+	opts    Options
 	version uint64
 	init    []devrtinject.InitRange // the maps' headers
 }
 
 var _ devrtinject.Patcher = (*Patcher)(nil)
 
+// Options change how a Patcher rewrites kernels.
+type Options struct {
+	// Calls has each site call the probe functions instead of getting a
+	// copy of their bodies (ptx.Spec.Inline): the form before inlining,
+	// kept for comparison (jitcheck bench -calls).
+	Calls bool
+}
+
 // New makes a Patcher of a compiled probe set. Its version is a digest of
-// the fragment and the probes' sites and kernels, so a changed probe set is
-// never served from the cache of an old one.
-func New(c *jit.Compiled) *Patcher {
+// the fragment, the probes' sites and kernels and the options, so a
+// changed probe set is never served from the cache of an old one.
+func New(c *jit.Compiled, opts Options) *Patcher {
 	h := sha256.New()
 	h.Write([]byte(c.PTX))
-	fmt.Fprintf(h, "\x00%s", c.BlockInit)
+	fmt.Fprintf(h, "\x00%s\x00%t", c.BlockInit, opts.Calls)
 	for _, p := range c.Probes {
 		fmt.Fprintf(h, "\x00%s\x00%d\x00%s", p.Func, p.Site, p.Kernel)
 	}
-	p := &Patcher{probes: c, version: binary.LittleEndian.Uint64(h.Sum(nil))}
+	p := &Patcher{probes: c, opts: opts, version: binary.LittleEndian.Uint64(h.Sum(nil))}
 	for _, m := range c.Layout.Maps {
 		p.init = append(p.init, devrtinject.InitRange{Offset: m.Offset, Data: m.HeaderBytes()})
 	}
@@ -64,7 +73,7 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	}
 	// One pass: each probe at its own sites of the kernels its section's
 	// glob selects (the ABI's site kinds are jit's and ptx's alike).
-	spec := ptx.Spec{BlockInit: p.probes.BlockInit}
+	spec := ptx.Spec{BlockInit: p.probes.BlockInit, Inline: !p.opts.Calls}
 	for _, pr := range p.probes.Probes {
 		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel}, Carry: pr.Carry})
 	}
@@ -121,4 +130,37 @@ func anyKernelMatches(kernels []string, probes []jit.Probe) bool {
 		}
 	}
 	return false
+}
+
+// Sites counts, per kernel of a patched module, the sites that run each
+// probe function: calls of it and copies of its body (each has one
+// jit.DoneLabel, renamed by the rewriter).
+func Sites(src []byte, probes []jit.Probe) (map[string]map[string]int, error) {
+	m, err := ptx.Parse(string(src))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]int{}
+	for _, k := range m.Kernels() {
+		if k.Body == nil {
+			continue
+		}
+		c := map[string]int{}
+		for _, in := range k.Instructions() {
+			for _, pr := range probes {
+				if in.CallTarget() == pr.Func {
+					c[pr.Func]++
+				}
+			}
+		}
+		for _, l := range k.Labels() {
+			for _, pr := range probes {
+				if rest, ok := strings.CutPrefix(l, jit.DoneLabel(pr.Index)+"_i"); ok && rest != "" && strings.Trim(rest, "0123456789_") == "" {
+					c[pr.Func]++
+				}
+			}
+		}
+		out[k.Name] = c
+	}
+	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,11 +30,14 @@ func shipped(t *testing.T) *jit.Compiled {
 }
 
 // TestPatchCorpus: every module of the PTX corpus (nvcc and Triton, from an
-// H200) gets every shipped probe in every kernel.
+// H200) gets every shipped probe in every kernel, copied (the default)
+// at the same sites as it is called with Options.Calls.
 func TestPatchCorpus(t *testing.T) {
 	c := shipped(t)
 	require.Len(t, c.Probes, 7)
-	p := New(c)
+	p := New(c, Options{})
+	calls := New(c, Options{Calls: true})
+	require.NotEqual(t, p.Version(), calls.Version())
 	files, err := filepath.Glob("../../ptx/testdata/corpus/*.ptx")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -54,10 +56,46 @@ func TestPatchCorpus(t *testing.T) {
 		require.NoError(t, err, f)
 		require.ElementsMatch(t, kernels, out.KernelNames())
 		require.Contains(t, string(res.PTX), ".visible .const .align 8 .u64 __gpuext_shared;")
-		for _, pr := range c.Probes {
-			require.GreaterOrEqual(t, strings.Count(string(res.PTX), pr.Func+","), len(kernels), "%s: calls of %s", f, pr.Func)
+		sites, err := Sites(res.PTX, c.Probes)
+		require.NoError(t, err)
+		cres, err := calls.Patch(context.Background(), &devrtinject.Module{PTX: src})
+		require.NoError(t, err)
+		csites, err := Sites(cres.PTX, c.Probes)
+		require.NoError(t, err)
+		require.Equal(t, csites, sites, f)
+		for _, k := range kernels {
+			for _, pr := range c.Probes {
+				require.GreaterOrEqual(t, sites[k][pr.Func], 1, "%s: %s: sites of %s", f, k, pr.Func)
+			}
+		}
+		// inlined, the kernels call no probe (helpers only); with Calls,
+		// every site is a call
+		require.Zero(t, probeCallCount(t, res.PTX, c), f)
+		n := 0
+		for _, k := range sites {
+			for _, v := range k {
+				n += v
+			}
+		}
+		require.Equal(t, n, probeCallCount(t, cres.PTX, c), f)
+	}
+}
+
+// probeCallCount counts the calls of probe functions in src's kernels.
+func probeCallCount(t *testing.T, src []byte, c *jit.Compiled) int {
+	m, err := ptx.Parse(string(src))
+	require.NoError(t, err)
+	n := 0
+	for _, k := range m.Kernels() {
+		for _, in := range k.Instructions() {
+			for _, pr := range c.Probes {
+				if in.CallTarget() == pr.Func {
+					n++
+				}
+			}
 		}
 	}
+	return n
 }
 
 // program is r0 = 0; exit in section sec.
@@ -84,7 +122,7 @@ func TestPatchSelectsKernels(t *testing.T) {
 	compile := func(progs ...jit.Program) *Patcher {
 		c, err := jit.Compile([]*jit.Object{{Programs: progs}}, jit.Options{})
 		require.NoError(t, err)
-		return New(c)
+		return New(c, Options{})
 	}
 	// Only the kernel the section names; entry from one program, exit from another.
 	p := compile(program(t, "a", "gpu/entry/"+one), program(t, "b", "kretprobe/"+one))
@@ -127,7 +165,7 @@ func TestVersionChangesWithTheProbes(t *testing.T) {
 	require.NoError(t, err)
 	c3, err := jit.Compile([]*jit.Object{{Programs: []jit.Program{program(t, "a", "gpu/entry/*")}}}, jit.Options{PerThread: true})
 	require.NoError(t, err)
-	v := map[uint64]bool{New(c1).Version(): true, New(c2).Version(): true, New(c3).Version(): true}
+	v := map[uint64]bool{New(c1, Options{}).Version(): true, New(c2, Options{}).Version(): true, New(c3, Options{}).Version(): true}
 	require.Len(t, v, 3)
-	require.Equal(t, New(c1).Version(), New(c1).Version())
+	require.Equal(t, New(c1, Options{}).Version(), New(c1, Options{}).Version())
 }

@@ -133,6 +133,7 @@ type benchVariant struct {
 	Kernel     string   `json:"kernel"`
 	Probe      string   `json:"probe"` // "" for the original
 	Level      string   `json:"level"` // warp, thread
+	Form       string   `json:"form"`  // "" inlined probe bodies, "call" probe calls
 	PTX        string   `json:"ptx"`
 	RegionSize uint64   `json:"region_size"`
 	Headers    [][2]any `json:"headers"`  // [offset, hex]: the map headers of the zeroed region
@@ -144,7 +145,7 @@ type benchFile struct {
 	Variants []benchVariant `json:"variants"`
 }
 
-func genBench(dir string, probes, levels []string) error {
+func genBench(dir string, probes, levels []string, calls bool) error {
 	if dir == "" {
 		return errors.New("bench: -out is required")
 	}
@@ -171,13 +172,19 @@ func genBench(dir string, probes, levels []string) error {
 			return err
 		}
 		bf.Variants = append(bf.Variants, benchVariant{Name: k.Name, Kernel: k.Name, PTX: base})
+		forms := []probepatch.Options{{}}
+		if calls {
+			forms = append(forms, probepatch.Options{Calls: true})
+		}
 		for _, probe := range probes {
 			for _, per := range perThread {
-				v, err := instrument(dir, k, src, probe, per)
-				if err != nil {
-					return fmt.Errorf("%s with %s: %w", k.Name, probe, err)
+				for _, form := range forms {
+					v, err := instrument(dir, k, src, probe, per, form)
+					if err != nil {
+						return fmt.Errorf("%s with %s: %w", k.Name, probe, err)
+					}
+					bf.Variants = append(bf.Variants, v)
 				}
-				bf.Variants = append(bf.Variants, v)
 			}
 		}
 	}
@@ -192,10 +199,16 @@ func genBench(dir string, probes, levels []string) error {
 // instrument patches the kernel's module as the injection server does:
 // compile the probe set, then probepatch links it and calls it at entry
 // and exits.
-func instrument(dir string, k benchKernel, src, probe string, perThread bool) (benchVariant, error) {
+func instrument(dir string, k benchKernel, src, probe string, perThread bool, opts probepatch.Options) (benchVariant, error) {
 	lvl := map[bool]string{false: "warp", true: "thread"}[perThread]
 	short := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(probe), ".o"), ".bpf")
 	v := benchVariant{Name: fmt.Sprintf("%s+%s/%s", k.Name, short, lvl), Kernel: k.Name, Probe: short, Level: lvl}
+	file := fmt.Sprintf("%s.%s.%s.ptx", k.Name, short, lvl)
+	if opts.Calls {
+		v.Form = "call"
+		v.Name += ",call"
+		file = fmt.Sprintf("%s.%s.%s.call.ptx", k.Name, short, lvl)
+	}
 	o, err := check.Object(probe)
 	if err != nil {
 		return v, err
@@ -205,7 +218,7 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool) (b
 	if err != nil {
 		return v, err
 	}
-	res, err := probepatch.New(c).Patch(context.Background(), &devrtinject.Module{PTX: []byte(src)})
+	res, err := probepatch.New(c, opts).Patch(context.Background(), &devrtinject.Module{PTX: []byte(src)})
 	if err != nil {
 		return v, err
 	}
@@ -213,7 +226,7 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool) (b
 		return v, fmt.Errorf("%s: %s", res.Status, res.Reason)
 	}
 	v.PatchMS = float64(time.Since(t0).Microseconds()) / 1000
-	v.PTX = fmt.Sprintf("%s.%s.%s.ptx", k.Name, short, lvl)
+	v.PTX = file
 	v.Headers = check.Headers(c)
 	v.RegionSize = res.SharedSize
 	return v, os.WriteFile(filepath.Join(dir, v.PTX), res.PTX, 0o644)

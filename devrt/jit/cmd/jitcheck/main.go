@@ -76,8 +76,9 @@ func main() {
 		probes := fs.String("probes", strings.Join(benchProbes, ","),
 			"probe sets, comma-separated: shipped names (device/sm_load), test programs, or paths of BPF objects (*.o)")
 		levels := fs.String("levels", "warp,thread", "levels to compile each probe at: warp, thread")
+		calls := fs.Bool("calls", false, "also patch each module with probe calls instead of inlined probe bodies (form \"call\")")
 		_ = fs.Parse(os.Args[2:])
-		err = genBench(*out, strings.Split(*probes, ","), strings.Split(*levels, ","))
+		err = genBench(*out, strings.Split(*probes, ","), strings.Split(*levels, ","), *calls)
 	case "report":
 		fs := flag.NewFlagSet("report", flag.ExitOnError)
 		dir := fs.String("dir", "", "directory of the benchmark")

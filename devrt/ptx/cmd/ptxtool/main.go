@@ -175,6 +175,7 @@ func instrument(args []string) error {
 	carry := fs.String("carry", "", "EXIT=ENTRY,...: exit probe EXIT gets entry probe ENTRY's return value as ctx->entry_ret")
 	generic := fs.Bool("generic", false, "also generic ld/st")
 	atomics := fs.Bool("atomics", false, "atom/red as store sites")
+	inline := fs.Bool("inline", false, "copy the entry and exit probes' bodies into the kernels instead of calling them")
 	out := fs.String("o", "", "output file (default stdout)")
 	report := fs.String("report", "", "write the report as JSON here")
 	fs.Parse(args)
@@ -204,13 +205,16 @@ func instrument(args []string) error {
 	}
 	rep, err := ptx.Instrument(m, ptx.Spec{
 		Kernels: list(*kernels), Entry: list(*entry), Exit: exits, Load: list(*load), Store: list(*store),
-		Probes: probes, Generic: *generic, Atomics: *atomics,
+		Probes: probes, Generic: *generic, Atomics: *atomics, Inline: *inline,
 	})
 	if err != nil {
 		return err
 	}
 	for _, k := range rep.Kernels {
-		fmt.Fprintf(os.Stderr, "instrumented %s: entry %d exit %d load %d store %d\n", k.Name, k.Entry, k.Exit, k.Load, k.Store)
+		fmt.Fprintf(os.Stderr, "instrumented %s: entry %d exit %d load %d store %d inlined %d\n", k.Name, k.Entry, k.Exit, k.Load, k.Store, k.Inlined)
+		for _, why := range k.NotInlined {
+			fmt.Fprintf(os.Stderr, "  called, not inlined: %s\n", why)
+		}
 	}
 	for _, r := range rep.Refused {
 		fmt.Fprintf(os.Stderr, "refused %s: %s\n", r.Kernel, r.Reason)
