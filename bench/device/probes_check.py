@@ -184,6 +184,10 @@ def analyze(otel_path, run_path, probe):
             mine = [s for s in spans if s["name"] == k + " blocks"]
             launches = 1 + len(r["times_us"])
             blocks = [int(s["attrs"].get("gpu.kernel.blocks")) for s in mine]
+            # one span per launch: each names its own %gridid
+            gids = [int(s["attrs"].get("gpu.kernel.grid_id", 0)) for s in mine]
+            check(all(gids) and len(set(gids)) == len(gids),
+                  f"{k}: {len(set(gids))} distinct nonzero grid ids for {len(gids)} spans")
             missing = launches * r["grid"] - sum(blocks)
             missing_all += max(missing, 0)
             if missing > 0 and ring_drops > 0:

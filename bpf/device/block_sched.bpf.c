@@ -11,7 +11,9 @@
  * (a block never leaves its SM). Nothing is searched for or freed, no
  * block is counted twice, and the only global memory a block touches is
  * its one ring record: each global access the last warp waits for
- * delays the block's retirement.
+ * delays the block's retirement. The record names its launch (%gridid),
+ * so the receiver groups blocks by launch in whatever order the ring's
+ * shards hand them over.
  * Receiver: gpu.kernel.block.* (schedule time, duration, SM).
  */
 #include <linux/bpf.h>
@@ -28,14 +30,15 @@ struct {
 	__type(value, struct gpuext_dev_block_state);
 } gx_blk SEC(".maps");
 
-/* 16 MiB: ~262k blocks between two reads of the host. One shard: split in
- * 32 (map_extra) it cost the same on an H200 (the head was not what
- * block_sched paid for), and shards copied and read at slightly different
- * moments handed the tracker one launch's blocks in two reads, around the
- * next launch's. */
+/* 16 MiB: ~262k blocks between two reads of the host, in 32 shards (SM s
+ * writes shard s % 32): with one head, every block's last warp queued on
+ * the same atomic, which cost a short memory-bound kernel more than its
+ * own work (vecadd 16M on an H100: 2.27x with one shard, 1.53x with 32;
+ * bench/device/ablation ab_bsring*). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24);
+	__uint(map_extra, 32);
 } gx_block_ring SEC(".maps");
 
 SEC("gpu/entry/*")
@@ -76,6 +79,7 @@ int block_exit(const struct gpuext_dev_ctx *ctx)
 	rec.end_ns = bpf_get_globaltimer();
 	rec.smid = bpf_get_sm_id();
 	rec.threads = threads;
+	rec.grid_id = gpuext_grid_id();
 	bpf_ringbuf_output(&gx_block_ring, &rec, sizeof(rec), 0);
 	return 1;
 }

@@ -34,6 +34,7 @@ static long (*gpuext_map_add)(void *map, const void *key, __u64 delta) = (void *
 static __u64 (*gpuext_global_warp)(void) = (void *)GPUEXT_HELPER_GLOBAL_WARP;
 static __u64 (*gpuext_block_linear)(void) = (void *)GPUEXT_HELPER_BLOCK_LINEAR;
 static __u64 (*gpuext_active_lanes)(void) = (void *)GPUEXT_HELPER_ACTIVE_LANES;
+static __u64 (*gpuext_grid_id)(void) = (void *)GPUEXT_HELPER_GRID_ID;
 
 /* gpuext_thread_linear - the thread's index inside its block (x fastest). */
 static __always_inline __u64 gpuext_thread_linear(void)

@@ -1036,6 +1036,8 @@ enum gpuext_dev_helper {
 	GPUEXT_HELPER_BLOCK_LINEAR = 543, /* u64 (): linear block id (x fastest) */
 	GPUEXT_HELPER_ACTIVE_LANES = 544, /* u64 (): lanes this run of the body stands for:
 	                                   * popc(activemask) at warp level, 1 per thread */
+	GPUEXT_HELPER_GRID_ID = 545,      /* u64 (): %gridid, the launch (unique in its
+	                                   * CUDA context while the process runs) */
 };
 
 #define GPUEXT_GPUMAP_MAGIC 0x50414d47U /* "GMAP" */
@@ -1129,7 +1131,7 @@ struct gpuext_dev_block_state {
 	__u32 _pad;
 };
 
-/* block_sched: one finished thread block (ring gx_block_ring). 40 bytes. */
+/* block_sched: one finished thread block (ring gx_block_ring). 48 bytes. */
 struct gpuext_dev_block {
 	__u64 kernel_id;
 	__u64 block;
@@ -1137,6 +1139,9 @@ struct gpuext_dev_block {
 	__u64 end_ns;     /* last thread's exit */
 	__u32 smid;
 	__u32 threads;    /* threads of the block */
+	__u64 grid_id;    /* %gridid: the launch, unique in its context, so the
+	                   * receiver groups blocks by launch whatever order the
+	                   * ring's shards hand them over in */
 };
 
 /* launch_latency: thread 0 of block 0 of a launch started (ring

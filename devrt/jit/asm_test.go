@@ -210,6 +210,7 @@ func TestHelpers(t *testing.T) {
 	env := ctxEnv(0, 0)
 	env.BlockIdx, env.ThreadIdx, env.GridDim, env.BlockDim = [3]uint32{1, 0, 0}, [3]uint32{37, 0, 0}, [3]uint32{2, 1, 1}, [3]uint32{64, 1, 1}
 	env.SMID, env.NSMID, env.WarpID, env.LaneID, env.ActiveLanes = 3, 132, 5, 5, 17
+	env.GridID = 0x1_0000_0007
 	tm := uint64(100)
 	env.Timer = func() uint64 { tm += 10; return tm }
 	for _, c := range []struct {
@@ -226,6 +227,7 @@ func TestHelpers(t *testing.T) {
 		{"active lanes", asm.Instructions{call(HelperActiveLanes), asm.Return()}, 17},
 		{"global warp", asm.Instructions{call(HelperGlobalWarp), asm.Return()}, 1*2 + 1},
 		{"block linear", asm.Instructions{call(HelperBlockLinear), asm.Return()}, 1},
+		{"grid id", asm.Instructions{call(HelperGridID), asm.Return()}, 0x1_0000_0007},
 		{"thread idx", asm.Instructions{asm.Mov.Reg(R1, R10), asm.Add.Imm(R1, -8), asm.Mov.Reg(R2, R10), asm.Add.Imm(R2, -16),
 			asm.Mov.Reg(R3, R10), asm.Add.Imm(R3, -24), call(HelperThreadIdx), asm.LoadMem(R0, R10, -8, asm.DWord),
 			asm.LoadMem(R6, R10, -16, asm.DWord), asm.Add.Reg(R0, R6), asm.Return()}, 37},

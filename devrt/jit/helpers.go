@@ -21,6 +21,7 @@ const (
 	HelperGlobalWarp    = 542
 	HelperBlockLinear   = 543
 	HelperActiveLanes   = 544
+	HelperGridID        = 545
 )
 
 // helperNames is every helper the verifier accepts.
@@ -43,6 +44,7 @@ var helperNames = map[int64]string{
 	HelperGlobalWarp:    "get_global_warp",
 	HelperBlockLinear:   "get_block_linear",
 	HelperActiveLanes:   "get_active_lanes",
+	HelperGridID:        "get_grid_id",
 }
 
 // scalarHelperMax is the largest value a helper without arguments returns
@@ -57,6 +59,7 @@ var scalarHelperMax = map[int64]uint64{
 	HelperGlobalWarp:  ^uint64(0),
 	HelperBlockLinear: ^uint64(0),
 	HelperActiveLanes: 32,
+	HelperGridID:      ^uint64(0),
 }
 
 // dim3Helpers write x, y and z through their three pointer arguments.

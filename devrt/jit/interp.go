@@ -15,6 +15,7 @@ type Env struct {
 	BlockIdx, BlockDim, ThreadIdx, GridDim [3]uint32
 	SMID, NSMID, WarpID, LaneID            uint32
 	ActiveLanes                            uint32        // lanes active at the call site
+	GridID                                 uint64        // %gridid: the launch
 	Timer                                  func() uint64 // %globaltimer; nil: 0
 	// Block is the thread block's shared memory for per-block arrays
 	// (Layout.BlockSize bytes, zero when the block starts): the caller
@@ -304,6 +305,8 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 		return m.env.BlockLinear(), nil
 	case HelperActiveLanes:
 		return uint64(m.env.ActiveLanes), nil
+	case HelperGridID:
+		return m.env.GridID, nil
 	case HelperBlockIdx, HelperBlockDim, HelperThreadIdx, HelperGridDim:
 		d := map[int64][3]uint32{HelperBlockIdx: m.env.BlockIdx, HelperBlockDim: m.env.BlockDim,
 			HelperThreadIdx: m.env.ThreadIdx, HelperGridDim: m.env.GridDim}[in.Imm]

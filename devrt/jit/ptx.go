@@ -1077,6 +1077,8 @@ func (g *gen) call(i int, in Insn) error {
 		g.dimReg("%gr0", "%laneid")
 	case HelperNSMID:
 		g.dimReg("%gr0", "%nsmid")
+	case HelperGridID:
+		g.f("mov.u64 %%gr0, %%gridid;")
 	case HelperActiveLanes:
 		if g.c.Opts.PerThread {
 			g.f("mov.b64 %%gr0, 1;")

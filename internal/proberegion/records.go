@@ -10,7 +10,7 @@ import (
 
 // Record sizes (bpf/include/gpuext_abi.h, "device probes").
 const (
-	BlockSize  = 40 // struct gpuext_dev_block
+	BlockSize  = 48 // struct gpuext_dev_block
 	LaunchSize = 24 // struct gpuext_dev_launch
 	SMSize     = 24 // struct gpuext_dev_sm
 	OccSize    = 24 // struct gpuext_dev_occ
@@ -28,6 +28,7 @@ type Block struct {
 	StartNS, EndNS uint64 // %globaltimer: first warp's entry, last thread's exit
 	SM             uint32
 	Threads        uint32
+	GridID         uint64 // %gridid: the launch
 }
 
 // Launch is struct gpuext_dev_launch: thread 0 of block 0 of a launch started.
@@ -110,7 +111,7 @@ func (r *Region) read(s *Snapshot) error {
 					s.Blocks = append(s.Blocks, Block{
 						KernelID: le.Uint64(b), Block: le.Uint64(b[8:]),
 						StartNS: le.Uint64(b[16:]), EndNS: le.Uint64(b[24:]),
-						SM: le.Uint32(b[32:]), Threads: le.Uint32(b[36:]),
+						SM: le.Uint32(b[32:]), Threads: le.Uint32(b[36:]), GridID: le.Uint64(b[40:]),
 					})
 				case m.Name == MapLaunchRing && len(b) == LaunchSize:
 					s.Launches = append(s.Launches, Launch{KernelID: le.Uint64(b), StartNS: le.Uint64(b[8:]), SM: le.Uint32(b[16:])})

@@ -34,8 +34,10 @@ func TestImbalancedKernel(t *testing.T) {
 	for _, b := range snap.Blocks {
 		got[b.Block] = b
 	}
+	grid := snap.Blocks[0].GridID // the simulator's next launch number
+	require.NotZero(t, grid)
 	for _, b := range blocks {
-		require.Equal(t, Block{KernelID: kid, Block: uint64(b.Block), StartNS: b.Start, EndNS: b.End, SM: b.SM, Threads: simThreads}, got[uint64(b.Block)])
+		require.Equal(t, Block{KernelID: kid, Block: uint64(b.Block), StartNS: b.Start, EndNS: b.End, SM: b.SM, Threads: simThreads, GridID: grid}, got[uint64(b.Block)])
 	}
 	require.Equal(t, []Launch{{KernelID: kid, StartNS: base, SM: 0}}, snap.Launches)
 	require.Equal(t, map[string]uint64{MapBlockRing: 0, MapLaunchRing: 0, MapSM: 0, MapOcc: 0}, snap.Drops)
@@ -131,9 +133,11 @@ func TestImbalancedKernel(t *testing.T) {
 	require.Empty(t, tr.Occupancy(snap.Occupancy)) // reported once
 }
 
-// TestRunsSplitOnRepeat: two launches of one kernel drained together are
-// two runs (a block id comes back); another kernel's run is its own.
-func TestRunsSplitOnRepeat(t *testing.T) {
+// TestRunsByLaunch: two launches of one kernel drained together are two
+// runs (their %gridid differ), though the ring's shards hand over their
+// blocks SM by SM, the second launch's before the first's last; another
+// kernel's run is its own.
+func TestRunsByLaunch(t *testing.T) {
 	s := newSet(t, "block_sched")
 	region := make([]byte, s.Layout().Size)
 	r, err := FromBytes(region, s.Layout())
@@ -149,15 +153,22 @@ func TestRunsSplitOnRepeat(t *testing.T) {
 	tr := NewTracker()
 	t0 := time.Unix(1000, 0)
 	runs := tr.Blocks(snap.Blocks, snap.BlockHead, t0)
-	require.Len(t, runs, 1) // the first launch: its kernel's blocks came back
-	require.Equal(t, base, runs[0].FirstStart)
-	require.Len(t, runs[0].Blocks, 16)
+	require.Empty(t, runs)                      // open until a fresh read without them
 	runs = tr.Blocks(nil, snap.BlockHead+1, t0) // a fresh copy without them
-	require.Len(t, runs, 2)
-	require.Equal(t, base+10_000_000, runs[0].FirstStart)
-	require.Equal(t, ptx.KernelID("vec_add"), runs[1].KernelID)
-	require.Equal(t, []uint64{0, 500}, runs[1].Delays())
-	require.Equal(t, uint64(5000), runs[1].Duration())
+	require.Len(t, runs, 3)
+	for i, r := range runs[:2] {
+		require.Equal(t, base+uint64(i)*10_000_000, r.FirstStart)
+		require.Len(t, r.Blocks, 16)
+		require.Equal(t, uint64(16*simThreads), r.Threads)
+		for j, b := range r.Blocks {
+			require.Equal(t, r.GridID, b.GridID)
+			require.LessOrEqual(t, r.Blocks[max(j-1, 0)].StartNS, b.StartNS)
+		}
+	}
+	require.NotEqual(t, runs[0].GridID, runs[1].GridID)
+	require.Equal(t, ptx.KernelID("vec_add"), runs[2].KernelID)
+	require.Equal(t, []uint64{0, 500}, runs[2].Delays())
+	require.Equal(t, uint64(5000), runs[2].Duration())
 	require.Empty(t, tr.Flush())
 }
 

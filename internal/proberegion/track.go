@@ -9,6 +9,7 @@ import (
 // finished, when the first started and the last ended (%globaltimer ns).
 type Run struct {
 	KernelID   uint64
+	GridID     uint64  // the launch's %gridid
 	Blocks     []Block // by start time
 	FirstStart uint64
 	LastEnd    uint64
@@ -54,21 +55,23 @@ const BucketNS = 1 << OccShift
 // Tracker turns a region's successive snapshots into finished runs,
 // per-interval SM balance and complete occupancy buckets. One per region.
 //
-// Runs: a kernel's blocks belong to one run until a block id comes back
-// (the next launch of the kernel) or a fresh read brings no block of the
-// kernel (the launch is over), so a run is reported one read after its
-// last block. A read is fresh when the block ring's head moved since the
+// Runs: the blocks of one launch (kernel and %gridid) belong to one run
+// until a fresh read brings none of them (the launch is over), so a run
+// is reported one read after its last block; the ring's shards may hand
+// over its blocks in any order, around other launches'. A block id that
+// comes back within a launch (a ring handing over garbage) starts a new
+// run. A read is fresh when the block ring's head moved since the
 // read before: devrt copies the region into its file every 100 ms or so,
 // and the collector reads it more often, so most reads see the same copy
 // again, and a copy taken in the middle of a launch would otherwise end
 // its run there (its remaining blocks then opened a second run, which the
 // next launch's blocks joined). When the head has not moved for
 // QuietClose, the GPU is idle and every open run is over. Launches of one
-// kernel that overlap (several streams) merge.
+// kernel that overlap (several streams) are separate runs.
 type Tracker struct {
 	head    uint64    // the block ring's head at the last read
 	moved   time.Time // when it last moved
-	open    map[uint64]*openRun
+	open    map[launchKey]*openRun
 	sms     map[uint32]SMLoad // totals at the last read
 	occDone map[uint32]uint64 // per SM: the newest bucket reported
 }
@@ -77,6 +80,9 @@ type openRun struct {
 	Run
 	seen map[uint64]bool
 }
+
+// launchKey names one launch: its kernel and %gridid.
+type launchKey struct{ kernel, grid uint64 }
 
 // QuietClose is how long the block ring's head may stand still before the
 // open runs are over: well beyond devrt's copy period.
@@ -88,7 +94,7 @@ const MaxOpenBlocks = 1 << 20
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
-	return &Tracker{open: map[uint64]*openRun{}, sms: map[uint32]SMLoad{}, occDone: map[uint32]uint64{}}
+	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occDone: map[uint32]uint64{}}
 }
 
 // Blocks takes a read's block records and the block ring's head (Snapshot's
@@ -100,17 +106,18 @@ func (t *Tracker) Blocks(blocks []Block, head uint64, now time.Time) []Run {
 	}
 	over := fresh || now.Sub(t.moved) >= QuietClose
 	var done []Run
-	got := map[uint64]bool{}
+	got := map[launchKey]bool{}
 	for _, b := range blocks {
-		got[b.KernelID] = true
-		o := t.open[b.KernelID]
+		k := launchKey{b.KernelID, b.GridID}
+		got[k] = true
+		o := t.open[k]
 		if o != nil && (o.seen[b.Block] || len(o.Blocks) >= MaxOpenBlocks) {
 			done = append(done, o.finish())
 			o = nil
 		}
 		if o == nil {
-			o = &openRun{Run: Run{KernelID: b.KernelID, FirstStart: b.StartNS}, seen: map[uint64]bool{}}
-			t.open[b.KernelID] = o
+			o = &openRun{Run: Run{KernelID: b.KernelID, GridID: b.GridID, FirstStart: b.StartNS}, seen: map[uint64]bool{}}
+			t.open[k] = o
 		}
 		o.seen[b.Block] = true
 		o.Blocks = append(o.Blocks, b)

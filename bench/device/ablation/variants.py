@@ -6,6 +6,8 @@ use another PTX form, so one jit_ablation run compares them:
   weak: st.volatile -> st.global, ld.volatile -> ld.global.cg (L2, no order)
   stclaim: a ring slot marked and committed with stores, not atomics
         (no round trip after the head's atom.add)
+  nohead: the ring's head from %globaltimer instead of its atom.add
+        (timing only: records may collide)
   relaxed: per-block (shared memory) fetching atomics relaxed, not acq_rel
   nobar: the kernel's entry without the per-block init and its bar.sync
         (wrong results: what the init and the barrier cost)
@@ -27,8 +29,14 @@ FORMS = {
                 (re.compile(r"atom\.release\.gpu\.global\.cas\.b64\s+%gt3, \[%gt2\+0\], %gt4, %gt5;"),
                  "st.release.gpu.global.u64 [%gt2+0], %gt5;")],
 }
+# timing only: the ring's head taken from %globaltimer, not an atom.add
+# (records may collide): what waiting for the head costs
+FORMS["nohead"] = [(re.compile(r"@%xq atom\.global\.add\.u64\s+%xbase, \[%xb\], %xd;"),
+                    "mov.u64 %xbase, %globaltimer;")]
 FORMS["relaxed"] = [("atom.acq_rel.cta.shared", "atom.shared")]
-FORMS["nobar"] = [(re.compile(r"call\s+__gpuext_block_init;"), ""), (re.compile(r"bar\.sync\s+0;"), "")]
+# the init is a call in modules patched with -calls, inlined otherwise
+FORMS["nobar"] = [(re.compile(r"call\s+__gpuext_block_init;"), ""),
+                  (re.compile(r"\{[^{}]*\}\s*(\$GXI\d+_END:\s*)?bar\.sync\s+0;"), ""), (re.compile(r"bar\.sync\s+0;"), "")]
 FORMS["relaxednobar"] = FORMS["relaxed"] + FORMS["nobar"]
 
 

@@ -84,8 +84,12 @@ func mapOf(l gpumap.Layout, name string) (gpumap.Map, error) {
 func u64(b []byte, o int) uint64 { return binary.LittleEndian.Uint64(b[o:]) }
 func u32(b []byte, o int) uint32 { return binary.LittleEndian.Uint32(b[o:]) }
 
+// SimGridID is the %gridid of the interpreter's launches (a GPU numbers
+// its own).
+const SimGridID = 7
+
 // checkBlockSched: one record per block, each block once, its threads,
-// start <= end.
+// start <= end, all of one launch (one nonzero %gridid).
 func checkBlockSched(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	r := gpumap.Region(append([]byte(nil), region...))
 	ring, err := mapOf(l, "gx_block_ring")
@@ -103,12 +107,14 @@ func checkBlockSched(c *Case, l gpumap.Layout, region []byte, _ []uint64) error 
 	}
 	seen := map[uint64]bool{}
 	for _, rec := range recs {
-		if len(rec) != 40 {
-			return fmt.Errorf("record of %d bytes, want 40", len(rec))
+		if len(rec) != 48 {
+			return fmt.Errorf("record of %d bytes, want 48", len(rec))
 		}
-		blk, start, end, threads := u64(rec, 8), u64(rec, 16), u64(rec, 24), u32(rec, 36)
-		if u64(rec, 0) != KernelID || blk >= uint64(nb) || seen[blk] || threads != tpb || start == 0 || end < start {
-			return fmt.Errorf("bad record: kernel %#x block %d start %d end %d threads %d", u64(rec, 0), blk, start, end, threads)
+		blk, start, end, threads, grid := u64(rec, 8), u64(rec, 16), u64(rec, 24), u32(rec, 36), u64(rec, 40)
+		if u64(rec, 0) != KernelID || blk >= uint64(nb) || seen[blk] || threads != tpb || start == 0 || end < start ||
+			grid == 0 || grid != u64(recs[0], 40) {
+			return fmt.Errorf("bad record: kernel %#x block %d start %d end %d threads %d grid %d (first %d)",
+				u64(rec, 0), blk, start, end, threads, grid, u64(recs[0], 40))
 		}
 		seen[blk] = true
 	}

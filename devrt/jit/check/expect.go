@@ -74,7 +74,7 @@ func (c *Case) Expected(comp *jit.Compiled) ([]uint64, []byte, error) {
 							ThreadIdx: [3]uint32{t % bd[0], (t / bd[0]) % bd[1], t / (bd[0] * bd[1])},
 							SMID:      blin % SimSMs, NSMID: 132,
 							WarpID: (t / 32) % 64, LaneID: t % 32,
-							Timer: timer, Block: block,
+							Timer: timer, Block: block, GridID: SimGridID,
 						}
 					}
 					carried := func(e *jit.Env, t uint32) {

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
@@ -30,7 +31,12 @@ type Launch struct {
 	Threads uint32 // per block, a multiple of 32
 	NSM     uint32
 	Blocks  []Block
+	// GridID is the launch's %gridid; 0 takes the next of a counter, as
+	// a GPU numbers the launches of a context.
+	GridID uint64
 }
+
+var gridIDs atomic.Uint64
 
 // WarpGap is the time between the entries (and exits) of a block's warps.
 const WarpGap = 100
@@ -60,6 +66,10 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 		return fmt.Errorf("threads per block %d: want a multiple of 32", l.Threads)
 	}
 	kid := ptx.KernelID(l.Kernel)
+	grid := l.GridID
+	if grid == 0 {
+		grid = gridIDs.Add(1)
+	}
 	var evs []event
 	perSM := map[uint32]uint32{}
 	for _, b := range l.Blocks {
@@ -94,7 +104,7 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 			env := &jit.Env{
 				BlockIdx: [3]uint32{e.b.Block, 0, 0}, BlockDim: [3]uint32{l.Threads, 1, 1},
 				GridDim: [3]uint32{l.Grid, 1, 1}, ThreadIdx: [3]uint32{e.warp * 32, 0, 0},
-				SMID: e.b.SM, NSMID: l.NSM, WarpID: e.slot, LaneID: 0, ActiveLanes: 32,
+				SMID: e.b.SM, NSMID: l.NSM, WarpID: e.slot, LaneID: 0, ActiveLanes: 32, GridID: grid,
 				Timer: func() uint64 { return tm }, Block: shared[e.b.Block],
 			}
 			binary.LittleEndian.PutUint32(env.Ctx[0:], uint32(site))

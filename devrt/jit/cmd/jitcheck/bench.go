@@ -17,6 +17,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/probepatch"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion"
 )
 
 // The benchmark: kernels uninstrumented and instrumented by devrt/ptx with
@@ -261,8 +262,8 @@ func report(dir string) error {
 	var heavy, light []float64
 	var first, last uint64
 	for i, r := range recs {
-		if len(r) != 40 {
-			return fmt.Errorf("block record of %d bytes", len(r))
+		if len(r) != proberegion.BlockSize {
+			return fmt.Errorf("block record of %d bytes, want %d", len(r), proberegion.BlockSize)
 		}
 		blk := binary.LittleEndian.Uint64(r[8:])
 		start, end := binary.LittleEndian.Uint64(r[16:]), binary.LittleEndian.Uint64(r[24:])

@@ -510,6 +510,7 @@ func (s *Source) appendSpan(p *proc, name string, run *proberegion.Run) {
 	a.PutInt("gpu.kernel.blocks", int64(len(run.Blocks)))
 	a.PutInt("gpu.kernel.threads", int64(run.Threads))
 	a.PutInt("gpu.kernel.sms", int64(len(sms)))
+	a.PutInt("gpu.kernel.grid_id", int64(run.GridID))
 	a.PutDouble("gpu.kernel.block.duration.min", float64(minD)/1e9)
 	a.PutDouble("gpu.kernel.block.duration.mean", float64(sumD)/float64(len(run.Blocks))/1e9)
 	a.PutDouble("gpu.kernel.block.duration.max", float64(maxD)/1e9)

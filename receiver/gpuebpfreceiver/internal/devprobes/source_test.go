@@ -165,7 +165,7 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	hostStart := base - offset - 5000
 	s.Launch(pid, "imbalanced", hostStart)
 	s.Timed(pid, "imbalanced", hostStart, base-offset)
-	require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4, Blocks: blocks}))
+	require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4, Blocks: blocks, GridID: 0x2a}))
 	s.Poll()
 	require.Equal(t, 1, logs.FilterMessage("device probe region dropped").Len())
 	// the same copy read again: the launch stays open ...
@@ -234,7 +234,7 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	require.Equal(t, pcommon.Timestamp(int64(base+8000+2_400_000-offset)+wallMono), sp.EndTimestamp())
 	require.Equal(t, map[string]any{
 		"gpu.cuda.kernel.name": "imbalanced", "gpu.kernel.blocks": int64(16), "gpu.kernel.threads": int64(1024),
-		"gpu.kernel.sms": int64(4), "gpu.kernel.block.duration.min": 300e-6, "gpu.kernel.block.duration.mean": (2*2.4e-3 + 14*0.3e-3) / 16,
+		"gpu.kernel.sms": int64(4), "gpu.kernel.grid_id": int64(0x2a), "gpu.kernel.block.duration.min": 300e-6, "gpu.kernel.block.duration.mean": (2*2.4e-3 + 14*0.3e-3) / 16,
 		"gpu.kernel.block.duration.max": 2.4e-3, "gpu.kernel.block.schedule.delay.max": 15e-6, "gpu.clock.calibrated": true,
 	}, roundAttrs(sp.Attributes().AsRaw()))
 
