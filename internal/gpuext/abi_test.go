@@ -3,10 +3,10 @@ package gpuext
 import (
 	"testing"
 
-	"github.com/cilium/ebpf/btf"
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/bpf"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/btftest"
 )
 
 // TestContextLayoutMatchesBTF pins the layout of the three gpu_ext contexts
@@ -32,15 +32,6 @@ func TestContextLayoutMatchesBTF(t *testing.T) {
 			"tsg_id": 0, "cgroup_id": 8, "timeslice_us": 16, "pid": 24, "gpu": 28, "hook": 32, "engine_type": 36,
 			"runlist_id": 40, "channel_count": 44, "interleave": 48, "_pad": 52, "comm": 56}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var st *btf.Struct
-			require.NoError(t, spec.Types.TypeByName(tc.name, &st))
-			require.Equal(t, tc.size, st.Size)
-			got := map[string]uint32{}
-			for _, m := range st.Members {
-				got[m.Name] = m.Offset.Bytes()
-			}
-			require.Equal(t, tc.offsets, got)
-		})
+		t.Run(tc.name, func(t *testing.T) { btftest.Struct(t, spec.Types, tc.name, tc.size, tc.offsets) })
 	}
 }

@@ -4,39 +4,28 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/btftest"
 )
 
 // TestRecordsMatchBTF checks the records Read decodes against what clang
 // made of gpuext_abi.h (the BTF of devrt/jit's check/progs/abi.bpf.o):
-// each struct's size and the offset of every field the decoder reads.
+// each struct's size and every member's offset.
 func TestRecordsMatchBTF(t *testing.T) {
-	tests := []struct {
+	spec, err := ebpf.LoadCollectionSpec("../../devrt/jit/check/progs/abi.bpf.o")
+	require.NoError(t, err)
+	for _, tt := range []struct {
 		name    string
 		size    uint32
 		offsets map[string]uint32
 	}{
 		{"gpuext_dev_block", BlockSize, map[string]uint32{
 			"kernel_id": 0, "block": 8, "start_ns": 16, "end_ns": 24, "smid": 32, "threads": 36, "grid_id": 40}},
-		{"gpuext_dev_launch", LaunchSize, map[string]uint32{"kernel_id": 0, "start_ns": 8, "smid": 16}},
+		{"gpuext_dev_launch", LaunchSize, map[string]uint32{"kernel_id": 0, "start_ns": 8, "smid": 16, "_pad": 20}},
 		{"gpuext_dev_sm", SMSize, map[string]uint32{"blocks": 0, "threads": 8, "lane_ns": 16}},
 		{"gpuext_dev_occ", OccSize, map[string]uint32{"epoch": 0, "threads": 8, "lane_ns": 16}},
-	}
-	spec, err := ebpf.LoadCollectionSpec("../../devrt/jit/check/progs/abi.bpf.o")
-	require.NoError(t, err)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var st *btf.Struct
-			require.NoError(t, spec.Types.TypeByName(tt.name, &st))
-			require.Equal(t, tt.size, st.Size)
-			got := map[string]uint32{}
-			for _, m := range st.Members {
-				if _, ok := tt.offsets[m.Name]; ok {
-					got[m.Name] = m.Offset.Bytes()
-				}
-			}
-			require.Equal(t, tt.offsets, got)
-		})
+	} {
+		t.Run(tt.name, func(t *testing.T) { btftest.Struct(t, spec.Types, tt.name, tt.size, tt.offsets) })
 	}
 }

@@ -79,3 +79,30 @@ static __always_inline struct gpuext_dev_block_state *ab_block_slot(const struct
 		st->start_ns = bpf_get_globaltimer();                           \
 		return 1;                                                       \
 	}
+
+/* block_sched's ring record alone (ab_bsring*): a ring of 16 MiB in shards
+ * (map_extra) that warp 0 of each block writes its block's record to at
+ * its exit; no lanes count, the other warps touch nothing. */
+#define AB_BSRING(shards)                                                       \
+	struct {                                                                \
+		__uint(type, BPF_MAP_TYPE_RINGBUF);                             \
+		__uint(max_entries, 1 << 24);                                   \
+		__uint(map_extra, shards);                                      \
+	} ab_ring SEC(".maps");                                                 \
+	AB_BLOCK_ENTRY                                                          \
+	SEC("gpu/exit/*") int ab_exit(const struct gpuext_dev_ctx *ctx)        \
+	{                                                                       \
+		struct gpuext_dev_block_state *st = ab_block_slot(ctx);         \
+		struct gpuext_dev_block rec = {};                               \
+		if (!st || gpuext_thread_linear() >= 32)                        \
+			return 0;                                               \
+		rec.kernel_id = ctx->kernel_id;                                 \
+		rec.block = gpuext_block_linear();                              \
+		rec.start_ns = st->start_ns;                                    \
+		rec.end_ns = bpf_get_globaltimer();                             \
+		rec.smid = bpf_get_sm_id();                                     \
+		rec.threads = gpuext_block_threads();                           \
+		rec.grid_id = gpuext_grid_id();                                 \
+		bpf_ringbuf_output(&ab_ring, &rec, sizeof(rec), 0);             \
+		return 1;                                                       \
+	}
