@@ -51,9 +51,6 @@ func prepareInline(f *Function) (*inlineFunc, string) {
 		return nil, "has performance directives"
 	}
 	why := ""
-	is64 := func(in *Instruction) bool {
-		return slices.ContainsFunc(in.Modifiers, func(m string) bool { return m == ".u64" || m == ".b64" || m == ".s64" })
-	}
 	var walk func(b *Block, top bool)
 	walk = func(b *Block, top bool) {
 		for _, s := range b.Stmts {
@@ -75,7 +72,7 @@ func prepareInline(f *Function) (*inlineFunc, string) {
 			case *CallPrototype, *Targets:
 				why = "branches or calls indirectly"
 			case *Instruction:
-				why = fn.checkInstruction(s, is64)
+				why = fn.checkInstruction(s)
 			}
 		}
 	}
@@ -94,7 +91,7 @@ func prepareInline(f *Function) (*inlineFunc, string) {
 // checkInstruction returns why in cannot be copied ("" if it can): the
 // parameters may only be read whole by ld.param, the return value only
 // stored whole by st.param.
-func (fn *inlineFunc) checkInstruction(in *Instruction, is64 func(*Instruction) bool) string {
+func (fn *inlineFunc) checkInstruction(in *Instruction) string {
 	if in.Opcode == "exit" {
 		return "ends the thread (exit)"
 	}
@@ -124,6 +121,11 @@ func (fn *inlineFunc) checkInstruction(in *Instruction, is64 func(*Instruction) 
 	return ""
 }
 
+// is64 tells whether in moves a whole 64-bit value (.u64, .b64, .s64).
+func is64(in *Instruction) bool {
+	return slices.ContainsFunc(in.Modifiers, func(m string) bool { return m == ".u64" || m == ".b64" || m == ".s64" })
+}
+
 func (fn *inlineFunc) isParam(name string) bool {
 	_, ok := fn.params[name]
 	return ok
@@ -148,7 +150,7 @@ func (fn *inlineFunc) paramAccess(in *Instruction) (string, bool) {
 		return "", false
 	}
 	n, ok := a.Elems[0].(*Name)
-	if !ok || (!fn.isParam(n.Text) && n.Text != fn.ret) || n.Text == "" {
+	if !ok || (!fn.isParam(n.Text) && n.Text != fn.ret) {
 		return "", false
 	}
 	return n.Text, true
@@ -206,70 +208,73 @@ func declaredNames(f *Function) []RegName {
 	return out
 }
 
-// inlineCopy returns a copy of fn's body as one nested scope: args are the
-// parameters' values (fresh expressions, one per use), retReg receives the
-// return value ("" drops it), rename gives each label its copy's name, and
-// a ret becomes a branch to end (its label is added by the caller after
-// the scope when used is set).
-func (fn *inlineFunc) inlineCopy(args []func() Expr, retReg string, rename map[string]string, end string) (*Block, bool) {
-	used := false
-	var copyBlock func(b *Block, top bool) *Block
-	copyBlock = func(b *Block, top bool) *Block {
-		out := &Block{Pos: b.Pos}
-		for i, s := range b.Stmts {
-			switch s := s.(type) {
-			case *Block:
-				out.Stmts = append(out.Stmts, copyBlock(s, false))
-			case *Label:
-				out.Stmts = append(out.Stmts, &Label{Pos: s.Pos, Name: rename[s.Name]})
-			case *Instruction:
-				// the final ret falls through to the end, unless a label
-				// would then close the scope: it labels a branch instead
-				last := top && i == len(b.Stmts)-1
-				if last && i > 0 {
-					_, labelled := b.Stmts[i-1].(*Label)
-					last = !labelled
-				}
-				if c := fn.copyInstruction(s, args, retReg, rename, end, last, &used); c != nil {
-					out.Stmts = append(out.Stmts, c)
-				}
-			default: // declarations, .loc, .pragma: shared, never changed
-				out.Stmts = append(out.Stmts, s)
-			}
-		}
-		return out
-	}
-	return copyBlock(fn.f.Body, true), used
+// copier makes one copy of a function's body: arg(i) is parameter i's
+// value (a fresh expression per use), retReg receives the return value (""
+// drops it), rename gives each label its copy's name, and a ret becomes a
+// branch to end; used records whether one did (the caller then adds the
+// label after the scope).
+type copier struct {
+	fn     *inlineFunc
+	arg    func(i int) Expr
+	retReg string
+	rename map[string]string
+	end    string
+	used   bool
 }
 
-func (fn *inlineFunc) copyInstruction(in *Instruction, args []func() Expr, retReg string, rename map[string]string, end string, last bool, used *bool) *Instruction {
-	if p, ok := fn.paramAccess(in); ok {
-		if p == fn.ret {
-			if retReg == "" {
-				return nil
+// block copies b (top: the function's body).
+func (c *copier) block(b *Block, top bool) *Block {
+	out := &Block{Pos: b.Pos}
+	for i, s := range b.Stmts {
+		switch s := s.(type) {
+		case *Block:
+			out.Stmts = append(out.Stmts, c.block(s, false))
+		case *Label:
+			out.Stmts = append(out.Stmts, &Label{Pos: s.Pos, Name: c.rename[s.Name]})
+		case *Instruction:
+			// the final ret falls through to the end, unless a label
+			// would then close the scope: it labels a branch instead
+			last := top && i == len(b.Stmts)-1
+			if last && i > 0 {
+				_, labelled := b.Stmts[i-1].(*Label)
+				last = !labelled
 			}
-			c := mkIns("mov", []string{".b64"}, name(retReg), copyExpr(in.Operands[1], nil))
-			c.Guard = copyGuard(in.Guard)
-			return c
+			if in := c.instruction(s, last); in != nil {
+				out.Stmts = append(out.Stmts, in)
+			}
+		default: // declarations, .loc, .pragma: shared, never changed
+			out.Stmts = append(out.Stmts, s)
 		}
-		c := mkIns("mov", []string{".b64"}, copyExpr(in.Operands[0], nil), args[fn.params[p]]())
-		c.Guard = copyGuard(in.Guard)
-		return c
 	}
-	if in.Opcode == "ret" {
+	return out
+}
+
+// instruction copies in; nil when the copy drops it.
+func (c *copier) instruction(in *Instruction, last bool) *Instruction {
+	var out *Instruction
+	if p, ok := c.fn.paramAccess(in); ok {
+		switch {
+		case p != c.fn.ret:
+			out = mkIns("mov", []string{".b64"}, copyExpr(in.Operands[0], nil), c.arg(c.fn.params[p]))
+		case c.retReg == "":
+			return nil
+		default:
+			out = mkIns("mov", []string{".b64"}, name(c.retReg), copyExpr(in.Operands[1], nil))
+		}
+	} else if in.Opcode == "ret" {
 		if last && in.Guard == nil {
 			return nil // falls through to the end
 		}
-		*used = true
-		c := mkIns("bra", nil, name(end))
-		c.Guard = copyGuard(in.Guard)
-		return c
+		c.used = true
+		out = mkIns("bra", nil, name(c.end))
+	} else {
+		out = &Instruction{Pos: in.Pos, Opcode: in.Opcode, Modifiers: slices.Clone(in.Modifiers)}
+		for _, op := range in.Operands {
+			out.Operands = append(out.Operands, copyExpr(op, c.rename))
+		}
 	}
-	c := &Instruction{Pos: in.Pos, Guard: copyGuard(in.Guard), Opcode: in.Opcode, Modifiers: slices.Clone(in.Modifiers)}
-	for _, op := range in.Operands {
-		c.Operands = append(c.Operands, copyExpr(op, rename))
-	}
-	return c
+	out.Guard = copyGuard(in.Guard)
+	return out
 }
 
 // copyExpr copies e deeply, renaming the Names in rename.
@@ -349,10 +354,12 @@ func (r *kernelRewriter) chooseInline(inl map[string]*inlineFunc, inlWhy map[str
 	kernelNames := declaredNames(r.f)
 	exits := len(r.f.Exits())
 	var why []string
+	decided := map[string]bool{}
 	consider := func(fname string, kind SiteKind) {
-		if _, done := r.inline[fname]; done || slices.ContainsFunc(why, func(w string) bool { return strings.HasPrefix(w, fname+": ") }) {
+		if decided[fname] {
 			return
 		}
+		decided[fname] = true
 		fn := inl[fname]
 		switch {
 		case fn == nil:
@@ -380,9 +387,8 @@ func (r *kernelRewriter) chooseInline(inl map[string]*inlineFunc, inlWhy map[str
 
 // inlined is the code of one copy of fn at a site: under guard g (the
 // exit's), a scope with fn's body, then the label its rets branch to.
-func (r *kernelRewriter) inlined(fn *inlineFunc, args []func() Expr, g *Guard, retReg string) []Stmt {
-	k := r.copies
-	r.copies++
+func (r *kernelRewriter) inlined(fn *inlineFunc, arg func(i int) Expr, g *Guard, retReg string) []Stmt {
+	k := r.rep.Inlined // numbers the kernel's copies
 	r.rep.Inlined++
 	unique := func(base string) string {
 		n := base
@@ -396,16 +402,16 @@ func (r *kernelRewriter) inlined(fn *inlineFunc, args []func() Expr, g *Guard, r
 	for _, l := range fn.labels {
 		rename[l] = unique(fmt.Sprintf("%s_i%d", l, k))
 	}
-	end := unique(fmt.Sprintf("$GXI%d_END", k))
-	body, used := fn.inlineCopy(args, retReg, rename, end)
+	c := &copier{fn: fn, arg: arg, retReg: retReg, rename: rename, end: unique(fmt.Sprintf("$GXI%d_END", k))}
+	body := c.block(fn.f.Body, true)
 	var out []Stmt
 	if g != nil {
-		out = append(out, &Instruction{Guard: &Guard{Neg: !g.Neg, Reg: g.Reg}, Opcode: "bra", Operands: []Expr{name(end)}})
-		used = true
+		out = append(out, &Instruction{Guard: &Guard{Neg: !g.Neg, Reg: g.Reg}, Opcode: "bra", Operands: []Expr{name(c.end)}})
+		c.used = true
 	}
 	out = append(out, body)
-	if used {
-		out = append(out, &Label{Name: end})
+	if c.used {
+		out = append(out, &Label{Name: c.end})
 	}
 	return out
 }

@@ -420,7 +420,6 @@ type kernelRewriter struct {
 	carried  map[string]string      // entry probe -> its %gx_e<N>, in this kernel
 	inline   map[string]*inlineFunc // functions copied at this kernel's entry and exit sites
 	labels   map[string]bool        // the kernel's labels and those of the copies
-	copies   int
 	id       uint64
 	rep      KernelReport
 	scopes   []regScope
@@ -736,11 +735,16 @@ func (r *kernelRewriter) site(kind SiteKind, g *Guard, addr []*Instruction, pos 
 	}
 	for _, p := range r.probes[kind] {
 		if fn := r.inline[p.name]; fn != nil && (kind == SiteEntry || kind == SiteExit) {
-			args := []func() Expr{func() Expr { return field(0) }, func() Expr { return field(1) }, func() Expr { return field(2) }}
+			arg := field
 			if reg := r.carried[p.carry]; p.carry != "" && reg != "" {
-				args[1] = func() Expr { return name(reg) }
+				arg = func(i int) Expr {
+					if i == 1 {
+						return name(reg) // the exit's ctx->entry_ret
+					}
+					return field(i)
+				}
 			}
-			out = append(out, r.inlined(fn, args, g, r.carried[p.name])...)
+			out = append(out, r.inlined(fn, arg, g, r.carried[p.name])...)
 			continue
 		}
 		var stmts []Stmt
