@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -342,6 +343,7 @@ func TestInjectRegionMirror(t *testing.T) {
 	// unlink at the last unload) and note the counter while it exists.
 	type seen struct {
 		f       *os.File
+		first   []byte // the file's contents when it was first seen
 		maxLive uint64 // the counter in the file while the modules were loaded
 	}
 	done := make(chan struct{})
@@ -365,6 +367,7 @@ func TestInjectRegionMirror(t *testing.T) {
 					continue
 				}
 				s.f = f
+				s.first, _ = io.ReadAll(f)
 			}
 			if _, err := os.Stat(s.f.Name()); err != nil {
 				continue // unloaded: the final copy is read after the run
@@ -382,6 +385,13 @@ func TestInjectRegionMirror(t *testing.T) {
 	s := <-got
 	require.NotNil(t, s.f, "the region file was seen")
 	defer s.f.Close()
+	// Published whole: never seen shorter or without its initial contents.
+	require.Len(t, s.first, 8192, "the region file's size when first seen")
+	require.Equal(t, hdr, s.first[:128], "the initial contents when first seen")
+	require.Equal(t, []byte("tail-hdr"), s.first[4096:4104])
+	left, err := filepath.Glob(filepath.Join(dir, ".gpuext-devmaps-*"))
+	require.NoError(t, err)
+	require.Empty(t, left, "no region left under its creation name")
 
 	// Launches of the patched twins, the ones the "probe" counted.
 	twins := 0

@@ -16,7 +16,9 @@
  *
  *   - the file <dir>/gpuext-devmaps-<pid>-<created_ns>.maps, page-rounded,
  *     mapped shared and holding the collector's initial contents (the maps'
- *     headers) before anything else happens, then pinned with
+ *     headers) before anything else happens (it is made as
+ *     .gpuext-devmaps-<pid>-<created_ns>.new and renamed once the region is
+ *     whole, so the collector never opens a partial one), then pinned with
  *     cuMemHostRegister where the driver allows it (a tmpfs directory:
  *     since Linux 6.5 other file-backed pages refuse long-term pins; a
  *     pageable copy also works, only slower);
@@ -232,8 +234,10 @@ struct devrt_region *devrt_region_get(__u64 size, __u64 version,
 	struct devrt_region *g;
 	struct gpuext_inj_init e;
 	CUcontext ctx = NULL;
+	char name[sizeof(g->path)];
+	__u64 created;
 	size_t i;
-	int fd;
+	int fd, n;
 
 	*shared = 0;
 	pthread_once(&rdrv_once, rdrv_load);
@@ -269,8 +273,19 @@ struct devrt_region *devrt_region_get(__u64 size, __u64 version,
 	g->len = (size_t)((size + (__u64)pg - 1) & ~((__u64)pg - 1));
 
 	*step = "region file";
-	snprintf(g->path, sizeof(g->path), "%s/gpuext-devmaps-%d-%llu.maps",
-		 devrt.cfg.dir, (int)g->pid, (unsigned long long)devrt_now());
+	created = devrt_now();
+	n = snprintf(name, sizeof(name), "%s/gpuext-devmaps-%d-%llu.maps",
+		     devrt.cfg.dir, (int)g->pid, (unsigned long long)created);
+	if (n < 0 || (size_t)n >= sizeof(name))
+		goto fail;
+	/* Made under a name the collector does not look for, published by
+	 * rename once sized and filled: it never sees a partial region. */
+	n = snprintf(g->path, sizeof(g->path), "%s/.gpuext-devmaps-%d-%llu.new",
+		     devrt.cfg.dir, (int)g->pid, (unsigned long long)created);
+	if (n < 0 || (size_t)n >= sizeof(g->path)) {
+		g->path[0] = '\0';
+		goto fail;
+	}
 	fd = open(g->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 		  0600);
 	if (fd < 0) {
@@ -315,6 +330,11 @@ struct devrt_region *devrt_region_get(__u64 size, __u64 version,
 	pthread_mutex_unlock(&g->mu);
 	if (*res != CUDA_SUCCESS)
 		goto fail;
+
+	*step = "region file rename";
+	if (rename(g->path, name) < 0)
+		goto fail;
+	memcpy(g->path, name, sizeof(g->path));
 
 	*step = "devrt thread";
 	pthread_mutex_lock(&reg_lock);
