@@ -2,6 +2,7 @@ package gpuebpfreceiver
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
@@ -20,9 +21,10 @@ import (
 // devrt's, so the uprobe events of calls that started since are dropped,
 // and the kernel is told to skip the process (a map lookup per call
 // instead of two traps and a record). That holds until devrt disables
-// itself or the process execs, and for the rest of the process's life
-// once it has ended under devrt: its uprobe events may be read after its
-// ring was drained and removed.
+// itself or the process execs. A process that has ended under devrt stays
+// covered after its ring was drained and removed, since its uprobe events
+// may be read later still: up to the moment the translator lets go of it
+// (calls after that are a new owner's of the pid), for endedCoverGrace.
 
 // maxProbed bounds the processes remembered as probed for a ring, and
 // those remembered as covered.
@@ -169,6 +171,33 @@ func (r *gpuReceiver) devrtDetached(pid uint32, until uint64) {
 	}
 	if r.tracer != nil && !r.tr.Skipping(pid) {
 		r.tracer.ClearFilter(pid)
+	}
+}
+
+// endedCoverGrace is how long the coverage of a process that has ended
+// outlives the translator's state of it: the longest its uprobe events may
+// wait unread behind the drain that retired its ring.
+const endedCoverGrace = uint64(30 * time.Second)
+
+// devrtEnded: the translator let go of pid, which has ended, at now. Its
+// uprobe events may not all have been read (the loop can drain its ring,
+// see it gone and emit metrics before reading the ring buffer again): the
+// calls it made stay devrt's, those of a later process that gets the pid
+// do not.
+func (r *gpuReceiver) devrtEnded(pid uint32, now uint64) {
+	if c, ok := r.devrtCover[pid]; ok && c.until > now {
+		c.until = now
+		r.devrtCover[pid] = c
+	}
+}
+
+// pruneDevrtCover forgets the coverage of processes that ended more than
+// endedCoverGrace before now.
+func (r *gpuReceiver) pruneDevrtCover(now uint64) {
+	for pid, c := range r.devrtCover {
+		if c.until != devrt.Forever && c.until+endedCoverGrace < now {
+			delete(r.devrtCover, pid)
+		}
 	}
 }
 

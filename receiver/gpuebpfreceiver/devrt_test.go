@@ -313,6 +313,45 @@ func TestDevrtCoverageEndsAtExec(t *testing.T) {
 	require.Equal(t, coverage{since: 9000, until: devrt.Forever}, r.devrtCover[pid])
 }
 
+// TestDevrtCoverageOutlivesRelease: the translator letting go of a process
+// that ended under devrt (its ring drained and removed, the metrics
+// emitted) before the ring buffer was read again leaves its unread uprobe
+// calls devrt's; a call after the release (a new process that got the pid)
+// is the uprobes'. The coverage is forgotten endedCoverGrace later.
+func TestDevrtCoverageOutlivesRelease(t *testing.T) {
+	r := devrtReceiver(t, devrtConfig(t.TempDir()))
+	const pid = 4_000_001
+	call := func(at uint64) {
+		raw := ev.AppendRecord(nil, &ev.Event{Kind: ev.KindCall, API: ev.APICuCtxSynchronize, Source: ev.SourceUprobe,
+			PID: pid, TID: pid, Start: at, End: at + 10})
+		var e ev.Event
+		r.handle(raw, &e)
+	}
+	r.devrtCover[pid] = coverage{since: 1000, until: devrt.Forever}
+	before := translate.Monotonic()
+	r.released(pid, true)
+	after := translate.Monotonic()
+	c := r.devrtCover[pid]
+	require.Equal(t, uint64(1000), c.since)
+	require.GreaterOrEqual(t, c.until, before)
+	require.LessOrEqual(t, c.until, after)
+
+	call(2000)        // made before it ended, read after the release
+	call(c.until - 1) // the last instant covered
+	require.Equal(t, uint64(2), r.devrtDups.Load(), "the ended process's calls stay devrt's")
+	call(c.until) // the pid's next owner
+	_, n := r.tr.TakeSpans()
+	require.Equal(t, 1, n)
+
+	r.released(pid, true) // a second release keeps the first end
+	require.Equal(t, c, r.devrtCover[pid])
+	r.pruneDevrtCover(c.until + endedCoverGrace)
+	require.Equal(t, c, r.devrtCover[pid], "kept for endedCoverGrace")
+	r.devrtCover[pid+1] = coverage{since: 5, until: devrt.Forever}
+	r.pruneDevrtCover(c.until + endedCoverGrace + 1)
+	require.Equal(t, map[uint32]coverage{pid + 1: {5, devrt.Forever}}, r.devrtCover, "then forgotten; a live process's kept")
+}
+
 // TestDevrtPartialClasses: devrt reporting launches only leaves the other
 // calls of its processes to the uprobes.
 func TestDevrtPartialClasses(t *testing.T) {

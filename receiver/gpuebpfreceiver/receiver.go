@@ -373,6 +373,9 @@ func (r *gpuReceiver) emitMetrics(ctx context.Context) {
 			Invalid: d.Invalid, Abandoned: d.Abandoned, Stale: d.Stale}
 	}
 	md := r.tr.Metrics(st)
+	if r.devrt != nil {
+		r.pruneDevrtCover(translate.Monotonic())
+	}
 	if r.probes != nil {
 		r.probes.Metrics().ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
 	}
@@ -493,7 +496,7 @@ func (r *gpuReceiver) released(pid uint32, exited bool) {
 		r.devrt.Unsilence(pid)
 		delete(r.devrtProbed, pid)
 		if exited {
-			delete(r.devrtCover, pid)
+			r.devrtEnded(pid, translate.Monotonic())
 		}
 	}
 	if r.tracer == nil {
