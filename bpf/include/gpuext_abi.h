@@ -1101,23 +1101,31 @@ struct gpuext_gpuhash_bucket {
 /*
  * struct gpuext_gpuring_rec - precedes the payload of a ring slot. The ring
  * never blocks a kernel: a lane takes record index i with one atom.add on
- * head (lanes that call together take consecutive indexes with one add) and
- * claims slot i % slots with atom.max(seq, (i + 1) << 1 | 1): a slot a later
- * lap already claimed is left alone (the record is lost, never the later
- * one); else it writes len and payload, then membar.gl and
- * atom.cas(seq, (i + 1) << 1 | 1, (i + 1) << 1), which fails only if a
- * later lap claimed the slot meanwhile. The host takes record i (i = tail)
- * when seq reads (i + 1) << 1 before and after it copies the payload; a
- * later lap in seq, or head - tail > slots, means the record was overwritten
- * before the host read it: the host skips it and counts it in drops. (A
- * record can be torn only if the ring laps within one record's write, i.e.
- * when it overflows.) 16 bytes.
+ * head (lanes that call together take consecutive indexes with one add)
+ * and writes slot i % slots with plain stores, nothing waited for: the
+ * payload, then len and check, then seq = (i + 1) << 1. The host takes
+ * record i (i = tail) when seq reads (i + 1) << 1 before and after it
+ * copies the payload and check is GPUEXT_GPURING_CHECK of what it read; a
+ * record whose check fails is still being written (its stores are not all
+ * visible) and is read again later. A later lap in seq, or head - tail >
+ * slots, means the record was overwritten before the host read it: the
+ * host skips it and counts it in drops. A writer of an earlier lap that
+ * writes late (after the ring lapped it) can only cost records, never
+ * forge one. 16 bytes.
  */
 struct gpuext_gpuring_rec {
-	__u64 seq; /* (record index + 1) << 1, | 1 while being written */
-	__u32 len; /* payload bytes */
-	__u32 _pad;
+	__u64 seq;   /* (record index + 1) << 1 */
+	__u32 len;   /* payload bytes */
+	__u32 check; /* GPUEXT_GPURING_CHECK(seq, len, payload) */
 };
+
+/*
+ * GPUEXT_GPURING_CHECK: h = seq * MIX; h = (h ^ len) * MIX; then h = (h ^
+ * w) * MIX for each 8-byte little-endian word w of the payload (the last
+ * one zero-padded); check = h >> 32. A torn read (one write's header over
+ * another's payload) passes it with probability 2^-32.
+ */
+#define GPUEXT_GPURING_MIX 0x9e3779b97f4a7c15ULL
 
 /* Records and map values of the shipped probes (bpf/device/). */
 

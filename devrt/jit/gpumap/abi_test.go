@@ -38,7 +38,10 @@ func TestLayoutMatchesBTF(t *testing.T) {
 	require.Equal(t, map[string]uint32{"state": 0}, b)
 	size, r := offsets("gpuext_gpuring_rec")
 	require.Equal(t, uint32(RecHeaderSize), size)
-	require.Equal(t, map[string]uint32{"seq": RecSeq, "len": RecLen}, r)
+	require.Equal(t, map[string]uint32{"seq": RecSeq, "len": RecLen, "check": RecCheckOff}, r)
+	var mix uint64
+	require.NoError(t, spec.Variables["gpuext_gpuring_mix"].Get(&mix))
+	require.Equal(t, uint64(RecMix), mix, "GPUEXT_GPURING_MIX")
 
 	enum := func(name, prefix string) map[string]uint64 {
 		var e *btf.Enum

@@ -302,6 +302,9 @@ func (m Map) Add(r Region, slot uint64, key []byte, delta uint64) (int64, error)
 func (m Map) RingOutput(r Region, data []byte) (int64, error) { return m.RingOutputSM(r, 0, data) }
 
 // RingOutputSM is RingOutput by a probe on SM sm: into shard sm % Shards.
+// The record is written as the compiled probe writes it: payload, then
+// length and check, then seq, with no claim of the slot (the reader takes a
+// record only when its seq and check agree: struct gpuext_gpuring_rec).
 func (m Map) RingOutputSM(r Region, sm uint64, data []byte) (int64, error) {
 	if m.Type != Ringbuf {
 		return -EINVAL, nil
@@ -315,28 +318,38 @@ func (m Map) RingOutputSM(r Region, sm uint64, data []byte) (int64, error) {
 		return 0, err
 	}
 	s := m.ShardSlotOffset(shard, head)
-	prev, err := r.U64(s + RecSeq)
-	if err != nil {
-		return 0, err
-	}
-	if prev>>1 > head+1 {
-		return 0, nil // a later lap owns the slot: this record is lost
-	}
-	if err := r.PutU64(s+RecSeq, RecBusy(head+1)); err != nil {
-		return 0, err
-	}
-	if err := r.PutU32(s+RecLen, uint32(len(data))); err != nil {
-		return 0, err
-	}
 	d, err := r.Bytes(s+RecHeaderSize, uint64(len(data)))
 	if err != nil {
 		return 0, err
 	}
 	copy(d, data)
-	return 0, r.PutU64(s+RecSeq, RecCommitted(head+1))
+	seq := RecCommitted(head + 1)
+	if err := r.PutU32(s+RecLen, uint32(len(data))); err != nil {
+		return 0, err
+	}
+	if err := r.PutU32(s+RecCheckOff, RecCheck(seq, data)); err != nil {
+		return 0, err
+	}
+	return 0, r.PutU64(s+RecSeq, seq)
 }
 
-// RecBusy and RecCommitted are a ring slot's seq while record n (index +
-// 1) is written and once it is (struct gpuext_gpuring_rec).
-func RecBusy(n uint64) uint64      { return n<<1 | 1 }
+// RecCommitted is a ring slot's seq once record n (index + 1) is written
+// (struct gpuext_gpuring_rec).
 func RecCommitted(n uint64) uint64 { return n << 1 }
+
+// RecCheck is the check word of a ring record of seq seq and payload
+// payload: the high half of h, where h = seq * RecMix, then h = (h ^ x) *
+// RecMix for x = the payload's length, then each 8-byte little-endian word
+// of the payload (the last one zero-padded). A record whose stores are
+// only partly visible (the ring slot's previous record's payload under
+// this one's seq, or the reverse) fails it but for a 2^-32 chance.
+func RecCheck(seq uint64, payload []byte) uint32 {
+	h := seq * RecMix
+	h = (h ^ uint64(len(payload))) * RecMix
+	for o := 0; o < len(payload); o += 8 {
+		var w [8]byte
+		copy(w[:], payload[o:])
+		h = (h ^ binary.LittleEndian.Uint64(w[:])) * RecMix
+	}
+	return uint32(h >> 32)
+}

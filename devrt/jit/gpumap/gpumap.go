@@ -82,11 +82,15 @@ const (
 	OffTail       = 64
 	OffShards     = 72
 
-	// RecHeaderSize is struct gpuext_gpuring_rec (seq, len, pad).
+	// RecHeaderSize is struct gpuext_gpuring_rec (seq, len, check).
 	RecHeaderSize = 16
-	// RecSeq and RecLen are the offsets of its fields.
-	RecSeq = 0
-	RecLen = 8
+	// RecSeq, RecLen and RecCheckOff are the offsets of its fields.
+	RecSeq      = 0
+	RecLen      = 8
+	RecCheckOff = 12
+	// RecMix is the odd multiplier of RecCheck's hash
+	// (GPUEXT_GPURING_MIX).
+	RecMix = 0x9e3779b97f4a7c15
 	// BucketHeaderSize is struct gpuext_gpuhash_bucket (state, pad).
 	BucketHeaderSize = 8
 

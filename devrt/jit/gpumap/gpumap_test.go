@@ -217,38 +217,86 @@ func TestRing(t *testing.T) {
 	h, _ = m.ReadHeader(r)
 	require.Equal(t, uint64(1), h.Drops)
 	require.Equal(t, uint64(6), h.Tail)
-	// A record being written stops the drain; a record whose seq is past
-	// it was overwritten; a corrupt length is skipped with an error.
-	out(12)
+	// A record whose check does not match what is read (its payload not
+	// all visible yet, or its header not) stops the drain until it does; a
+	// record whose seq is past it was overwritten; a corrupt length is
+	// skipped with an error.
+	out(12, 13)
 	s := m.RingSlotOffset(6)
-	require.NoError(t, r.PutU64(s+RecSeq, RecBusy(7)))
+	require.NoError(t, r.PutU32(s+RecHeaderSize, 99)) // payload of another write
 	recs, err = m.RingDrain(r, 10)
 	require.NoError(t, err)
 	require.Empty(t, recs)
-	require.NoError(t, r.PutU64(s+RecSeq, RecCommitted(9)))
+	h, _ = m.ReadHeader(r)
+	require.Equal(t, uint64(6), h.Tail, "the drain waits at the record")
+	require.NoError(t, r.PutU32(s+RecHeaderSize, 12|13<<8))
+	require.NoError(t, r.PutU32(s+RecCheckOff, 0)) // its header's check not yet
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+	require.NoError(t, r.PutU32(s+RecCheckOff, RecCheck(RecCommitted(7), []byte{12, 13})))
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{12, 13}}, recs, "whole: taken")
+	out(14)
+	require.NoError(t, r.PutU64(m.RingSlotOffset(7)+RecSeq, RecCommitted(10)))
 	recs, err = m.RingDrain(r, 10)
 	require.NoError(t, err)
 	require.Empty(t, recs)
 	h, _ = m.ReadHeader(r)
 	require.Equal(t, uint64(2), h.Drops)
-	out(13)
-	require.NoError(t, r.PutU32(m.RingSlotOffset(7)+RecLen, 99))
-	_, err = m.RingDrain(r, 10)
-	require.EqualError(t, err, `map "r": record 7 has 99 bytes, at most 4 (skipped)`)
-	h, _ = m.ReadHeader(r)
 	require.Equal(t, uint64(8), h.Tail)
+	out(15)
+	require.NoError(t, r.PutU32(m.RingSlotOffset(8)+RecLen, 99))
+	_, err = m.RingDrain(r, 10)
+	require.EqualError(t, err, `map "r": record 8 has 99 bytes, at most 4 (skipped)`)
+	h, _ = m.ReadHeader(r)
+	require.Equal(t, uint64(9), h.Tail)
 	require.Equal(t, uint64(3), h.Drops)
-	// A writer that finds its slot claimed by a later lap (record 10 in
-	// record 8's slot) leaves it alone: the later record survives.
-	s = m.RingSlotOffset(8)
-	require.NoError(t, r.PutU64(s+RecSeq, RecCommitted(11)))
-	require.NoError(t, r.PutU32(s+RecLen, 1))
-	require.NoError(t, r.PutU32(s+RecHeaderSize, 42))
-	require.Equal(t, int64(0), out(14, 15))
-	seq, _ := r.U64(s + RecSeq)
-	require.Equal(t, RecCommitted(11), seq)
-	b, _ := r.Bytes(s+RecHeaderSize, 2)
-	require.Equal(t, []byte{42, 0}, b)
+	// The writer claims nothing: a record of an earlier lap written late
+	// (record 8 into record 10's slot) replaces it, and the drain waits
+	// at the slot until the ring laps it (the loss is then counted).
+	out(16, 17)
+	s = m.RingSlotOffset(9)
+	require.NoError(t, r.PutU64(s+RecSeq, RecCommitted(9)))
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+	out(18)
+	out(19)
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{18}, {19}}, recs)
+	h, _ = m.ReadHeader(r)
+	require.Equal(t, uint64(4), h.Drops)
+}
+
+func TestRecCheck(t *testing.T) {
+	mix := func(h, x uint64) uint64 { return (h ^ x) * RecMix }
+	seq := func(n uint64) uint64 { return n * uint64(RecMix) }
+	for _, tc := range []struct {
+		name    string
+		seq     uint64
+		payload []byte
+		want    uint32
+	}{
+		{"empty", 2, nil, uint32(mix(seq(2), 0) >> 32)},
+		{"one word", 4, []byte{1, 0, 0, 0, 0, 0, 0, 0}, uint32(mix(mix(seq(4), 8), 1) >> 32)},
+		{"padded", 4, []byte{1, 2, 3}, uint32(mix(mix(seq(4), 3), 0x030201) >> 32)},
+		{"two words", 6, []byte{1, 0, 0, 0, 0, 0, 0, 0, 9}, uint32(mix(mix(mix(seq(6), 9), 1), 9) >> 32)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, RecCheck(tc.seq, tc.payload))
+		})
+	}
+	// What a torn read looks like fails it: another seq, length or word.
+	p := []byte("block_sched record, 48 bytes of payload........")
+	c := RecCheck(RecCommitted(8193), p)
+	require.NotEqual(t, c, RecCheck(RecCommitted(1), p))
+	require.NotEqual(t, c, RecCheck(RecCommitted(8193), p[:40]))
+	q := append([]byte(nil), p...)
+	q[20] ^= 1
+	require.NotEqual(t, c, RecCheck(RecCommitted(8193), q))
 }
 
 func TestReadersRejectForeignRegions(t *testing.T) {

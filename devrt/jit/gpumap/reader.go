@@ -142,10 +142,12 @@ func (m Map) ringShards() uint32 { return max(m.Shards, 1) }
 // records the reader has consumed, which the reader keeps: devrt's copy of
 // the region overwrites whatever the host would write into it), and returns
 // the new tail and the records lost on the way. It stops at the first
-// record not committed yet. Records the device overwrote before they were
-// read (the ring is a lap ahead, a slot's seq is past the record, or
-// changed while its payload was copied) and records with an impossible
-// length are skipped and counted as lost. It never writes the region.
+// record not written yet, or whose check does not match its bytes (its
+// stores are not all visible yet; RecCheck). Records the device overwrote
+// before they were read (the ring is a lap ahead, a slot's seq is past the
+// record, or changed while its payload was copied) and records with an
+// impossible length are skipped and counted as lost. It never writes the
+// region.
 func (m Map) RingRead(r Region, shard, tail uint64, max int) (recs [][]byte, next, lost uint64, err error) {
 	if m.Type != Ringbuf {
 		return nil, tail, 0, fmt.Errorf("map %q is a %s, not a ring", m.Name, m.Type)
@@ -183,10 +185,14 @@ func (m Map) RingRead(r Region, shard, tail uint64, max int) (recs [][]byte, nex
 		}
 		b, _ := r.Bytes(s+RecHeaderSize, uint64(n))
 		rec := append([]byte(nil), b...)
+		check, _ := r.U32(s + RecCheckOff)
 		if r.load64(s+RecSeq) != seq {
 			lost++ // overwritten while copied
 			tail++
 			continue
+		}
+		if check != RecCheck(seq, rec) {
+			break // still being written
 		}
 		recs = append(recs, rec)
 		tail++

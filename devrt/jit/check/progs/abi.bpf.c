@@ -27,3 +27,6 @@ const enum gpuext_gpumap_type *unused_type __attribute__((unused));
 const enum gpuext_gpumap_limit *unused_limit __attribute__((unused));
 const enum gpuext_dev_helper *unused_helper __attribute__((unused));
 const enum gpuext_gpuhash_state *unused_state __attribute__((unused));
+
+/* The ring record check's multiplier, read back from .rodata by the test. */
+const volatile __u64 gpuext_gpuring_mix = GPUEXT_GPURING_MIX;
