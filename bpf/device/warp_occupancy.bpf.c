@@ -9,7 +9,8 @@
  * lane_ns / 32 / bucket length is the mean number of resident warps. A
  * new bucket takes its slot over without a reset state (see occ_slot).
  * Thread 0 counts its block's threads at entry, so the other warps touch
- * memory only at their exit (as sm_load).
+ * memory only at their exit (as sm_load), with one reduction when they
+ * exit in the bucket they entered in.
  * Receiver: gpu.warp.occupancy.
  */
 #include <linux/bpf.h>
@@ -90,11 +91,22 @@ SEC("gpu/exit/*")
 int occ_exit(const struct gpuext_dev_ctx *ctx)
 {
 	__u64 now = bpf_get_globaltimer(), start = ctx->entry_ret;
+	__u64 bucket = now >> GPUEXT_DEV_OCC_SHIFT;
+	__u32 key = bucket & (GPUEXT_DEV_OCC_BUCKETS - 1);
 	struct gpuext_dev_occ *o;
 
 	if (!start || now < start)
 		return 0;
-	o = occ_slot(now);
+	if (bucket == start >> GPUEXT_DEV_OCC_SHIFT)
+		/* Entered in this bucket: its block's thread 0 found or made the
+		 * slot this bucket's at entry, so the warp adds without reading
+		 * the epoch first (a load each warp waited for: 1.31x -> 1.20x
+		 * on vecadd 16M, H100). An exit that beats that claim to the
+		 * slot is taken away with the old bucket's counts: once per SM
+		 * and bucket at most, one warp's lane-ns. */
+		o = bpf_map_lookup_elem(&gx_occ, &key);
+	else
+		o = occ_slot(now);
 	if (o)
 		__sync_fetch_and_add(&o->lane_ns, (now - start) * gpuext_active_lanes());
 	return 0;

@@ -8,6 +8,10 @@ use another PTX form, so one jit_ablation run compares them:
         (no round trip after the head's atom.add)
   nohead: the ring's head from %globaltimer instead of its atom.add
         (timing only: records may collide)
+  vec:  the ring record's payload in 16-byte stores
+  lean: vec, and no claim or commit atomics: the header in one more
+        16-byte store (timing only)
+  clk:  %clock64 instead of %globaltimer (timing only)
   relaxed: per-block (shared memory) fetching atomics relaxed, not acq_rel
   nobar: the kernel's entry without the per-block init and its bar.sync
         (wrong results: what the init and the barrier cost)
@@ -33,6 +37,22 @@ FORMS = {
 # (records may collide): what waiting for the head costs
 FORMS["nohead"] = [(re.compile(r"@%xq atom\.global\.add\.u64\s+%xbase, \[%xb\], %xd;"),
                     "mov.u64 %xbase, %globaltimer;")]
+# the ring record's payload in 16-byte stores (st.global.v2.u64) instead
+# of 8-byte ones
+VEC = (re.compile(r"mov\.b64\s+%gt0, (%gs\d+);\s*st\.global\.u64\s+\[%gt2\+(16|32|48)\], %gt0;"
+                  r"\s*mov\.b64\s+%gt0, (%gs\d+);\s*st\.global\.u64\s+\[%gt2\+(?:24|40|56)\], %gt0;"),
+       r"st.global.v2.u64 [%gt2+\2], {\1, \3};")
+FORMS["vec"] = [VEC]
+# timing only: the record as one atom.add for its head and four 16-byte
+# stores, header included (no claim, no commit: what a record checked by
+# the reader instead would cost)
+FORMS["lean"] = [VEC,
+                 (re.compile(r"atom\.acquire\.gpu\.global\.max\.u64\s+%gt3, \[%gt2\+0\], %gt4;"), "mov.b64 %gt3, 0;"),
+                 (re.compile(r"mov\.b32\s+%gw0, \d+;\s*st\.volatile\.global\.u32\s+\[%gt2\+8\], %gw0;\s*"
+                             r"shl\.b64\s+%gt5, %gt1, 1;\s*atom\.release\.gpu\.global\.cas\.b64\s+%gt3, \[%gt2\+0\], %gt4, %gt5;"),
+                  "shl.b64 %gt5, %gt1, 1;\n\tst.global.v2.u64 [%gt2+0], {%gt5, %gt4};")]
+# timing only: %clock64 (the SM's cycle counter) instead of %globaltimer
+FORMS["clk"] = [(re.compile(r"mov\.u64(\s+%\w+), %globaltimer;"), r"mov.u64\1, %clock64;")]
 FORMS["relaxed"] = [("atom.acq_rel.cta.shared", "atom.shared")]
 # the init is a call in modules patched with -calls, inlined otherwise
 FORMS["nobar"] = [(re.compile(r"call\s+__gpuext_block_init;"), ""),
