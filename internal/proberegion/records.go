@@ -100,8 +100,8 @@ func (r *Region) read(s *Snapshot) error {
 					s.BlockHead += le.Uint64(hb)
 				}
 				k := ringShard{m.Name, sh}
-				rs, tail, lost, _ := m.RingRead(reg, sh, r.tail[k], MaxRecords) // its error: a skipped record, counted as lost
-				r.tail[k] = tail
+				rs, cur, lost, _ := m.RingRead(reg, sh, r.tail[k], MaxRecords) // its error: a skipped record, counted as lost
+				r.tail[k] = cur
 				r.lost[m.Name] += lost
 				recs = append(recs, rs...)
 			}

@@ -42,7 +42,7 @@ type Region struct {
 	// tail and lost are each ring's records consumed and lost so far:
 	// the reader's own, never written into the region, whose file devrt
 	// overwrites with its copy of the device's memory.
-	tail map[ringShard]uint64
+	tail map[ringShard]gpumap.RingCursor
 	lost map[string]uint64
 }
 
@@ -82,7 +82,7 @@ func Open(path string, layout gpumap.Layout) (*Region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
-	r := &Region{layout: layout, mem: mem, mapped: true, path: path, tail: map[ringShard]uint64{}, lost: map[string]uint64{}}
+	r := &Region{layout: layout, mem: mem, mapped: true, path: path, tail: map[ringShard]gpumap.RingCursor{}, lost: map[string]uint64{}}
 	if err := r.init(); err != nil {
 		r.Close()
 		return nil, err
@@ -96,7 +96,7 @@ func FromBytes(mem []byte, layout gpumap.Layout) (*Region, error) {
 	if layout.Size == 0 || uint64(len(mem)) < layout.Size {
 		return nil, fmt.Errorf("%w: %d bytes, the probe set's maps need %d", ErrBroken, len(mem), layout.Size)
 	}
-	r := &Region{layout: layout, mem: mem[:layout.Size], path: "memory", tail: map[ringShard]uint64{}, lost: map[string]uint64{}}
+	r := &Region{layout: layout, mem: mem[:layout.Size], path: "memory", tail: map[ringShard]gpumap.RingCursor{}, lost: map[string]uint64{}}
 	if err := r.init(); err != nil {
 		return nil, err
 	}

@@ -1,11 +1,14 @@
 package check
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 )
 
@@ -71,4 +74,55 @@ func checkHarnessCalls(t *testing.T, module string, exit bool, init string) {
 	}
 	require.Equal(t, want, calls)
 	require.Empty(t, init, "the per-block init is called")
+}
+
+// TestRingSetLapped: a lapped ring read from the GPU with one slot an
+// earlier lap's writer wrote last compares equal (its record counted lost,
+// the others read); in a ring that did not lap, a record not written does
+// not.
+func TestRingSetLapped(t *testing.T) {
+	run := func(name string) (*Case, *jit.Compiled, []uint64, []byte, gpumap.Map) {
+		var c *Case
+		for _, k := range Cases() {
+			if k.Name == name {
+				c = k
+			}
+		}
+		require.NotNil(t, c, name)
+		comp, err := c.Compile()
+		require.NoError(t, err)
+		out, want, err := c.Expected(comp)
+		require.NoError(t, err)
+		var m gpumap.Map
+		for _, x := range comp.Layout.Maps {
+			if x.Name == "t_ring" {
+				m = x
+			}
+		}
+		return c, comp, out, want, m
+	}
+	c, comp, out, want, m := run("ring_out-full")
+	head := m.RingHead(gpumap.Region(want))
+	require.Greater(t, head, m.ShardSlots(), "the case laps its ring")
+	got := append([]byte(nil), want...)
+	// Record head-5's slot holds record head-5-slots, written last.
+	i := head - 5
+	s := m.ShardSlotOffset(0, i)
+	old := i - m.ShardSlots()
+	payload := append([]byte(nil), got[s+gpumap.RecHeaderSize:s+gpumap.RecHeaderSize+uint64(m.ValueSize)]...)
+	payload[0] ^= 0xff
+	g := gpumap.Region(got)
+	require.NoError(t, g.PutU64(s+gpumap.RecSeq, gpumap.RecCommitted(old+1)))
+	require.NoError(t, g.PutU32(s+gpumap.RecLen, uint32(len(payload))))
+	require.NoError(t, g.PutU32(s+gpumap.RecCheckOff, gpumap.RecCheck(gpumap.RecCommitted(old+1), payload)))
+	copy(got[s+gpumap.RecHeaderSize:], payload)
+	require.Empty(t, c.Compare(comp, out, want, out, got))
+
+	c, comp, out, want, m = run("ring_out-warp")
+	head = m.RingHead(gpumap.Region(want))
+	require.LessOrEqual(t, head, m.ShardSlots())
+	got = append([]byte(nil), want...)
+	require.NoError(t, gpumap.Region(got).PutU64(m.ShardSlotOffset(0, 0)+gpumap.RecSeq, 0))
+	require.Equal(t, []string{fmt.Sprintf("map t_ring (ringset): %d records, want %d (or different ones)", head-1, head)},
+		c.Compare(comp, out, want, out, got))
 }

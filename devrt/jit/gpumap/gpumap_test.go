@@ -269,6 +269,25 @@ func TestRing(t *testing.T) {
 	require.Equal(t, [][]byte{{18}, {19}}, recs)
 	h, _ = m.ReadHeader(r)
 	require.Equal(t, uint64(4), h.Drops)
+	// The same with a later record whole (the ring lapped within one
+	// burst): the drain stops at the stale slot once, then counts it lost.
+	out(20)
+	out(21)
+	s = m.RingSlotOffset(12)
+	stale := append([]byte(nil), r[s:s+RecHeaderSize+8]...)
+	out(22) // record 14, into record 12's slot
+	out(23)
+	copy(r[m.RingSlotOffset(14):], stale) // record 12 written last
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+	require.Equal(t, uint64(14+1), func() uint64 { v, _ := r.U64(m.StuckOffset(0)); return v }(), "stuck at record 14")
+	recs, err = m.RingDrain(r, 10)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{23}}, recs)
+	h, _ = m.ReadHeader(r)
+	require.Equal(t, uint64(16), h.Tail)
+	require.Equal(t, uint64(4+2+1), h.Drops, "20 and 21 lapped, 22 written over by 20")
 }
 
 func TestRecCheck(t *testing.T) {
@@ -376,7 +395,7 @@ func TestRingShards(t *testing.T) {
 	recs, err = m.RingDrain(r, 10)
 	require.NoError(t, err)
 	require.Empty(t, recs)
-	_, _, _, err = m.RingRead(r, 4, 0, 1)
+	_, _, _, err = m.RingRead(r, 4, RingCursor{}, 1)
 	require.EqualError(t, err, `map "r" has 4 shards, not 5`)
 	_, err = NewLayout([]Def{{Name: "x", Type: Ringbuf, ValueSize: 8, MaxEntries: 8, Shards: 3}})
 	require.EqualError(t, err, `map "x": ring shards 3: a power of two up to 256`)

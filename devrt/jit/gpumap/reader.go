@@ -103,18 +103,21 @@ func (m Map) HashEntries(r Region) ([]Entry, error) {
 	return out, nil
 }
 
-// RingDrain takes up to max records from a ring whose tails are kept in
-// the region (the header's, or each shard's line), and advances them past
-// them (RingRead, with the tails and the losses written back: for a region
-// only this reader writes, as tests and the GPU checks have). Shards are
-// drained in order, each up to max records.
+// RingDrain takes up to max records from a ring whose cursors are kept in
+// the region (TailOffset and StuckOffset of each shard), and advances them
+// past them (RingRead, with the cursors and the losses written back: for a
+// region only this reader writes, as tests and the GPU checks have).
+// Shards are drained in order, each up to max records.
 func (m Map) RingDrain(r Region, max int) ([][]byte, error) {
 	var out [][]byte
 	var bad error
 	for s := range uint64(m.ringShards()) {
-		tail, _ := r.U64(m.TailOffset(s))
-		recs, tail, lost, err := m.RingRead(r, s, tail, max)
-		_ = r.PutU64(m.TailOffset(s), tail)
+		var c RingCursor
+		c.Tail, _ = r.U64(m.TailOffset(s))
+		c.Stuck, _ = r.U64(m.StuckOffset(s))
+		recs, c, lost, err := m.RingRead(r, s, c, max)
+		_ = r.PutU64(m.TailOffset(s), c.Tail)
+		_ = r.PutU64(m.StuckOffset(s), c.Stuck)
 		if lost > 0 {
 			_, _ = r.addU64(m.Offset+OffDrops, lost)
 		}
@@ -137,26 +140,34 @@ func (m Map) RingHead(r Region) uint64 {
 
 func (m Map) ringShards() uint32 { return max(m.Shards, 1) }
 
+// RingCursor is a reader's place in one shard of a ring, which the reader
+// keeps (devrt's copy of the region overwrites whatever the host would
+// write into it): Tail, the records it has consumed; Stuck, Tail + 1 when
+// the read before stopped at record Tail, unreadable while a later record
+// was whole.
+type RingCursor struct{ Tail, Stuck uint64 }
+
 // RingRead takes up to max records from shard shard of a ring (0 for a
-// ring of one), in order, from tail (the
-// records the reader has consumed, which the reader keeps: devrt's copy of
-// the region overwrites whatever the host would write into it), and returns
-// the new tail and the records lost on the way. It stops at the first
-// record not written yet, or whose check does not match its bytes (its
-// stores are not all visible yet; RecCheck). Records the device overwrote
-// before they were read (the ring is a lap ahead, a slot's seq is past the
-// record, or changed while its payload was copied) and records with an
-// impossible length are skipped and counted as lost. It never writes the
-// region.
-func (m Map) RingRead(r Region, shard, tail uint64, max int) (recs [][]byte, next, lost uint64, err error) {
+// ring of one), in order, from c, and returns the cursor past them and the
+// records lost on the way. It stops at the first record not written yet,
+// or whose check does not match its bytes (its stores are not all visible
+// yet; RecCheck), unless the read before stopped there too while a later
+// record was whole: the ring then lapped it and a writer of the earlier
+// lap wrote its slot last (the device claims nothing), and the record is
+// lost. Records the device overwrote before they were read (the ring is a
+// lap ahead, a slot's seq is past the record, or changed while its payload
+// was copied) and records with an impossible length are skipped and
+// counted as lost. It never writes the region.
+func (m Map) RingRead(r Region, shard uint64, c RingCursor, max int) (recs [][]byte, next RingCursor, lost uint64, err error) {
+	tail := c.Tail
 	if m.Type != Ringbuf {
-		return nil, tail, 0, fmt.Errorf("map %q is a %s, not a ring", m.Name, m.Type)
+		return nil, c, 0, fmt.Errorf("map %q is a %s, not a ring", m.Name, m.Type)
 	}
 	if shard >= uint64(m.ringShards()) {
-		return nil, tail, 0, fmt.Errorf("map %q has %d shards, not %d", m.Name, m.ringShards(), shard+1)
+		return nil, c, 0, fmt.Errorf("map %q has %d shards, not %d", m.Name, m.ringShards(), shard+1)
 	}
 	if err := r.check(m.Offset, HeaderSize+m.DataSize); err != nil {
-		return nil, tail, 0, fmt.Errorf("map %q: %w", m.Name, err)
+		return nil, c, 0, fmt.Errorf("map %q: %w", m.Name, err)
 	}
 	slots := m.ShardSlots()
 	head := r.load64(m.HeadOffset(shard))
@@ -166,38 +177,77 @@ func (m Map) RingRead(r Region, shard, tail uint64, max int) (recs [][]byte, nex
 	}
 	var bad error
 	for tail < head && len(recs) < max {
-		s := m.ShardSlotOffset(shard, tail)
-		seq := r.load64(s + RecSeq)
-		if seq != RecCommitted(tail+1) {
-			if seq>>1 > tail+1 {
-				lost++ // overwritten by a later lap
-				tail++
-				continue
+		rec, st, err := m.ringRecord(r, shard, tail)
+		switch {
+		case err != nil:
+			if bad == nil {
+				bad = err
 			}
-			break // not written yet, or being written
-		}
-		n, _ := r.U32(s + RecLen)
-		if n > m.ValueSize {
-			bad = fmt.Errorf("map %q: record %d has %d bytes, at most %d (skipped)", m.Name, tail, n, m.ValueSize)
 			lost++
 			tail++
-			continue
-		}
-		b, _ := r.Bytes(s+RecHeaderSize, uint64(n))
-		rec := append([]byte(nil), b...)
-		check, _ := r.U32(s + RecCheckOff)
-		if r.load64(s+RecSeq) != seq {
-			lost++ // overwritten while copied
+		case st == recWhole:
+			recs = append(recs, rec)
 			tail++
-			continue
+		case st == recGone:
+			lost++
+			tail++
+		case c.Stuck == tail+1 && m.wholeAfter(r, shard, tail, head):
+			lost++ // a writer of an earlier lap wrote it last
+			tail++
+		default:
+			stuck := uint64(0)
+			if m.wholeAfter(r, shard, tail, head) {
+				stuck = tail + 1
+			}
+			return recs, RingCursor{Tail: tail, Stuck: stuck}, lost, bad
 		}
-		if check != RecCheck(seq, rec) {
-			break // still being written
-		}
-		recs = append(recs, rec)
-		tail++
 	}
-	return recs, tail, lost, bad
+	return recs, RingCursor{Tail: tail}, lost, bad
+}
+
+// What a ring slot holds for the record a reader expects there.
+const (
+	recNotYet = iota // not written yet, or its stores not all visible
+	recWhole
+	recGone // a later record overwrote it
+)
+
+// ringRecord reads record i of shard shard: its payload when it is whole;
+// an error for an impossible length.
+func (m Map) ringRecord(r Region, shard, i uint64) ([]byte, int, error) {
+	s := m.ShardSlotOffset(shard, i)
+	seq := r.load64(s + RecSeq)
+	if seq != RecCommitted(i+1) {
+		if seq>>1 > i+1 {
+			return nil, recGone, nil
+		}
+		return nil, recNotYet, nil
+	}
+	n, _ := r.U32(s + RecLen)
+	if n > m.ValueSize {
+		return nil, recGone, fmt.Errorf("map %q: record %d has %d bytes, at most %d (skipped)", m.Name, i, n, m.ValueSize)
+	}
+	b, _ := r.Bytes(s+RecHeaderSize, uint64(n))
+	rec := append([]byte(nil), b...)
+	check, _ := r.U32(s + RecCheckOff)
+	if r.load64(s+RecSeq) != seq {
+		return nil, recGone, nil // overwritten while copied
+	}
+	if check != RecCheck(seq, rec) {
+		return nil, recNotYet, nil
+	}
+	return rec, recWhole, nil
+}
+
+// wholeAfter reports whether a record of shard shard after i (up to head)
+// is whole.
+func (m Map) wholeAfter(r Region, shard, i, head uint64) bool {
+	for j := i + 1; j < head; j++ {
+		if _, st, err := m.ringRecord(r, shard, j); err == nil && st == recWhole {
+			return true
+		}
+	}
+	return false
 }
 
 // load64 reads a word the device may be writing (an atomic load: the
