@@ -1058,7 +1058,8 @@ enum gpuext_dev_helper {
  * bytes: its elements are padded until a copy fills a line). HASH: slots buckets of
  * struct gpuext_gpuhash_bucket + key + value (each rounded to 8). RINGBUF:
  * slots records of struct gpuext_gpuring_rec + payload (value_size rounded
- * to 8); record i (0-based count of reservations) sits at i % slots.
+ * to 16: the probes write it in 16-byte stores); record i (0-based count
+ * of reservations) sits at i % slots.
  */
 struct gpuext_gpumap_hdr {
 	__u32 magic;       /* GPUEXT_GPUMAP_MAGIC once initialised */

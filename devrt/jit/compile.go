@@ -135,7 +135,7 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 		if vs == 0 {
 			vs = 8
 		}
-		stride := gpumap.RecHeaderSize + gpumap.Round8(vs)
+		stride := gpumap.RingStride(vs)
 		slots := b / stride
 		if slots == 0 {
 			return nil, fmt.Errorf("ring %q of %d bytes cannot hold one %d-byte record", name, b, vs)

@@ -906,6 +906,17 @@ func (g *gen) copyRecord(acc memAccess, src, dst string, n int) {
 	}
 	for o := 0; o < n; {
 		var w int
+		if g.sregs && acc.k == kStack && o%16 == 0 && o+16 <= n && (acc.lo+int64(o))%8 == 0 {
+			// two words in one 16-byte store (the slot is 16-aligned)
+			g.stackGet("%gt0", acc.lo+int64(o), 8, false)
+			g.stackGet("%gt12", acc.lo+int64(o)+8, 8, false)
+			g.f("st.global.v2.u64 %s, {%%gt0, %%gt12};", addr(dst, int64(doff+o)))
+			fold(o, 8)
+			g.f("mov.b64 %%gt0, %%gt12;")
+			fold(o+8, 8)
+			o += 16
+			continue
+		}
 		if g.sregs && acc.k == kStack {
 			w = stackPiece(acc.lo+int64(o), n-o, doff+o)
 			g.stackGet("%gt0", acc.lo+int64(o), w, false)
@@ -1276,8 +1287,7 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("shr.u64 %%gt11, %%gt11, 32;")
 		g.f("shl.b64 %%gt11, %%gt11, 32;")
 		g.f("or.b64 %%gt11, %%gt11, %d;", ci.size) // len | check << 32
-		g.f("st.global.u64 [%%gt2+%d], %%gt11;", gpumap.RecLen)
-		g.f("st.global.u64 [%%gt2+%d], %%gt5;", gpumap.RecSeq)
+		g.f("st.global.v2.u64 [%%gt2+%d], {%%gt5, %%gt11};", gpumap.RecSeq)
 		g.f("mov.b64 %%gr0, 0;")
 	default:
 		return fmt.Errorf("program %s: insn %d: no code for helper %d", g.p.Name, in.Raw, in.Imm)

@@ -69,7 +69,8 @@ func TestStackInRegisters(t *testing.T) {
 				asm.Return(),
 			},
 			regs: true,
-			want: []string{"bfe.u64 %gt0, %gs63, 32, 32;", "mov.b64 %gt0, %gs61;", "mov.b64 %gt0, %gs62;"},
+			want: []string{"bfe.u64 %gt0, %gs63, 32, 32;", "mov.b64 %gt0, %gs61;", "mov.b64 %gt12, %gs62;",
+				"st.global.v2.u64 [%gt2+16], {%gt0, %gt12};"},
 		},
 		{
 			name: "a different offset on each path",

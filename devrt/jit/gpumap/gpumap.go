@@ -176,6 +176,12 @@ type Layout struct {
 // Round8 rounds n up to a multiple of 8.
 func Round8(n uint32) uint32 { return (n + 7) &^ 7 }
 
+// RingStride is the slot of a ring of records of up to vs bytes: the
+// header and the payload rounded to 16 bytes, so that a probe writes a
+// record with 16-byte stores (each store a request to memory the kernel's
+// own wait behind).
+func RingStride(vs uint32) uint32 { return RecHeaderSize + (vs+15)&^15 }
+
 // NewLayout places defs one after the other at Align-aligned offsets.
 func NewLayout(defs []Def) (Layout, error) {
 	var l Layout
@@ -275,7 +281,7 @@ func place(d Def) (Map, error) {
 			return m, fmt.Errorf("ring of %d slots cannot have %d shards", d.MaxEntries, m.Shards)
 		}
 		m.Slots = per * m.Shards
-		m.Stride = RecHeaderSize + Round8(d.ValueSize)
+		m.Stride = RingStride(d.ValueSize)
 		m.DataSize = m.shardHeads() + uint64(m.Slots)*uint64(m.Stride)
 	default:
 		return m, fmt.Errorf("unsupported map type %s", d.Type)

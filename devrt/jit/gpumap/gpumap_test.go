@@ -30,9 +30,9 @@ func TestNewLayout(t *testing.T) {
 		{256, 5, 8, 80},                    // 128+48 -> 256; 5 copies x 2 x 8
 		{512, DefaultSMCopies, 128, 32768}, // 256+128+80 -> 512; each SM's 8 bytes padded to a line
 		{33408, 16, 32, 512},               // 512+128+32768 = 33408; 16 buckets of 8+16+8
-		{34048, 7, 40, 280},                // 33408+128+512 = 34048; 7 x (16+24)
+		{34048, 7, 48, 336},                // 33408+128+512 = 34048; 7 x (16+24 rounded to 16)
 	}, g)
-	require.Equal(t, uint64(34048+128+280+128-(34048+128+280)%128), l.Size)
+	require.Equal(t, uint64(34048+128+336+128-(34048+128+336)%128), l.Size)
 }
 
 // Per-block arrays take a header in the region and their values in each
@@ -204,8 +204,8 @@ func TestRing(t *testing.T) {
 	require.Equal(t, [][]byte{{3}, {5, 6, 7, 8}}, recs)
 	h, err := m.ReadHeader(r)
 	require.NoError(t, err)
-	require.Equal(t, Header{Magic: Magic, Type: uint32(Ringbuf), ValueSize: 4, MaxEntries: 2, Slots: 2, Stride: 24,
-		DataSize: 48, Head: 3, Tail: 3, Shards: 1}, h)
+	require.Equal(t, Header{Magic: Magic, Type: uint32(Ringbuf), ValueSize: 4, MaxEntries: 2, Slots: 2, Stride: 32,
+		DataSize: 64, Head: 3, Tail: 3, Shards: 1}, h)
 	// The device never waits: three more records overwrite one the host
 	// had not read; the host counts it.
 	out(9)
@@ -281,7 +281,7 @@ func TestRing(t *testing.T) {
 	recs, err = m.RingDrain(r, 10)
 	require.NoError(t, err)
 	require.Empty(t, recs)
-	require.Equal(t, uint64(14+1), func() uint64 { v, _ := r.U64(m.StuckOffset(0)); return v }(), "stuck at record 14")
+	require.Equal(t, uint64(15+1), func() uint64 { v, _ := r.U64(m.StuckOffset(0)); return v }(), "stuck at record 14, record 15 whole")
 	recs, err = m.RingDrain(r, 10)
 	require.NoError(t, err)
 	require.Equal(t, [][]byte{{23}}, recs)
@@ -370,9 +370,9 @@ func TestRingShards(t *testing.T) {
 	l, r := region(t, Def{Name: "r", Type: Ringbuf, ValueSize: 8, MaxEntries: 9, Shards: 4})
 	m := l.Maps[0]
 	require.Equal(t, uint32(8), m.Slots, "two slots a shard")
-	require.Equal(t, uint64(4*ShardHeadStride+8*24), m.DataSize)
+	require.Equal(t, uint64(4*ShardHeadStride+8*32), m.DataSize)
 	require.Equal(t, m.DataOffset()+2*ShardHeadStride, m.HeadOffset(2))
-	require.Equal(t, m.DataOffset()+4*ShardHeadStride+(3*2+1)*24, m.ShardSlotOffset(3, 5))
+	require.Equal(t, m.DataOffset()+4*ShardHeadStride+(3*2+1)*32, m.ShardSlotOffset(3, 5))
 	out := func(sm uint64, b byte) {
 		res, err := m.RingOutputSM(r, sm, []byte{b})
 		require.NoError(t, err)

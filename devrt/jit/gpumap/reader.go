@@ -142,19 +142,19 @@ func (m Map) ringShards() uint32 { return max(m.Shards, 1) }
 
 // RingCursor is a reader's place in one shard of a ring, which the reader
 // keeps (devrt's copy of the region overwrites whatever the host would
-// write into it): Tail, the records it has consumed; Stuck, Tail + 1 when
-// the read before stopped at record Tail, unreadable while a later record
-// was whole.
+// write into it): Tail, the records it has consumed; Stuck, when the read
+// before stopped at record Tail, unreadable while later records were
+// whole, the last of those + 1.
 type RingCursor struct{ Tail, Stuck uint64 }
 
 // RingRead takes up to max records from shard shard of a ring (0 for a
 // ring of one), in order, from c, and returns the cursor past them and the
 // records lost on the way. It stops at the first record not written yet,
 // or whose check does not match its bytes (its stores are not all visible
-// yet; RecCheck), unless the read before stopped there too while a later
-// record was whole: the ring then lapped it and a writer of the earlier
-// lap wrote its slot last (the device claims nothing), and the record is
-// lost. Records the device overwrote before they were read (the ring is a
+// yet; RecCheck), unless a record after it was whole at the read before:
+// a record reserved earlier and still unreadable a read later had its slot
+// written last by a writer of an earlier lap (the device claims nothing;
+// the ring lapped within one burst), and is lost. Records the device overwrote before they were read (the ring is a
 // lap ahead, a slot's seq is past the record, or changed while its payload
 // was copied) and records with an impossible length are skipped and
 // counted as lost. It never writes the region.
@@ -191,13 +191,13 @@ func (m Map) RingRead(r Region, shard uint64, c RingCursor, max int) (recs [][]b
 		case st == recGone:
 			lost++
 			tail++
-		case c.Stuck == tail+1 && m.wholeAfter(r, shard, tail, head):
+		case tail+1 < c.Stuck:
 			lost++ // a writer of an earlier lap wrote it last
 			tail++
 		default:
 			stuck := uint64(0)
-			if m.wholeAfter(r, shard, tail, head) {
-				stuck = tail + 1
+			if w, ok := m.lastWhole(r, shard, tail, head); ok {
+				stuck = w + 1
 			}
 			return recs, RingCursor{Tail: tail, Stuck: stuck}, lost, bad
 		}
@@ -239,15 +239,15 @@ func (m Map) ringRecord(r Region, shard, i uint64) ([]byte, int, error) {
 	return rec, recWhole, nil
 }
 
-// wholeAfter reports whether a record of shard shard after i (up to head)
-// is whole.
-func (m Map) wholeAfter(r Region, shard, i, head uint64) bool {
-	for j := i + 1; j < head; j++ {
-		if _, st, err := m.ringRecord(r, shard, j); err == nil && st == recWhole {
-			return true
+// lastWhole returns the last whole record of shard shard after i (up to
+// head), if any.
+func (m Map) lastWhole(r Region, shard, i, head uint64) (uint64, bool) {
+	for j := head; j > i+1; j-- {
+		if _, st, err := m.ringRecord(r, shard, j-1); err == nil && st == recWhole {
+			return j - 1, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // load64 reads a word the device may be writing (an atomic load: the
