@@ -7,16 +7,8 @@
 SEC("gpu/entry/*") __u64 ab_entry(const struct gpuext_dev_ctx *ctx)
 {
 	__u64 now = bpf_get_globaltimer();
-	__u32 zero = 0;
-	struct gpuext_dev_sm *sm;
 
-	if (gpuext_thread_linear() != 0)
-		return now;
-	sm = bpf_map_lookup_elem(&ab_sm_pad, &zero);
-	if (!sm)
-		return now;
-	__sync_fetch_and_add(&sm->blocks, 1);
-	__sync_fetch_and_add(&sm->threads, gpuext_block_threads());
+	ab_sm_count_block();
 	return now;
 }
 SEC("gpu/exit/*") int ab_exit(const struct gpuext_dev_ctx *ctx)

@@ -45,6 +45,22 @@ struct {
 	__type(value, __u64);
 } ab_one SEC(".maps");
 
+/* sm_load's entry count: thread 0 adds its block and the block's threads
+ * to the SM's padded counters. */
+static __always_inline void ab_sm_count_block(void)
+{
+	__u32 zero = 0;
+	struct gpuext_dev_sm *sm;
+
+	if (gpuext_thread_linear() != 0)
+		return;
+	sm = bpf_map_lookup_elem(&ab_sm_pad, &zero);
+	if (!sm)
+		return;
+	__sync_fetch_and_add(&sm->blocks, 1);
+	__sync_fetch_and_add(&sm->threads, gpuext_block_threads());
+}
+
 #define AB_NOP_ENTRY \
 	SEC("gpu/entry/*") int ab_entry(const struct gpuext_dev_ctx *ctx) { return 0; }
 #define AB_NOP_EXIT \
