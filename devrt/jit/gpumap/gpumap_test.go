@@ -400,3 +400,24 @@ func TestRingShards(t *testing.T) {
 	_, err = NewLayout([]Def{{Name: "x", Type: Ringbuf, ValueSize: 8, MaxEntries: 8, Shards: 3}})
 	require.EqualError(t, err, `map "x": ring shards 3: a power of two up to 256`)
 }
+
+// TestRingCursorKeepsStuck: a read stopped by max before the last record
+// known whole keeps that knowledge for the next; one that passed it drops
+// it.
+func TestRingCursorKeepsStuck(t *testing.T) {
+	l, r := region(t, Def{Name: "r", Type: Ringbuf, ValueSize: 4, MaxEntries: 4})
+	m := l.Maps[0]
+	for i := range 3 {
+		_, err := m.RingOutput(r, []byte{byte(i)})
+		require.NoError(t, err)
+	}
+	recs, c, lost, err := m.RingRead(r, 0, RingCursor{Stuck: 3}, 1)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{0}}, recs)
+	require.Equal(t, RingCursor{Tail: 1, Stuck: 3}, c)
+	require.Zero(t, lost)
+	recs, c, _, err = m.RingRead(r, 0, c, 10)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{1}, {2}}, recs)
+	require.Equal(t, RingCursor{Tail: 3}, c)
+}

@@ -154,10 +154,11 @@ type RingCursor struct{ Tail, Stuck uint64 }
 // yet; RecCheck), unless a record after it was whole at the read before:
 // a record reserved earlier and still unreadable a read later had its slot
 // written last by a writer of an earlier lap (the device claims nothing;
-// the ring lapped within one burst), and is lost. Records the device overwrote before they were read (the ring is a
-// lap ahead, a slot's seq is past the record, or changed while its payload
-// was copied) and records with an impossible length are skipped and
-// counted as lost. It never writes the region.
+// the ring lapped within one burst), and is lost. Records the device
+// overwrote before they were read (the ring is a lap ahead, a slot's seq
+// is past the record, or changed while its payload was copied) and
+// records with an impossible length are skipped and counted as lost. It
+// never writes the region.
 func (m Map) RingRead(r Region, shard uint64, c RingCursor, max int) (recs [][]byte, next RingCursor, lost uint64, err error) {
 	tail := c.Tail
 	if m.Type != Ringbuf {
@@ -202,7 +203,11 @@ func (m Map) RingRead(r Region, shard uint64, c RingCursor, max int) (recs [][]b
 			return recs, RingCursor{Tail: tail, Stuck: stuck}, lost, bad
 		}
 	}
-	return recs, RingCursor{Tail: tail}, lost, bad
+	next = RingCursor{Tail: tail}
+	if tail+1 < c.Stuck {
+		next.Stuck = c.Stuck // stopped by max: still known stale up to there
+	}
+	return recs, next, lost, bad
 }
 
 // What a ring slot holds for the record a reader expects there.
