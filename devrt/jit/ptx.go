@@ -851,34 +851,7 @@ func (g *gen) loadKey(acc memAccess, reg string, n int) {
 // copyBytes copies n bytes from src (acc) to the 8-aligned address dst+doff
 // in state space dsp (".global", ".shared").
 func (g *gen) copyBytes(acc memAccess, src, dst, dsp string, doff, n int) {
-	if g.sregs && acc.k == kStack {
-		for o := 0; o < n; {
-			w := stackPiece(acc.lo+int64(o), n-o, doff+o)
-			g.stackGet("%gt0", acc.lo+int64(o), w, false)
-			if w == 8 {
-				g.f("st%s.u64 %s, %%gt0;", dsp, addr(dst, int64(doff+o)))
-			} else {
-				g.f("cvt.u32.u64 %%gw0, %%gt0;")
-				g.f("st%s.u%d %s, %%gw0;", dsp, 8*w, addr(dst, int64(doff+o)))
-			}
-			o += w
-		}
-		return
-	}
-	for o := 0; o < n; {
-		w := 8
-		for w > acc.align || w > n-o || o%w != 0 {
-			w /= 2
-		}
-		if w == 8 {
-			g.f("ld%s.u64 %%gt0, %s;", g.mem(acc), addr(src, int64(o)))
-			g.f("st%s.u64 %s, %%gt0;", dsp, addr(dst, int64(doff+o)))
-		} else {
-			g.f("ld%s.u%d %%gw0, %s;", g.mem(acc), 8*w, addr(src, int64(o)))
-			g.f("st%s.u%d %s, %%gw0;", dsp, 8*w, addr(dst, int64(doff+o)))
-		}
-		o += w
-	}
+	g.copyPieces(acc, src, dst, dsp, doff, n, nil)
 }
 
 // copyRecord copies a ring record's n-byte payload from src (acc) to
@@ -886,7 +859,6 @@ func (g *gen) copyBytes(acc memAccess, src, dst, dsp string, doff, n int) {
 // the check hash in %gt11 (gpumap.RecCheck; a word copied in pieces is
 // assembled in %gt10).
 func (g *gen) copyRecord(acc memAccess, src, dst string, n int) {
-	doff := gpumap.RecHeaderSize
 	fold := func(o, w int) { // the piece at payload offset o of w bytes is in %gt0
 		switch {
 		case w == 8:
@@ -897,27 +869,34 @@ func (g *gen) copyRecord(acc memAccess, src, dst string, n int) {
 			g.f("shl.b64 %%gt0, %%gt0, %d;", 8*(o%8))
 			g.f("or.b64 %%gt10, %%gt10, %%gt0;")
 		}
-		if w < 8 && (o+w)%8 == 0 || w < 8 && o+w == n {
-			g.f("xor.b64 %%gt11, %%gt11, %%gt10;")
-		}
-		if w == 8 || (o+w)%8 == 0 || o+w == n {
+		if end := (o+w)%8 == 0 || o+w == n; end { // pieces never cross a word
+			if w < 8 {
+				g.f("xor.b64 %%gt11, %%gt11, %%gt10;")
+			}
 			g.f("mul.lo.u64 %%gt11, %%gt11, %#x;", uint64(gpumap.RecMix))
 		}
 	}
+	g.copyPieces(acc, src, dst, ".global", gpumap.RecHeaderSize, n, fold)
+}
+
+// copyPieces is copyBytes; with fold (a ring record's payload, in a
+// 16-aligned slot) each piece, in %gt0, is also passed to fold, and word
+// pairs on the stack are stored 16 bytes at a time.
+func (g *gen) copyPieces(acc memAccess, src, dst, dsp string, doff, n int, fold func(o, w int)) {
+	stack := g.sregs && acc.k == kStack
 	for o := 0; o < n; {
-		var w int
-		if g.sregs && acc.k == kStack && o%16 == 0 && o+16 <= n && (acc.lo+int64(o))%8 == 0 {
-			// two words in one 16-byte store (the slot is 16-aligned)
+		if fold != nil && stack && o%16 == 0 && o+16 <= n && (acc.lo+int64(o))%8 == 0 {
 			g.stackGet("%gt0", acc.lo+int64(o), 8, false)
 			g.stackGet("%gt12", acc.lo+int64(o)+8, 8, false)
-			g.f("st.global.v2.u64 %s, {%%gt0, %%gt12};", addr(dst, int64(doff+o)))
+			g.f("st%s.v2.u64 %s, {%%gt0, %%gt12};", dsp, addr(dst, int64(doff+o)))
 			fold(o, 8)
 			g.f("mov.b64 %%gt0, %%gt12;")
 			fold(o+8, 8)
 			o += 16
 			continue
 		}
-		if g.sregs && acc.k == kStack {
+		var w int
+		if stack {
 			w = stackPiece(acc.lo+int64(o), n-o, doff+o)
 			g.stackGet("%gt0", acc.lo+int64(o), w, false)
 		} else {
@@ -929,16 +908,23 @@ func (g *gen) copyRecord(acc memAccess, src, dst string, n int) {
 				g.f("ld%s.u64 %%gt0, %s;", g.mem(acc), addr(src, int64(o)))
 			} else {
 				g.f("ld%s.u%d %%gw0, %s;", g.mem(acc), 8*w, addr(src, int64(o)))
-				g.f("cvt.u64.u32 %%gt0, %%gw0;")
+				if fold != nil {
+					g.f("cvt.u64.u32 %%gt0, %%gw0;")
+				}
 			}
 		}
-		if w == 8 {
-			g.f("st.global.u64 %s, %%gt0;", addr(dst, int64(doff+o)))
-		} else {
+		switch {
+		case w == 8:
+			g.f("st%s.u64 %s, %%gt0;", dsp, addr(dst, int64(doff+o)))
+		case stack || fold != nil:
 			g.f("cvt.u32.u64 %%gw0, %%gt0;")
-			g.f("st.global.u%d %s, %%gw0;", 8*w, addr(dst, int64(doff+o)))
+			fallthrough
+		default:
+			g.f("st%s.u%d %s, %%gw0;", dsp, 8*w, addr(dst, int64(doff+o)))
 		}
-		fold(o, w)
+		if fold != nil {
+			fold(o, w)
+		}
 		o += w
 	}
 }

@@ -314,6 +314,13 @@ func copyExpr(e Expr, rename map[string]string) Expr {
 	return e
 }
 
+// walkExprs is walkExpr over each of xs.
+func walkExprs(xs []Expr, fn func(Expr)) {
+	for _, x := range xs {
+		walkExpr(x, fn)
+	}
+}
+
 // walkExpr calls fn for e and every expression inside it.
 func walkExpr(e Expr, fn func(Expr)) {
 	fn(e)
@@ -324,21 +331,13 @@ func walkExpr(e Expr, fn func(Expr)) {
 		walkExpr(e.X, fn)
 		walkExpr(e.Y, fn)
 	case *Address:
-		for _, x := range e.Elems {
-			walkExpr(x, fn)
-		}
+		walkExprs(e.Elems, fn)
 	case *Vector:
-		for _, x := range e.Elems {
-			walkExpr(x, fn)
-		}
+		walkExprs(e.Elems, fn)
 	case *Paren:
-		for _, x := range e.Elems {
-			walkExpr(x, fn)
-		}
+		walkExprs(e.Elems, fn)
 	case *Call:
-		for _, x := range e.Args {
-			walkExpr(x, fn)
-		}
+		walkExprs(e.Args, fn)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/btftest"
 )
 
 // TestLayoutMatchesBTF checks the offsets this package uses against the
@@ -14,31 +16,15 @@ import (
 func TestLayoutMatchesBTF(t *testing.T) {
 	spec, err := ebpf.LoadCollectionSpec("../check/progs/abi.bpf.o")
 	require.NoError(t, err)
-	offsets := func(name string) (uint32, map[string]uint32) {
-		var s *btf.Struct
-		require.NoError(t, spec.Types.TypeByName(name, &s))
-		m := map[string]uint32{}
-		for _, f := range s.Members {
-			if !strings.HasPrefix(f.Name, "_") {
-				m[f.Name] = f.Offset.Bytes()
-			}
-		}
-		return s.Size, m
-	}
-	size, hdr := offsets("gpuext_gpumap_hdr")
-	require.Equal(t, uint32(HeaderSize), size)
-	require.Equal(t, map[string]uint32{
+	btftest.Struct(t, spec.Types, "gpuext_gpumap_hdr", HeaderSize, map[string]uint32{
 		"magic": OffMagic, "type": OffType, "key_size": OffKeySize, "value_size": OffValueSize,
 		"max_entries": OffMaxEntries, "slots": OffSlots, "stride": OffStride, "flags": OffFlags,
 		"data_size": OffDataSize, "head": OffHead, "drops": OffDrops, "count": OffCount, "tail": OffTail,
-		"shards": OffShards,
-	}, hdr)
-	size, b := offsets("gpuext_gpuhash_bucket")
-	require.Equal(t, uint32(BucketHeaderSize), size)
-	require.Equal(t, map[string]uint32{"state": 0}, b)
-	size, r := offsets("gpuext_gpuring_rec")
-	require.Equal(t, uint32(RecHeaderSize), size)
-	require.Equal(t, map[string]uint32{"seq": RecSeq, "len": RecLen, "check": RecCheckOff}, r)
+		"shards": OffShards, "_pad2": OffShards + 4, "_reserved": OffReserved,
+	})
+	btftest.Struct(t, spec.Types, "gpuext_gpuhash_bucket", BucketHeaderSize, map[string]uint32{"state": 0, "_pad": 4})
+	btftest.Struct(t, spec.Types, "gpuext_gpuring_rec", RecHeaderSize,
+		map[string]uint32{"seq": RecSeq, "len": RecLen, "check": RecCheckOff})
 	var mix uint64
 	require.NoError(t, spec.Variables["gpuext_gpuring_mix"].Get(&mix))
 	require.Equal(t, uint64(RecMix), mix, "GPUEXT_GPURING_MIX")
