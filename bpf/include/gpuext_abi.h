@@ -1121,10 +1121,12 @@ struct gpuext_gpuring_rec {
 };
 
 /*
- * GPUEXT_GPURING_CHECK: h = seq * MIX; h = (h ^ len) * MIX; then h = (h ^
- * w) * MIX for each 8-byte little-endian word w of the payload (the last
- * one zero-padded); check = h >> 32. A torn read (one write's header over
- * another's payload) passes it with probability 2^-32.
+ * GPUEXT_GPURING_CHECK: h = len * MIX; then h = (h ^ w) * MIX for each
+ * 8-byte little-endian word w of the payload (the last one zero-padded);
+ * then h = (h ^ seq) * MIX; check = h >> 32. seq comes last: a writer
+ * hashes its payload while it waits for the ring index, and one multiply
+ * follows. A torn read (one write's header over another's payload) passes
+ * it with probability 2^-32.
  */
 #define GPUEXT_GPURING_MIX 0x9e3779b97f4a7c15ULL
 

@@ -55,11 +55,12 @@ func TestLoadObject(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	require.Equal(t, []string{"alu32", "alu64", "array_ops", "atomics", "atomics_fetch", "bswap", "ctx_read", "ctx_var", "dims", "divmod",
-		"hash_ops", "jumps", "ldimm64", "per_copy", "props", "ring_out", "ring_out4", "stack_loop"}, names)
+		"hash_ops", "jumps", "ldimm64", "per_copy", "props", "ring_map", "ring_out", "ring_out4", "stack_loop"}, names)
 	require.Equal(t, []gpumap.Def{
 		{Name: ".bss", Type: gpumap.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
 		{Name: "t_arr", Type: gpumap.Array, KeySize: 4, ValueSize: 8, MaxEntries: 8},
 		{Name: "t_hash", Type: gpumap.Hash, KeySize: 8, ValueSize: 24, MaxEntries: 256},
+		{Name: "t_mrec", Type: gpumap.PerThreadArray, KeySize: 4, ValueSize: 15, MaxEntries: 1, Copies: 1024},
 		{Name: "t_ring", Type: gpumap.Ringbuf, MaxEntries: 4096},
 		{Name: "t_ring4", Type: gpumap.Ringbuf, MaxEntries: 4096, Shards: 4},
 		{Name: "t_sm", Type: gpumap.PerSMArray, KeySize: 4, ValueSize: 8, MaxEntries: 1},

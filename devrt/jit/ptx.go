@@ -102,8 +102,6 @@ func generate(c *Compiled) (string, error) {
 		switch mp.Type {
 		case gpumap.Hash:
 			g.hashFunc(m, mp)
-		case gpumap.Ringbuf:
-			g.ringFunc(m, mp)
 		}
 	}
 	for i := range c.progs {
@@ -851,14 +849,21 @@ func (g *gen) loadKey(acc memAccess, reg string, n int) {
 // copyBytes copies n bytes from src (acc) to the 8-aligned address dst+doff
 // in state space dsp (".global", ".shared").
 func (g *gen) copyBytes(acc memAccess, src, dst, dsp string, doff, n int) {
-	g.copyPieces(acc, src, dst, dsp, doff, n, nil)
+	g.copyPieces(acc, src, dst, dsp, doff, n, false, nil)
 }
 
-// copyRecord copies a ring record's n-byte payload from src (acc) to
-// dst+RecHeaderSize, as copyBytes, and folds each 8-byte word of it into
-// the check hash in %gt11 (gpumap.RecCheck; a word copied in pieces is
-// assembled in %gt10).
-func (g *gen) copyRecord(acc memAccess, src, dst string, n int) {
+// stackPayload reports whether a ring record's payload (acc) is the
+// program's stack in registers: it cannot change under the writer, so its
+// hash can be taken before the record's slot is known.
+func (g *gen) stackPayload(acc memAccess) bool { return g.sregs && acc.k == kStack }
+
+// hashRecord sets %gt11 to the check hash of a ring record's n-byte payload
+// at src (acc), short of its seq (gpumap.RecCheck). With dst it also
+// copies the payload to the 16-aligned slot dst+RecHeaderSize, folding each
+// 8-byte word as it goes (a word copied in pieces is assembled in %gt10);
+// without (dst "") it only reads, ahead of the slot's index.
+func (g *gen) hashRecord(acc memAccess, src, dst string, n int) {
+	g.f("mov.b64 %%gt11, %#x;", uint64(n)*uint64(gpumap.RecMix))
 	fold := func(o, w int) { // the piece at payload offset o of w bytes is in %gt0
 		switch {
 		case w == 8:
@@ -876,19 +881,28 @@ func (g *gen) copyRecord(acc memAccess, src, dst string, n int) {
 			g.f("mul.lo.u64 %%gt11, %%gt11, %#x;", uint64(gpumap.RecMix))
 		}
 	}
-	g.copyPieces(acc, src, dst, ".global", gpumap.RecHeaderSize, n, fold)
+	g.copyPieces(acc, src, dst, ".global", gpumap.RecHeaderSize, n, true, fold)
 }
 
-// copyPieces is copyBytes; with fold (a ring record's payload, in a
-// 16-aligned slot) each piece, in %gt0, is also passed to fold, and word
-// pairs on the stack are stored 16 bytes at a time.
-func (g *gen) copyPieces(acc memAccess, src, dst, dsp string, doff, n int, fold func(o, w int)) {
+// copyPieces is copyBytes; with rec (a ring record's payload, in a
+// 16-aligned slot) word pairs on the stack are stored 16 bytes at a time,
+// each piece, in %gt0, is also passed to fold, and with dst "" nothing is
+// stored.
+func (g *gen) copyPieces(acc memAccess, src, dst, dsp string, doff, n int, rec bool, fold func(o, w int)) {
 	stack := g.sregs && acc.k == kStack
+	store := func(format string, a ...any) {
+		if dst != "" {
+			g.f(format, a...)
+		}
+	}
+	if fold == nil {
+		fold = func(int, int) {}
+	}
 	for o := 0; o < n; {
-		if fold != nil && stack && o%16 == 0 && o+16 <= n && (acc.lo+int64(o))%8 == 0 {
+		if rec && stack && o%16 == 0 && o+16 <= n && (acc.lo+int64(o))%8 == 0 {
 			g.stackGet("%gt0", acc.lo+int64(o), 8, false)
 			g.stackGet("%gt12", acc.lo+int64(o)+8, 8, false)
-			g.f("st%s.v2.u64 %s, {%%gt0, %%gt12};", dsp, addr(dst, int64(doff+o)))
+			store("st%s.v2.u64 %s, {%%gt0, %%gt12};", dsp, addr(dst, int64(doff+o)))
 			fold(o, 8)
 			g.f("mov.b64 %%gt0, %%gt12;")
 			fold(o+8, 8)
@@ -908,23 +922,21 @@ func (g *gen) copyPieces(acc memAccess, src, dst, dsp string, doff, n int, fold 
 				g.f("ld%s.u64 %%gt0, %s;", g.mem(acc), addr(src, int64(o)))
 			} else {
 				g.f("ld%s.u%d %%gw0, %s;", g.mem(acc), 8*w, addr(src, int64(o)))
-				if fold != nil {
+				if rec {
 					g.f("cvt.u64.u32 %%gt0, %%gw0;")
 				}
 			}
 		}
 		switch {
 		case w == 8:
-			g.f("st%s.u64 %s, %%gt0;", dsp, addr(dst, int64(doff+o)))
-		case stack || fold != nil:
-			g.f("cvt.u32.u64 %%gw0, %%gt0;")
+			store("st%s.u64 %s, %%gt0;", dsp, addr(dst, int64(doff+o)))
+		case stack || rec:
+			store("cvt.u32.u64 %%gw0, %%gt0;")
 			fallthrough
 		default:
-			g.f("st%s.u%d %s, %%gw0;", dsp, 8*w, addr(dst, int64(doff+o)))
+			store("st%s.u%d %s, %%gw0;", dsp, 8*w, addr(dst, int64(doff+o)))
 		}
-		if fold != nil {
-			fold(o, w)
-		}
+		fold(o, w)
 		o += w
 	}
 }
@@ -1073,7 +1085,6 @@ func (g *gen) blockInit() {
 }
 
 func hashFuncName(m int) string { return fmt.Sprintf("__gpuext_hash_%d", m) }
-func ringFuncName(m int) string { return fmt.Sprintf("__gpuext_ring_%d", m) }
 
 // hashCall leaves in %gt3 the bucket address of key %gk.. or 0; with
 // insert, bit 0 of %gt1 tells the key was inserted by this call, with the
@@ -1240,13 +1251,15 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("%s.add.u64 [%%gt3], %%gr3;", red)
 		g.f("mov.b64 %%gr0, 0;")
 	case HelperRingbufOutput:
-		g.f("{")
-		g.f(".param .b64 __gx_p0;")
-		g.f("st.param.b64 [__gx_p0], %%gbase;")
-		g.f(".param .b64 __gx_pr;")
-		g.f("call (__gx_pr), %s, (__gx_p0);", ringFuncName(mi))
-		g.f("ld.param.b64 %%gt1, [__gx_pr];")
-		g.f("}")
+		// A payload in registers is hashed while the index's atomic is in
+		// flight: only seq's multiply waits for it. A payload in memory
+		// may change under the writer: it is hashed as it is copied.
+		early := g.stackPayload(ci.args[1])
+		g.ringReserve(m, "%gt1", func() {
+			if early {
+				g.hashRecord(ci.args[1], "%gr2", "", int(ci.size))
+			}
+		})
 		// %gt1: record index + 1 in this SM's shard; its slot: the
 		// shard's slots + (index % shard slots) * stride
 		g.f("add.s64 %%gt2, %%gt1, -1;")
@@ -1265,11 +1278,14 @@ func (g *gen) call(i int, in Insn) error {
 		// -> 1.44x on vecadd 16M without them, H100). The reader takes
 		// the record when seq and the check of what it reads agree
 		// (gpumap.RecCheck); a stale writer can only cost records.
+		if early {
+			g.copyPieces(ci.args[1], "%gr2", "%gt2", ".global", gpumap.RecHeaderSize, int(ci.size), true, nil)
+		} else {
+			g.hashRecord(ci.args[1], "%gr2", "%gt2", int(ci.size))
+		}
 		g.f("shl.b64 %%gt5, %%gt1, 1;") // seq
-		g.f("mul.lo.u64 %%gt11, %%gt5, %#x;", uint64(gpumap.RecMix))
-		g.f("xor.b64 %%gt11, %%gt11, %d;", ci.size)
+		g.f("xor.b64 %%gt11, %%gt11, %%gt5;")
 		g.f("mul.lo.u64 %%gt11, %%gt11, %#x;", uint64(gpumap.RecMix))
-		g.copyRecord(ci.args[1], "%gr2", "%gt2", int(ci.size))
 		g.f("shr.u64 %%gt11, %%gt11, 32;")
 		g.f("shl.b64 %%gt11, %%gt11, 32;")
 		g.f("or.b64 %%gt11, %%gt11, %d;", ci.size) // len | check << 32
@@ -1404,17 +1420,18 @@ func (g *gen) hashFunc(mi int, m gpumap.Map) {
 	g.b.WriteString("}\n")
 }
 
-// ringFunc emits the reservation function of ring mi: it returns the
-// record index + 1 (never 0). Lanes that call it together reserve together:
-// the lowest adds their count to head with one atom.add and each lane takes
-// base + its rank. Wait-free: the ring overwrites (gpumap.RingOutput).
-func (g *gen) ringFunc(mi int, m gpumap.Map) {
-	fmt.Fprintf(&g.b, "\n// %s: reserve a record of ring %s\n", ringFuncName(mi), m.Name)
-	fmt.Fprintf(&g.b, ".func (.param .b64 __gx_ret) %s(.param .b64 __gx_base)\n{\n", ringFuncName(mi))
+// ringReserve emits, in a scope of its own, the reservation of a record of
+// ring m: out gets the record index + 1 (never 0). Lanes that reserve
+// together take one atom.add on head, made by the lowest, and each lane
+// takes base + its rank. Wait-free: the ring overwrites
+// (gpumap.RingOutput). between emits what the lanes do while the atomic is
+// in flight; nothing of it may read out.
+func (g *gen) ringReserve(m gpumap.Map, out string, between func()) {
+	g.f("{")
 	g.f(".reg .b64 %%xb, %%xd, %%xk, %%xbase;")
 	g.f(".reg .b32 %%xm, %%xn, %%xr, %%xl, %%xlead, %%xlo, %%xhi;")
 	g.f(".reg .pred %%xq;")
-	g.f("ld.param.b64 %%xb, [__gx_base];")
+	g.f("mov.b64 %%xb, %%gbase;")
 	head := m.HeadOffset(0)
 	if m.Shards > 1 {
 		// This SM's shard: its head line (the lanes of a warp share an SM).
@@ -1439,14 +1456,13 @@ func (g *gen) ringFunc(mi int, m gpumap.Map) {
 	g.f("cvt.u64.u32 %%xd, %%xn;")
 	g.f("mov.b64 %%xbase, 0;")
 	g.f("@%%xq atom.global.add.u64 %%xbase, [%%xb], %%xd;")
+	between()
 	g.f("mov.b64 {%%xlo, %%xhi}, %%xbase;")
 	g.f("shfl.sync.idx.b32 %%xlo, %%xlo, %%xlead, 31, %%xm;")
 	g.f("shfl.sync.idx.b32 %%xhi, %%xhi, %%xlead, 31, %%xm;")
 	g.f("mov.b64 %%xbase, {%%xlo, %%xhi};")
 	g.f("cvt.u64.u32 %%xk, %%xr;")
 	g.f("add.s64 %%xk, %%xk, %%xbase;")
-	g.f("add.s64 %%xk, %%xk, 1;")
-	g.f("st.param.b64 [__gx_ret], %%xk;")
-	g.f("ret;")
-	g.b.WriteString("}\n")
+	g.f("add.s64 %s, %%xk, 1;", out)
+	g.f("}")
 }

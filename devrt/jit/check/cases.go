@@ -38,6 +38,10 @@ func Cases() []*Case {
 	// 200 records into a ring of 128 slots: the first 72 are overwritten
 	// (which ones survive is up to the GPU: only the counts compare).
 	add(&Case{Name: "ring_out-full", Object: "classes", Entry: "ring_out", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{200, 1, 1}, PerThread: true, Maps: rm})
+	// The same records from a map value (global memory).
+	mm := map[string]Mode{"t_ring": RingSet, "t_mrec": Skip}
+	add(&Case{Name: "ring_map-thread", Object: "classes", Entry: "ring_map", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, PerThread: true, Maps: mm})
+	add(&Case{Name: "ring_map-warp", Object: "classes", Entry: "ring_map", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{96, 1, 1}, Maps: mm})
 	// A ring of four shards, written from many SMs.
 	add(&Case{Name: "ring_out-sharded", Object: "classes", Entry: "ring_out4", Grid: [3]uint32{16, 1, 1}, Block: [3]uint32{64, 1, 1}, Maps: map[string]Mode{"t_ring4": RingSet}})
 	// Per-warp, per-thread and per-SM copies.

@@ -338,18 +338,20 @@ func (m Map) RingOutputSM(r Region, sm uint64, data []byte) (int64, error) {
 func RecCommitted(n uint64) uint64 { return n << 1 }
 
 // RecCheck is the check word of a ring record of seq seq and payload
-// payload: the high half of h, where h = seq * RecMix, then h = (h ^ x) *
-// RecMix for x = the payload's length, then each 8-byte little-endian word
-// of the payload (the last one zero-padded). A record whose stores are
+// payload: the high half of h, where h = len(payload) * RecMix, then h =
+// (h ^ x) * RecMix for x = each 8-byte little-endian word of the payload
+// (the last one zero-padded), then for x = seq. seq comes last so that a
+// writer can hash its payload while it waits for its slot: only one
+// multiply follows the ring index's atomic. A record whose stores are
 // only partly visible (the ring slot's previous record's payload under
 // this one's seq, or the reverse) fails it but for a 2^-32 chance.
 func RecCheck(seq uint64, payload []byte) uint32 {
-	h := seq * RecMix
-	h = (h ^ uint64(len(payload))) * RecMix
+	h := uint64(len(payload)) * RecMix
 	for o := 0; o < len(payload); o += 8 {
 		var w [8]byte
 		copy(w[:], payload[o:])
 		h = (h ^ binary.LittleEndian.Uint64(w[:])) * RecMix
 	}
+	h = (h ^ seq) * RecMix
 	return uint32(h >> 32)
 }
