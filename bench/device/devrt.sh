@@ -2,8 +2,9 @@
 # devrt, the in-process CUDA runtime, on a real GPU, in one command:
 #   1. bench/device/devrt/workload.py (a deterministic PyTorch training loop
 #      and a Triton kernel, with their own GPU-time references) without
-#      devrt, with devrt timing every launch (GPUEXT_DEVRT_SAMPLE=1), and
-#      with devrt at its default sampling (1 in 32); ringdump drains devrt's
+#      devrt, with devrt timing every launch (GPUEXT_DEVRT_SAMPLE=1, no
+#      minimum interval), and with devrt at its default sampling (1 in 32,
+#      none within 1 ms of the thread's previous timed launch); ringdump drains devrt's
 #      ring while each runs, as the collector would;
 #   2. the launch-bound loop (launch_loop.py) on a pinned core: no tracing,
 #      devrt at the default sampling, devrt with timing off; interleaved,
@@ -55,7 +56,7 @@ traced() {
 
 echo "== 1. training loop + Triton: without devrt, every launch timed, default sampling"
 taskset -c 2-7 python3 bench/device/devrt/workload.py > "$OUT/plain.json"; echo "plain: exit $?"
-traced sample1 GPUEXT_DEVRT_SAMPLE=1 GPUEXT_DEVRT_EVENT_PAIRS=8192 -- \
+traced sample1 GPUEXT_DEVRT_SAMPLE=1 GPUEXT_DEVRT_SAMPLE_GAP_US=0 GPUEXT_DEVRT_EVENT_PAIRS=8192 -- \
 	taskset -c 2-7 python3 bench/device/devrt/workload.py > "$OUT/sample1.json"; echo "sample1: exit $?"
 traced default -- taskset -c 2-7 python3 bench/device/devrt/workload.py > "$OUT/default.json"; echo "default: exit $?"
 
@@ -68,7 +69,7 @@ loop() { # $1: config label, then how to run python
 : > "$OUT/loops.jsonl"
 for round in 1 2 3; do
 	loop "no tracing" env | tee -a "$OUT/loops.jsonl"
-	loop "devrt default (1 in 32 timed)" traced loop-default-$round -- | tee -a "$OUT/loops.jsonl"
+	loop "devrt default (1 in 32 timed, 1 ms apart)" traced loop-default-$round -- | tee -a "$OUT/loops.jsonl"
 	loop "devrt, timing off" traced loop-notiming-$round GPUEXT_DEVRT_SAMPLE=0 -- | tee -a "$OUT/loops.jsonl"
 	for f in "$OUT"/loop-*-$round.records.jsonl; do # keep each ring's header: counts, drops
 		grep '"kind":"header"' "$f" > "$f.tmp"; mv "$f.tmp" "$f"

@@ -84,6 +84,7 @@ receivers:
       directories: [$DIR]
       poll_interval: 20ms
       sample_every: 4
+      sample_min_interval: 0s
       probes:
         enabled: true
         probes: [$1]

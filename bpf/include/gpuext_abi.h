@@ -363,6 +363,7 @@ struct gpuext_ctl_action {
 };
 
 #define GPUEXT_CTL_ACTIONS 16
+#define GPUEXT_CTL_MAX_GAP_US 10000000 /* sample_gap_us: 10 s */
 
 /*
  * struct gpuext_ctl - the control page. The collector writes it as a
@@ -377,7 +378,12 @@ struct gpuext_ctl {
 	__u32 sample_every; /* time 1 of every N launches/copies per thread; 0: none */
 	__u32 consumer_pid; /* collector's pid; 0: none attached */
 	__u64 heartbeat_ns; /* CLOCK_MONOTONIC of the collector's last drain */
-	__u64 _reserved[4];
+	__u32 sample_gap_us; /* a thread times no call sooner than this after its
+	                      * previous timed one (the sample is skipped, the
+	                      * next is sample_every calls on); 0: no minimum;
+	                      * at most GPUEXT_CTL_MAX_GAP_US */
+	__u32 _pad0;
+	__u64 _reserved[3];
 	struct gpuext_ctl_action actions[GPUEXT_CTL_ACTIONS];
 };
 

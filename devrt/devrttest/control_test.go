@@ -127,11 +127,30 @@ func TestControlPage(t *testing.T) {
 	t4 := after(monotonic())
 	c.pumpUntil("timed launches", func() bool { n, _, x := c.count(t4); return n >= 100 && x >= 100 })
 
+	// Every launch due, none timed within 20 ms of the thread's previous
+	// timed one (procaddr launches from one thread, a call every ~10 µs).
+	const gap = 20 * time.Millisecond
+	require.NoError(t, rr.WriteControl(devring.Control{Classes: devring.ClassAll, SampleEvery: 1,
+		SampleGapUS: uint32(gap / time.Microsecond), ConsumerPID: uint32(os.Getpid())}))
+	t45 := after(monotonic())
+	c.pumpUntil("timed launches, 20 ms apart", func() bool { _, _, x := c.count(t45); return x >= 4 })
+	var starts []uint64
+	for _, x := range c.execs {
+		if x.CallStart > t45 {
+			starts = append(starts, x.CallStart)
+		}
+	}
+	for i := 1; i < len(starts); i++ {
+		require.GreaterOrEqual(t, starts[i]-starts[i-1], uint64(gap.Nanoseconds()), "timed calls %d and %d", i-1, i)
+	}
+	n, _, x := c.count(starts[0])
+	require.Greater(t, n, 10*x, "most due launches were not timed")
+
 	// No exec class: launches reported, none timed.
 	require.NoError(t, rr.WriteControl(devring.Control{Classes: devring.ClassAll &^ devring.ClassExec, SampleEvery: 1}))
 	t5 := after(monotonic())
 	c.pumpUntil("launches", func() bool { n, _, _ := c.count(t5); return n >= 2000 })
-	_, _, x := c.count(t5)
+	_, _, x = c.count(t5)
 	require.Zero(t, x, "no exec class: nothing timed")
 	ctr, err := rr.Counters()
 	require.NoError(t, err)

@@ -136,7 +136,10 @@ func (h *harness) command(o opts, args ...string) (*exec.Cmd, *run) {
 		"FAKECUDA_COUNTS_FILE="+filepath.Join(r.counts, "%p.json"))
 	if o.devrt {
 		r.dir = h.t.TempDir()
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+h.lib(), "GPUEXT_DEVRT_DIR="+r.dir, "GPUEXT_DEVRT_STATS=1")
+		// Samples are counted exactly: no minimum interval between two
+		// timed calls unless the test sets one (a later value wins).
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+h.lib(), "GPUEXT_DEVRT_DIR="+r.dir, "GPUEXT_DEVRT_STATS=1",
+			"GPUEXT_DEVRT_SAMPLE_GAP_US=0")
 	}
 	cmd.Env = append(cmd.Env, o.env...)
 	cmd.Stderr = os.Stderr

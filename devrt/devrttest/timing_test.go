@@ -1,6 +1,7 @@
 package devrttest
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -202,6 +203,48 @@ func TestSampling(t *testing.T) {
 			require.Equal(t, tc.timed > 0 && i%every == 0, timed[e.Corr], "%v: launch %d", tc.env, i)
 		}
 	}
+}
+
+// A minimum interval between a thread's timed calls: a sample due sooner is
+// skipped, and the next is a whole period on, so the timed launches stay
+// every N-th.
+func TestSamplingGap(t *testing.T) {
+	h := newHarness(t)
+	run := func(env ...string) (*ring, []ev.Event) {
+		r := h.run(opts{devrt: true, env: append([]string{"GPUEXT_DEVRT_EVENT_PAIRS=1024"}, env...)}, "launch-storm", "320")
+		rg := r.only(t)
+		require.Zero(t, rg.ctr.Drops, "%v", env)
+		launches := byAPI(rg, ev.APICuLaunchKernel)
+		require.Len(t, launches, 320)
+		return rg, launches
+	}
+	// 10 s: the first launch only.
+	rg, launches := run("GPUEXT_DEVRT_SAMPLE=1", "GPUEXT_DEVRT_SAMPLE_GAP_US=10000000")
+	require.Equal(t, 1, len(rg.execs))
+	require.Equal(t, launches[0].Corr, rg.execs[0].Corr)
+	// No minimum: every launch.
+	rg, _ = run("GPUEXT_DEVRT_SAMPLE=1", "GPUEXT_DEVRT_SAMPLE_GAP_US=0")
+	require.Equal(t, 320, len(rg.execs))
+	// 1 in 4, 20 µs apart: launches 0, 4, 8, ... as long as 20 µs passed.
+	rg, launches = run("GPUEXT_DEVRT_SAMPLE=4", "GPUEXT_DEVRT_SAMPLE_GAP_US=20")
+	index := map[uint32]int{}
+	for i, e := range launches {
+		index[e.Corr] = i
+	}
+	var timed []int
+	for _, x := range rg.execs {
+		i, ok := index[x.Corr]
+		require.True(t, ok)
+		require.Zero(t, i%4, "launch %d timed", i)
+		timed = append(timed, i)
+	}
+	slices.Sort(timed)
+	require.Equal(t, 0, timed[0])
+	for j := 1; j < len(timed); j++ {
+		d := launches[timed[j]].Start - launches[timed[j-1]].Start
+		require.GreaterOrEqual(t, d, uint64(20_000), "launch %d timed %d ns after launch %d", timed[j], d, timed[j-1])
+	}
+	require.LessOrEqual(t, len(timed), 80)
 }
 
 // cudaLaunchKernel times the launch it makes in the driver once: the GPU

@@ -164,7 +164,7 @@ DEVRT_HOT int devrt_begin(struct devrt_call *c, enum devrt_sym id,
 		 * on its own. */
 		if (c->outer)
 			devrt_timing_inner(c->outer, s, e->args, GPUEXT_NARGS);
-		else if (unlikely(devrt_timing_due(t)))
+		else if (unlikely(devrt_timing_due(t, e->start_ns)))
 			devrt_timing_begin(c, t);
 		t->outer = c;
 	}

@@ -170,9 +170,12 @@ static void read_config(struct devrt_config *c)
 	c->ring_slots = pow2_at_least(env_u32("GPUEXT_DEVRT_RING_SLOTS", 16384,
 					      GPUEXT_RING_MAX_SLOTS));
 	c->classes = parse_classes(getenv("GPUEXT_DEVRT_CLASSES"));
-	/* 1 in 32 launches and copies per thread: about 3% of a launch-bound
-	 * loop pays for two event records; see README.md. */
+	/* 1 in 32 launches and copies per thread, none within 1 ms of the
+	 * thread's previous timed one: two event records cost a launch-bound
+	 * loop about 1.5% at 1 in 32 alone; see README.md. */
 	c->sample_every = env_u32("GPUEXT_DEVRT_SAMPLE", 32, UINT32_MAX);
+	c->sample_gap_us = env_u32("GPUEXT_DEVRT_SAMPLE_GAP_US", 1000,
+				   GPUEXT_CTL_MAX_GAP_US);
 	c->event_pairs = env_u32("GPUEXT_DEVRT_EVENT_PAIRS", 256, 65536);
 	if (!c->event_pairs)
 		c->event_pairs = 1;

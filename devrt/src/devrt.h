@@ -110,6 +110,7 @@ struct devrt_config {
 	__u32 ring_slots;        /* GPUEXT_DEVRT_RING_SLOTS, a power of two */
 	__u32 classes;           /* GPUEXT_DEVRT_CLASSES */
 	__u32 sample_every;      /* GPUEXT_DEVRT_SAMPLE */
+	__u32 sample_gap_us;     /* GPUEXT_DEVRT_SAMPLE_GAP_US */
 	__u32 event_pairs;       /* GPUEXT_DEVRT_EVENT_PAIRS, per context */
 	__u32 poll_us;           /* GPUEXT_DEVRT_POLL_US */
 	__u32 faults;            /* DEVRT_FAULT_* */
@@ -130,8 +131,8 @@ struct devrt_global {
 	struct gpuext_ctl *ctl;
 	struct gpuext_slot *slots;
 	__u64 mask;                    /* capacity - 1 */
-	__u64 ctl_snapshot;            /* classes << 32 | sample_every, last
-	                                * consistent copy of the control page */
+	__u64 ctl_snapshot;            /* devrt_ctl_pack: the last consistent
+	                                * copy of the control page */
 	__u64 disable_after;           /* cfg.disable_after with
 	                                * DEVRT_FAULT_DISABLE, else 0 */
 	size_t map_size;
@@ -158,9 +159,12 @@ struct devrt_thread {
 	__u32 countdown;    /* timed calls to skip before the next sample */
 	__u32 corr_next;    /* call numbers: the thread's block [next, end) */
 	__u32 corr_end;
+	__u32 gap_us;       /* sample_gap_us */
 	struct devrt_call *outer; /* the timed call this thread is inside */
 	__u64 last_ns;      /* the thread's latest record timestamp */
+	__u64 timed_ns;     /* when its latest timed call started; 0: none */
 } __attribute__((aligned(64)));	/* one cache line: a call reads it all */
+_Static_assert(sizeof(struct devrt_thread) == 64, "a thread's state is one line");
 
 extern DEVRT_TLS struct devrt_thread devrt_t;
 
@@ -178,6 +182,19 @@ void devrt_ring_forget(void);
 int devrt_ring_write(const void *rec, __u32 len);
 void devrt_ring_drop(enum gpuext_ring_drop why);
 void devrt_ctl_refresh(struct devrt_thread *t);
+
+/* The control values in one word, so that threads share a consistent copy
+ * with one atomic store: classes (7 bits) << 56 | sample_gap_us (24 bits,
+ * clamped to GPUEXT_CTL_MAX_GAP_US) << 32 | sample_every. */
+#define DEVRT_GAP_MASK 0xffffffU
+_Static_assert(GPUEXT_CTL_MAX_GAP_US <= DEVRT_GAP_MASK, "the gap fits its bits");
+_Static_assert(GPUEXT_CLASS_MASK <= 0xff, "the classes fit their bits");
+static inline __u64 devrt_ctl_pack(__u32 classes, __u32 sample, __u32 gap_us)
+{
+	if (gap_us > GPUEXT_CTL_MAX_GAP_US)
+		gap_us = GPUEXT_CTL_MAX_GAP_US;
+	return (__u64)(classes & GPUEXT_CLASS_MASK) << 56 | (__u64)gap_us << 32 | sample;
+}
 
 /* A prefetch for writing (PREFETCHW; a no-op on x86 processors without
  * it): the line comes in exclusive, so the store or locked operation that
@@ -212,10 +229,16 @@ void devrt_reg_fork_child(void);
 /* ---- timing (timing.c) -------------------------------------------------- */
 
 /*
- * Whether the thread's launch or copy is the one in sample_every that is
- * timed (in the caller: the other sample_every - 1 cost a decrement).
+ * Whether the thread's launch or copy, which started at now, is the one in
+ * sample_every that is timed (in the caller: the other sample_every - 1
+ * cost a decrement). One that comes sooner than gap_us after the thread's
+ * previous timed call is not: a timed call costs its thread two event
+ * records (microseconds), and the gap bounds that share of its time
+ * whatever its launch rate. The next sample is then sample_every calls on,
+ * as if this one had been taken, so the calls timed stay every N-th, not
+ * the first after an idle spell.
  */
-static inline int devrt_timing_due(struct devrt_thread *t)
+static inline int devrt_timing_due(struct devrt_thread *t, __u64 now)
 {
 	if (!(t->classes & GPUEXT_CLASS_EXEC) || !t->sample_every)
 		return 0;
@@ -224,6 +247,9 @@ static inline int devrt_timing_due(struct devrt_thread *t)
 		return 0;
 	}
 	t->countdown = t->sample_every - 1;
+	if (t->gap_us && t->timed_ns && now - t->timed_ns < (__u64)t->gap_us * 1000)
+		return 0;
+	t->timed_ns = now;
 	return 1;
 }
 

@@ -103,6 +103,7 @@ int devrt_ring_create(void)
 		slots[i].seq = i;
 	ctl->classes = c->classes;
 	ctl->sample_every = c->sample_every;
+	ctl->sample_gap_us = c->sample_gap_us;
 	__atomic_store_n(&ctl->magic, GPUEXT_CTL_MAGIC, __ATOMIC_RELAXED);
 	h->abi_version = GPUEXT_ABI_VERSION;
 	h->slot_size = GPUEXT_SLOT_SIZE;
@@ -121,7 +122,8 @@ int devrt_ring_create(void)
 	devrt.ctl = ctl;
 	devrt.mask = c->ring_slots - 1;
 	devrt.map_size = size;
-	devrt.ctl_snapshot = (__u64)c->classes << 32 | c->sample_every;
+	devrt.ctl_snapshot = devrt_ctl_pack(c->classes, c->sample_every,
+					    c->sample_gap_us);
 	/* A record's count is at least 1: disable-after=0 is 1. */
 	devrt.disable_after = !(c->faults & DEVRT_FAULT_DISABLE) ? 0 :
 			      c->disable_after ? c->disable_after : 1;
@@ -247,17 +249,18 @@ DEVRT_HOT int devrt_ring_write(const void *rec, __u32 len)
 void devrt_ctl_refresh(struct devrt_thread *t)
 {
 	struct gpuext_ctl *ctl = devrt.ctl;
-	__u32 g1, g2, classes, sample;
+	__u32 g1, g2, classes, sample, gap;
 	__u64 snap;
 
 	g1 = __atomic_load_n(&ctl->generation, __ATOMIC_ACQUIRE);
 	if (!(g1 & 1)) {
 		classes = __atomic_load_n(&ctl->classes, __ATOMIC_RELAXED);
 		sample = __atomic_load_n(&ctl->sample_every, __ATOMIC_RELAXED);
+		gap = __atomic_load_n(&ctl->sample_gap_us, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		g2 = __atomic_load_n(&ctl->generation, __ATOMIC_RELAXED);
 		if (g1 == g2) {
-			snap = (__u64)(classes & GPUEXT_CLASS_MASK) << 32 | sample;
+			snap = devrt_ctl_pack(classes, sample, gap);
 			__atomic_store_n(&devrt.ctl_snapshot, snap,
 					 __ATOMIC_RELAXED);
 			t->epoch = __atomic_load_n(&devrt.epoch, __ATOMIC_RELAXED);
@@ -270,7 +273,8 @@ void devrt_ctl_refresh(struct devrt_thread *t)
 	t->epoch = 0;
 set:
 	t->gen = g1;
-	t->classes = (__u32)(snap >> 32);
+	t->classes = (__u32)(snap >> 56);
+	t->gap_us = (__u32)(snap >> 32) & DEVRT_GAP_MASK;
 	t->sample_every = (__u32)snap;
 	if (t->sample_every && t->countdown >= t->sample_every)
 		t->countdown = t->sample_every - 1;

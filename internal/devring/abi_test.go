@@ -43,7 +43,8 @@ func TestLayoutMatchesBTF(t *testing.T) {
 		{"gpuext_slot", SlotSize, map[string]uint32{"seq": slotSeq, "len": slotLen, "nslots": slotNSlots, "data": slotData}},
 		{"gpuext_ctl", ctlSize, map[string]uint32{
 			"magic": ctlMagic, "generation": ctlGeneration, "classes": ctlClasses, "sample_every": ctlSampleEvery,
-			"consumer_pid": ctlConsumerPID, "heartbeat_ns": ctlHeartbeat, "actions": ctlActions}},
+			"consumer_pid": ctlConsumerPID, "heartbeat_ns": ctlHeartbeat, "sample_gap_us": ctlSampleGap,
+			"actions": ctlActions}},
 		{"gpuext_ctl_action", ctlActionSize, map[string]uint32{"kind": 0, "flags": 4, "args": 8}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +90,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"GPUEXT_CLASS_COPY": ClassCopy, "GPUEXT_CLASS_SYNC": ClassSync, "GPUEXT_CLASS_MODULE": ClassModule,
 		"GPUEXT_CLASS_EXEC": ClassExec, "GPUEXT_CLASS_ALL": ClassAll, "GPUEXT_ABI_VERSION": ABIVersion,
 		"GPUEXT_CLASS_NESTED": ClassNested, "GPUEXT_CLASS_MASK": ClassMask,
-		"GPUEXT_CTL_ACTIONS": ctlActionCount,
+		"GPUEXT_CTL_ACTIONS": ctlActionCount, "GPUEXT_CTL_MAX_GAP_US": MaxSampleGapUS,
 	} {
 		got, ok := defines[name]
 		require.True(t, ok, "%s not found in gpuext_abi.h", name)

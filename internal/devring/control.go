@@ -6,6 +6,7 @@ import "sync/atomic"
 type Control struct {
 	Classes     uint32 // Class* bits: what devrt reports
 	SampleEvery uint32 // time 1 of every N launches/copies per thread; 0: none
+	SampleGapUS uint32 // no two timed calls of a thread closer than this (µs); 0: no minimum
 	ConsumerPID uint32 // the collector's pid; 0: none attached
 }
 
@@ -23,6 +24,7 @@ func (r *Ring) WriteControl(c Control) error {
 		atomic.StoreUint32(gen, g)
 		atomic.StoreUint32(r.u32(CtlOffset+ctlClasses), c.Classes)
 		atomic.StoreUint32(r.u32(CtlOffset+ctlSampleEvery), c.SampleEvery)
+		atomic.StoreUint32(r.u32(CtlOffset+ctlSampleGap), c.SampleGapUS)
 		atomic.StoreUint32(r.u32(CtlOffset+ctlConsumerPID), c.ConsumerPID)
 		atomic.StoreUint32(gen, g+1)
 	})
@@ -43,6 +45,7 @@ func (r *Ring) ReadControl() (c Control, generation uint32, heartbeat uint64, er
 		generation = atomic.LoadUint32(r.u32(CtlOffset + ctlGeneration))
 		c.Classes = atomic.LoadUint32(r.u32(CtlOffset + ctlClasses))
 		c.SampleEvery = atomic.LoadUint32(r.u32(CtlOffset + ctlSampleEvery))
+		c.SampleGapUS = atomic.LoadUint32(r.u32(CtlOffset + ctlSampleGap))
 		c.ConsumerPID = atomic.LoadUint32(r.u32(CtlOffset + ctlConsumerPID))
 		heartbeat = atomic.LoadUint64(r.u64(CtlOffset + ctlHeartbeat))
 	})

@@ -14,11 +14,11 @@ func TestWriteControl(t *testing.T) {
 	mem, _, r := memRing(t, testHeader)
 	c, gen, hb, err := r.ReadControl()
 	require.NoError(t, err)
-	require.Equal(t, Control{Classes: ClassAll, SampleEvery: 32}, c, "what devrt starts with")
+	require.Equal(t, Control{Classes: ClassAll, SampleEvery: 32, SampleGapUS: 1000}, c, "what devrt starts with")
 	require.Zero(t, gen)
 	require.Zero(t, hb)
 
-	want := Control{Classes: ClassLaunch | ClassExec, SampleEvery: 8, ConsumerPID: 99}
+	want := Control{Classes: ClassLaunch | ClassExec, SampleEvery: 8, SampleGapUS: 250, ConsumerPID: 99}
 	require.NoError(t, r.WriteControl(want))
 	c, gen, _, _ = r.ReadControl()
 	require.Equal(t, want, c)
@@ -62,11 +62,11 @@ func TestControlSeqlock(t *testing.T) {
 			default:
 			}
 			g1 := gen()
-			a, b, c := field(ctlClasses), field(ctlSampleEvery), field(ctlConsumerPID)
+			a, b, c, d := field(ctlClasses), field(ctlSampleEvery), field(ctlConsumerPID), field(ctlSampleGap)
 			if g1%2 == 1 || gen() != g1 {
 				continue
 			}
-			if a == b && b == c {
+			if a == b && b == c && c == d {
 				consistent.Add(1)
 			} else if g1 != 0 {
 				torn.Add(1)
@@ -77,7 +77,7 @@ func TestControlSeqlock(t *testing.T) {
 	// all for a while on a busy machine), at least 20000 times.
 	deadline := time.Now().Add(10 * time.Second)
 	for i := uint32(1); i <= 20000 || (consistent.Load() < 1000 && time.Now().Before(deadline)); i++ {
-		require.NoError(t, r.WriteControl(Control{Classes: i, SampleEvery: i, ConsumerPID: i}))
+		require.NoError(t, r.WriteControl(Control{Classes: i, SampleEvery: i, SampleGapUS: i, ConsumerPID: i}))
 		if i%1024 == 0 {
 			runtime.Gosched()
 		}

@@ -17,6 +17,10 @@ const (
 	MinSlots    = 64
 	MaxSlots    = 1 << 20
 
+	// MaxSampleGapUS bounds the control page's sample_gap_us
+	// (GPUEXT_CTL_MAX_GAP_US: 10 s).
+	MaxSampleGapUS = 10_000_000
+
 	// MaxRecordSlots bounds the slots one record may span: the largest
 	// record of ABI version 1 (a named call, 680 bytes) needs 4; the bound
 	// leaves room for larger records and stops a corrupt length from
@@ -59,6 +63,7 @@ const (
 	ctlSampleEvery = 16
 	ctlConsumerPID = 20
 	ctlHeartbeat   = 24
+	ctlSampleGap   = 32
 	ctlActions     = 64
 	ctlActionSize  = 32
 	ctlActionCount = 16

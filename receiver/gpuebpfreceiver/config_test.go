@@ -50,6 +50,7 @@ func TestLoadConfig(t *testing.T) {
 	want.DevRT.PollInterval = 20 * time.Millisecond
 	want.DevRT.Classes = []string{"launch", "copy", "exec"}
 	want.DevRT.SampleEvery = 0
+	want.DevRT.SampleMinInterval = 250 * time.Microsecond
 	want.DevRT.MaxRings = 64
 	want.DevRT.Probes.Enabled = true
 	want.DevRT.Probes.Probes = []string{"block_sched", "sm_load"}

@@ -46,9 +46,11 @@ func devrtLibrary(t *testing.T) string {
 // GPUEXT_DEVRT_STATS) into ringDir. It reports nested driver calls too (as
 // withDevrt's control page does), so that every call the fake driver
 // counts has its span; TestEndToEndDevrtFoldsNested checks the default.
+// Timed launches are counted exactly: no minimum interval between them.
 func devrtEnv(lib, ringDir string, extra ...string) []string {
 	return append([]string{"LD_PRELOAD=" + lib, "GPUEXT_DEVRT_DIR=" + ringDir, "GPUEXT_DEVRT_STATS=1",
-		"GPUEXT_DEVRT_SAMPLE=" + strconv.Itoa(devrtSample), "GPUEXT_DEVRT_CLASSES=all,nested"}, extra...)
+		"GPUEXT_DEVRT_SAMPLE=" + strconv.Itoa(devrtSample), "GPUEXT_DEVRT_SAMPLE_GAP_US=0",
+		"GPUEXT_DEVRT_CLASSES=all,nested"}, extra...)
 }
 
 func withDevrt(ringDir string) func(*Config) {
@@ -56,6 +58,7 @@ func withDevrt(ringDir string) func(*Config) {
 		c.DevRT.Directories = []string{ringDir}
 		c.DevRT.PollInterval = 10 * time.Millisecond
 		c.DevRT.SampleEvery = devrtSample
+		c.DevRT.SampleMinInterval = 0
 		c.DevRT.NestedCalls = true
 	}
 }
@@ -202,7 +205,7 @@ func TestEndToEndDevrtFoldsNested(t *testing.T) {
 	h := &harness{t: t, dir: fakeCUDA(t), traces: traces, metrics: metrics}
 
 	env := []string{"LD_PRELOAD=" + lib, "GPUEXT_DEVRT_DIR=" + ringDir, "GPUEXT_DEVRT_STATS=1",
-		"GPUEXT_DEVRT_SAMPLE=" + strconv.Itoa(devrtSample)}
+		"GPUEXT_DEVRT_SAMPLE=" + strconv.Itoa(devrtSample), "GPUEXT_DEVRT_SAMPLE_GAP_US=0"}
 	res := h.run(env, "runtime-stub", "10")
 	ringsGone(t, ringDir, res.PID)
 	want, total := expectedDevrtSpans(t, res, devrtOwnCalls(t, ringDir, res.PID))

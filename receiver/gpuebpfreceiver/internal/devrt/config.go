@@ -34,6 +34,12 @@ type Config struct {
 	// SampleEvery times the GPU execution of 1 in N launches and copies
 	// per thread; 0 turns timing off.
 	SampleEvery int `mapstructure:"sample_every"`
+	// SampleMinInterval is the least time between two timed calls of a
+	// thread: a sample due sooner is skipped (the next is sample_every
+	// calls on). A timed call costs its thread two event records, a few
+	// µs; the interval bounds that share of a launch-bound thread's time
+	// (1 ms: about 0.3%). 0: no minimum. Whole microseconds.
+	SampleMinInterval time.Duration `mapstructure:"sample_min_interval"`
 	// MaxRings bounds the rings read at once.
 	MaxRings int `mapstructure:"max_rings"`
 	// Probes injects device probes into the GPU kernels of the processes
@@ -48,8 +54,10 @@ func NewDefaultConfig() Config {
 		Directories:  []string{"/dev/shm"},
 		PollInterval: 50 * time.Millisecond,
 		SampleEvery:  32,
-		MaxRings:     1024,
-		Probes:       devprobes.NewDefaultConfig(),
+		// devrt's own default (GPUEXT_DEVRT_SAMPLE_GAP_US).
+		SampleMinInterval: time.Millisecond,
+		MaxRings:          1024,
+		Probes:            devprobes.NewDefaultConfig(),
 	}
 }
 
@@ -67,6 +75,7 @@ const (
 	minPoll        = time.Millisecond
 	maxPoll        = 10 * time.Second
 	maxSampleEvery = 1 << 20
+	maxSampleGap   = devring.MaxSampleGapUS * time.Microsecond
 	maxRingsLimit  = 65536
 )
 
@@ -96,6 +105,9 @@ func (c *Config) Validate() error {
 	if c.SampleEvery < 0 || c.SampleEvery > maxSampleEvery {
 		errs = append(errs, fmt.Errorf("devrt::sample_every: must be between 0 (no timing) and %d, got %d", maxSampleEvery, c.SampleEvery))
 	}
+	if c.SampleMinInterval < 0 || c.SampleMinInterval > maxSampleGap || c.SampleMinInterval%time.Microsecond != 0 {
+		errs = append(errs, fmt.Errorf("devrt::sample_min_interval: must be whole microseconds between 0 (no minimum) and %v, got %v", maxSampleGap, c.SampleMinInterval))
+	}
 	if c.MaxRings < 1 || c.MaxRings > maxRingsLimit {
 		errs = append(errs, fmt.Errorf("devrt::max_rings: must be between 1 and %d, got %d", maxRingsLimit, c.MaxRings))
 	}
@@ -117,7 +129,8 @@ func classBit(name string) uint32 {
 
 // Control is what the configuration tells every ring's control page.
 func (c *Config) Control(consumerPID uint32) devring.Control {
-	ctl := devring.Control{SampleEvery: uint32(c.SampleEvery), ConsumerPID: consumerPID}
+	ctl := devring.Control{SampleEvery: uint32(c.SampleEvery),
+		SampleGapUS: uint32(c.SampleMinInterval / time.Microsecond), ConsumerPID: consumerPID}
 	for _, name := range c.Classes {
 		ctl.Classes |= classBit(name)
 	}

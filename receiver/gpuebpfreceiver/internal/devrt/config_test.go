@@ -35,6 +35,14 @@ func TestConfigValidate(t *testing.T) {
 			"devrt::sample_every: must be between 0 (no timing) and 1048576, got -1"},
 		{"sampling too sparse", func(c *Config) { c.SampleEvery = 1<<20 + 1 },
 			"devrt::sample_every: must be between 0 (no timing) and 1048576, got 1048577"},
+		{"no minimum sampling interval", func(c *Config) { c.SampleMinInterval = 0 }, ""},
+		{"longest sampling interval", func(c *Config) { c.SampleMinInterval = 10 * time.Second }, ""},
+		{"negative sampling interval", func(c *Config) { c.SampleMinInterval = -time.Millisecond },
+			"devrt::sample_min_interval: must be whole microseconds between 0 (no minimum) and 10s, got -1ms"},
+		{"sampling interval too long", func(c *Config) { c.SampleMinInterval = 11 * time.Second },
+			"devrt::sample_min_interval: must be whole microseconds between 0 (no minimum) and 10s, got 11s"},
+		{"sampling interval below a microsecond", func(c *Config) { c.SampleMinInterval = 1500 * time.Nanosecond },
+			"devrt::sample_min_interval: must be whole microseconds between 0 (no minimum) and 10s, got 1.5µs"},
 		{"no rings", func(c *Config) { c.MaxRings = 0 }, "devrt::max_rings: must be between 1 and 65536, got 0"},
 		{"too many rings", func(c *Config) { c.MaxRings = 65537 }, "devrt::max_rings: must be between 1 and 65536, got 65537"},
 	} {
@@ -53,9 +61,10 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigControl(t *testing.T) {
 	c := NewDefaultConfig()
-	require.Equal(t, devring.Control{Classes: devring.ClassAll, SampleEvery: 32, ConsumerPID: 9}, c.Control(9))
+	require.Equal(t, devring.Control{Classes: devring.ClassAll, SampleEvery: 32, SampleGapUS: 1000, ConsumerPID: 9}, c.Control(9))
 	c.Classes = []string{"sync", "exec"}
 	c.SampleEvery = 0
+	c.SampleMinInterval = 0
 	require.Equal(t, devring.Control{Classes: devring.ClassSync | devring.ClassExec, ConsumerPID: 9}, c.Control(9))
 	c.NestedCalls = true
 	require.Equal(t, devring.Control{Classes: devring.ClassSync | devring.ClassExec | devring.ClassNested, ConsumerPID: 9}, c.Control(9))

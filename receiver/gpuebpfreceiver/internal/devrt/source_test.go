@@ -118,7 +118,11 @@ func openRing(t *testing.T, path string) *devring.Ring {
 }
 
 func TestSourceReadsRings(t *testing.T) {
-	w := newWorld(t, func(c *Config) { c.Classes = []string{"launch", "exec"}; c.SampleEvery = 8 })
+	w := newWorld(t, func(c *Config) {
+		c.Classes = []string{"launch", "exec"}
+		c.SampleEvery = 8
+		c.SampleMinInterval = 250 * time.Microsecond
+	})
 	w.alive(100, 7)
 	w.alive(200, 7)
 	p1, path1 := w.ring(100, 5000)
@@ -131,7 +135,8 @@ func TestSourceReadsRings(t *testing.T) {
 
 	ctl, gen, hb, err := openRing(t, path1).ReadControl()
 	require.NoError(t, err)
-	require.Equal(t, devring.Control{Classes: devring.ClassLaunch | devring.ClassExec, SampleEvery: 8, ConsumerPID: uint32(os.Getpid())}, ctl)
+	require.Equal(t, devring.Control{Classes: devring.ClassLaunch | devring.ClassExec, SampleEvery: 8, SampleGapUS: 250,
+		ConsumerPID: uint32(os.Getpid())}, ctl)
 	require.Equal(t, uint32(2), gen)
 	require.Equal(t, uint64(1_000_000), hb)
 
