@@ -11,12 +11,14 @@
 #   both/N          devrt/N with the uprobes attached as well: the kernel
 #                   filter skips the process, but each call still takes the
 #                   uprobe's breakpoint trap (uprobes are per library inode)
-# for a training loop (train_loop.py) and a launch-bound loop
-# (launch_loop.py). Needs .device/otelcol-gpu.xz and .device/devrt/.
+# for a training loop (train_loop.py; TRAIN_MODEL=large for a GPU-bound
+# step, train_model.py) and a launch-bound loop (launch_loop.py); LOOPS
+# picks. Needs .device/otelcol-gpu.xz and .device/devrt/.
 source "$(dirname "$0")/lib.sh"
 lib=$PWD/.device/devrt/libgpuext-devrt.so
 CONFIGS=${CONFIGS:-"none uprobes devrt/32 devrt/256 devrt/0 both/32"}
 ROUNDS=${ROUNDS:-3}
+LOOPS=${LOOPS:-"train launch"}
 export CUBLAS_WORKSPACE_CONFIG=:4096:8
 : > $OUT/overhead.jsonl
 
@@ -47,7 +49,7 @@ run() {
 }
 
 for round in $(seq $ROUNDS); do
-	for loop in train launch; do
+	for loop in $LOOPS; do
 		for c in $CONFIGS; do run $c $loop; done
 	done
 done
@@ -63,6 +65,8 @@ for r in rows:
     if "loss_hex" in r:
         loss[r["config"]].add(r["loss_hex"])
 for loop, unit in (("train", "ms/step"), ("launch", "us/launch")):
+    if (loop, "none") not in by:
+        continue
     base, base_lo = statistics.median(by[(loop, "none")]), min(by[(loop, "none")])
     print(f"{loop} loop ({unit}, median of {len(by[(loop, 'none')])} rounds, each the median of 5 timed passes)")
     for (l, c), v in by.items():

@@ -12,12 +12,15 @@ passing calls straight through, its interposition alone (a few ns a call on
 the fake driver, `make bench`); the cross-process comparison with no devrt
 at all is devrt_overhead.sh's.
 
-Passes are short (AB_STEPS training steps, 3; AB_LAUNCHES launches, 2000)
+The training step is train_model.py's TRAIN_MODEL (small: launch-bound;
+large: GPU-bound). Passes are short (AB_STEPS training steps, 3;
+AB_LAUNCHES launches, 2000)
 and many, so that each pair of passes sees the same machine.
 
 Usage: ab_overhead.py train|launch ROUNDS CONFIG... where CONFIG is
-pass (pass2, ...: the same again, an A/A control of the method) | on/N (every class, 1 in N launches timed; 0: timing off) |
-nested/N (also the runtime's nested driver calls).
+pass (pass2, ...: the same again, an A/A control of the method) | on/N[/G] (every class, 1 in N launches timed; 0: timing off;
+no two timed calls of a thread closer than G us, 0 by default: devrt's own default is on/32/1000) |
+nested/N[/G] (also the runtime's nested driver calls).
 Prints one JSON line per configuration and a summary.
 """
 import glob, json, mmap, os, random, statistics, struct, sys, time
@@ -27,7 +30,7 @@ import torch
 from train_model import make_step
 
 CTL = 4096                       # the control page follows the header page
-GEN, CLASSES, SAMPLE = 8, 12, 16  # offsets in struct gpuext_ctl
+GEN, CLASSES, SAMPLE, GAP = 8, 12, 16, 32  # offsets in struct gpuext_ctl
 ALL, NESTED = 0x3F, 0x40
 
 
@@ -39,19 +42,20 @@ def control_page():
     return mmap.mmap(f.fileno(), 2 * 4096)
 
 
-def set_config(m, classes, sample):
+def set_config(m, classes, sample, gap_us):
     gen = struct.unpack_from("<I", m, CTL + GEN)[0]
     struct.pack_into("<I", m, CTL + GEN, gen + 1)  # odd: writing
     struct.pack_into("<I", m, CTL + CLASSES, classes)
     struct.pack_into("<I", m, CTL + SAMPLE, sample)
+    struct.pack_into("<I", m, CTL + GAP, gap_us)
     struct.pack_into("<I", m, CTL + GEN, gen + 2)  # even: done
 
 
 def parse(cfg):
     if cfg.startswith("pass"):  # pass, pass2...: the same, an A/A control
-        return 0, 0
-    kind, n = cfg.split("/")
-    return (ALL | NESTED if kind == "nested" else ALL), int(n)
+        return 0, 0, 0
+    kind, n, *gap = cfg.split("/")
+    return (ALL | NESTED if kind == "nested" else ALL), int(n), int(gap[0]) if gap else 0
 
 
 def train_loop():
@@ -94,6 +98,8 @@ def main():
     base = configs[0]
     drops = struct.unpack_from("<8Q", m, 256)  # struct gpuext_ring_hdr: drops[], records, timed
     records, timed = struct.unpack_from("<2Q", m, 320)
+    if loop == "train":
+        loop += "-" + os.environ.get("TRAIN_MODEL", "small")
     out = {"loop": loop, "unit": unit, "rounds": rounds, "n": n, "records": records, "timed": timed,
            "drops": list(drops), "configs": {}}
     boot = random.Random(2)
