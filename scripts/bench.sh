@@ -77,7 +77,7 @@ d0 = dv["without-devrt"]
 print(f"| cuLaunchKernel, fake driver, without devrt | {d0:.1f} ns/call |")
 for k, what in (("devrt-classes-none", "devrt, every class off (pass-through)"),
                 ("devrt-timing-off", "devrt, calls reported, timing off"),
-                ("devrt-sample-32", "devrt, default: calls reported, 1 in 32 timed"),
+                ("devrt-sample-32", "devrt, calls reported, 1 in 32 timed, no minimum interval"),
                 ("devrt-ring-full", "devrt, ring full (records dropped and counted)")):
     print(f"| cuLaunchKernel, fake driver, {what} | {dv[k]:.0f} ns/call (+{dv[k]-d0:.0f} ns; uprobes entry+return: +{pr-un:.0f} ns) |")
 c0, c1 = dv["without-devrt-cold"], dv["devrt-timing-off-cold"]

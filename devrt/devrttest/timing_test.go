@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
 	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
 )
 
@@ -245,6 +246,30 @@ func TestSamplingGap(t *testing.T) {
 		require.GreaterOrEqual(t, d, uint64(20_000), "launch %d timed %d ns after launch %d", timed[j], d, timed[j-1])
 	}
 	require.LessOrEqual(t, len(timed), 80)
+}
+
+// devrt writes the minimum interval it starts with to the control page, as
+// the collector reads it back: GPUEXT_DEVRT_SAMPLE_GAP_US, 1000 µs when
+// unset, at most 10 s.
+func TestSamplingGapControlPage(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		env string
+		gap uint32
+	}{
+		{"GPUEXT_DEVRT_SAMPLE_GAP_US=", 1000}, // empty: the default
+		{"GPUEXT_DEVRT_SAMPLE_GAP_US=0", 0},
+		{"GPUEXT_DEVRT_SAMPLE_GAP_US=250", 250},
+		{"GPUEXT_DEVRT_SAMPLE_GAP_US=20000000", devring.MaxSampleGapUS},
+	} {
+		rg := h.run(opts{devrt: true, env: []string{"GPUEXT_DEVRT_SAMPLE=7", tc.env}}, "launch-storm", "1").only(t)
+		rr, err := devring.Open(rg.path)
+		require.NoError(t, err)
+		c, _, _, err := rr.ReadControl()
+		require.NoError(t, err)
+		require.NoError(t, rr.Close())
+		require.Equal(t, devring.Control{Classes: devring.ClassAll, SampleEvery: 7, SampleGapUS: tc.gap}, c, tc.env)
+	}
 }
 
 // cudaLaunchKernel times the launch it makes in the driver once: the GPU

@@ -29,9 +29,10 @@ for s in launch-storm alloc-leak copies errors threads fork-child fork-noexec \
 	runtime runtime-ex runtime-stub runtime-unlaunched runtime-many runtime-errors procaddr procaddr-table every-api timed all; do
 	plain=$(LD_LIBRARY_PATH=$fc "$fc/workload" $s | strip)
 	mkdir "$tmp/$s"
-	# Time every launch and copy, with events enough for all of them.
+	# Time every launch and copy (no minimum interval between two), with
+	# events enough for all of them.
 	traced=$(GPUEXT_DEVRT_DIR=$tmp/$s GPUEXT_DEVRT_SAMPLE=1 \
-		GPUEXT_DEVRT_EVENT_PAIRS=4096 \
+		GPUEXT_DEVRT_SAMPLE_GAP_US=0 GPUEXT_DEVRT_EVENT_PAIRS=4096 \
 		LD_PRELOAD=$lib LD_LIBRARY_PATH=$fc "$fc/workload" $s | strip)
 	if [ "$plain" != "$traced" ]; then
 		echo "check: $s: output differs under devrt:" >&2
