@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Two builds of devrt compared on the GPU machine: the in-process A/B of
+# Builds of devrt compared on the GPU machine: the in-process A/B of
 # devrt/ab_overhead.py (each configuration against "pass" in the same
 # process) run in PROCS processes of each build, alternating, so that a
 # build's figure is the spread of several processes (one process's paired
 # median moves by about a point from one process to the next: where its
 # memory lands, which cores it shares).
 #
-#   bash bench/device/devrt_ab_builds.sh .device/devrt-old .device/devrt
+#   bash bench/device/devrt_ab_builds.sh .device/devrt-old .device/devrt [DIR...]
 #
 # Each DIR holds libgpuext-devrt.so and ringdump (make -C devrt OUT=...).
-# The consumer is the second build's ringdump, draining every 10 ms.
+# The consumer is the last build's ringdump, draining every 10 ms.
 set -u
-a=$1 b=$2
+builds=("$@")
+b=${builds[$((${#builds[@]} - 1))]}
 PY=${PY:-/opt/torch/.venv/bin/python}
 export CUBLAS_WORKSPACE_CONFIG=:4096:8 GPUEXT_DEVRT_DIR=/dev/shm
 rm -f /dev/shm/gpuext-devrt-*.ring
@@ -25,7 +26,7 @@ trap 'kill $consumer 2>/dev/null' EXIT
 if [ -d .device/fakecuda ]; then
 	for r in 1 2 3 4 5; do
 		for mode in warm cold; do
-			for cfg in none $a $b; do
+			for cfg in none "${builds[@]}"; do
 				env=(FAKECUDA_COUNT=0 LD_LIBRARY_PATH=.device/fakecuda GPUEXT_DEVRT_RING_SLOTS=262144)
 				n=1000000
 				if [ $mode = cold ]; then
@@ -41,7 +42,7 @@ if [ -d .device/fakecuda ]; then
 	done | awk '{k=$1" "$2; s[k]=s[k]" "$3} END{for(k in s) print "ns per call,", k ":" s[k]}' | sort | tee $OUT/callbench.txt
 fi
 for i in $(seq ${PROCS:-4}); do
-	for d in $a $b; do
+	for d in "${builds[@]}"; do
 		name=$(basename $d)
 		LD_PRELOAD=$PWD/$d/libgpuext-devrt.so taskset -c 2-7 $PY bench/device/devrt/ab_overhead.py \
 			${LOOP:-launch} ${ROUNDS:-200} ${CONFIGS:-pass on/0 on/32} > $OUT/$name.$i.json 2> $OUT/$name.$i.txt
