@@ -57,6 +57,11 @@ func startHarness(t testing.TB, mutate func(*Config)) *harness {
 	cfg.NVML.Enabled = false // no NVIDIA driver here; TestNVMLMissing covers that path
 	// Other tests may run fake workloads at the same time: only ours count.
 	cfg.CUDA.Include = []ProcessRule{{Executable: "workload"}}
+	// Nor are other programs' devrt rings ours: a ring left in /dev/shm
+	// by anything run on this machine before (a benchmark that overflowed
+	// its ring) would add its drops to the counts the tests expect zero
+	// of. Tests of the devrt source set their own directory.
+	cfg.DevRT.Directories = []string{t.TempDir()}
 	if mutate != nil {
 		mutate(cfg)
 	}
