@@ -172,8 +172,9 @@ static void read_config(struct devrt_config *c)
 	c->classes = parse_classes(getenv("GPUEXT_DEVRT_CLASSES"));
 	/* 1 in 32 launches and copies per thread, none within 10 ms of the
 	 * thread's previous timed one: a timed call costs its thread 5-10 us
-	 * (its event records, the poller's queries), 1.5% of a launch-bound
-	 * loop at 1 in 32 alone, 0.5% with 1 ms between them; see README.md. */
+	 * (its event records, the poller's queries): 1.5% of a launch-bound
+	 * loop at 1 in 32 alone, 0.5-1.6% with 1 ms between them, about 0.1%
+	 * with 10 ms; see README.md. */
 	c->sample_every = env_u32("GPUEXT_DEVRT_SAMPLE", 32, UINT32_MAX);
 	c->sample_gap_us = env_u32("GPUEXT_DEVRT_SAMPLE_GAP_US", 10000,
 				   GPUEXT_CTL_MAX_GAP_US);

@@ -38,7 +38,7 @@ type Config struct {
 	// thread: a sample due sooner is skipped (the next is sample_every
 	// calls on). A timed call costs its thread 5-10 µs (two event records
 	// and the poller's queries); the interval bounds that share of a
-	// launch-bound thread's time (10 ms: under 0.1%). 0: no minimum. Whole
+	// launch-bound thread's time (10 ms: about 0.1%). 0: no minimum. Whole
 	// microseconds.
 	SampleMinInterval time.Duration `mapstructure:"sample_min_interval"`
 	// MaxRings bounds the rings read at once.
