@@ -8,11 +8,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -47,6 +49,13 @@ type harness struct {
 }
 
 func startHarness(t testing.TB, mutate func(*Config)) *harness {
+	return startHarnessWrapped(t, mutate, nil)
+}
+
+// startHarnessWrapped is startHarness with the traces consumer wrapped
+// (wrap nil: none); h.traces still counts what gets through.
+func startHarnessWrapped(t testing.TB, mutate func(*Config), wrap func(consumer.Traces) consumer.Traces) *harness {
+	t.Helper()
 	requireRoot(t)
 	dir := fakeCUDA(t)
 	cfg := createDefaultConfig().(*Config)
@@ -68,7 +77,11 @@ func startHarness(t testing.TB, mutate func(*Config)) *harness {
 	require.NoError(t, cfg.Validate())
 	h := &harness{t: t, dir: dir, traces: new(consumertest.TracesSink), metrics: new(consumertest.MetricsSink)}
 	set := receivertest.NewNopSettings(metadata.Type)
-	tr, err := createTraces(context.Background(), set, cfg, h.traces)
+	var next consumer.Traces = h.traces
+	if wrap != nil {
+		next = wrap(next)
+	}
+	tr, err := createTraces(context.Background(), set, cfg, next)
 	require.NoError(t, err)
 	_, err = createMetrics(context.Background(), set, cfg, h.metrics)
 	require.NoError(t, err)
@@ -105,7 +118,13 @@ type childResult struct {
 
 func (h *harness) run(env []string, args ...string) workloadResult {
 	h.t.Helper()
-	cmd := exec.Command(h.dir+"/workload", args...)
+	return h.runAs("workload", env, args...)
+}
+
+// runAs runs the workload from the file name in h.dir (a link to it).
+func (h *harness) runAs(name string, env []string, args ...string) workloadResult {
+	h.t.Helper()
+	cmd := exec.Command(h.dir+"/"+name, args...)
 	cmd.Env = append(os.Environ(), append(env, "LD_LIBRARY_PATH="+h.dir)...)
 	out, err := cmd.Output()
 	require.NoError(h.t, err, "workload %v: %s", args, out)
@@ -568,6 +587,43 @@ func TestShutdownHandsOverOnFirstCall(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	require.Equal(t, spans, h.traces.SpanCount())
 	require.Equal(t, metrics, len(h.metrics.AllMetrics()))
+}
+
+// TestShutdownReadsTheRingToItsEnd: a pipeline slow to take the batches
+// leaves the loop far behind the programs; Shutdown comes when the workload
+// has ended and its calls are still in the ring. They are read, translated
+// and handed over before Shutdown returns: none is lost.
+func TestShutdownReadsTheRingToItsEnd(t *testing.T) {
+	// The count is of all that reaches the consumer, so the workload runs
+	// under a name only it has (15 characters at most, its comm): other
+	// packages' tests run workloads named workload at the same time, and
+	// the receiver probes their copies of the driver once it sees them.
+	name := "ws-" + strconv.Itoa(os.Getpid())
+	var batches atomic.Int64
+	h := startHarnessWrapped(t, func(c *Config) {
+		c.CUDA.Include = []ProcessRule{{Executable: name}}
+		c.Spans.MaxBatch = 50
+		c.Spans.FlushInterval = time.Hour
+		c.CollectionInterval = time.Hour
+	}, func(next consumer.Traces) consumer.Traces {
+		f, err := consumer.NewTraces(func(ctx context.Context, td ptrace.Traces) error {
+			batches.Add(1)
+			time.Sleep(20 * time.Millisecond)
+			return next.ConsumeTraces(ctx, td)
+		})
+		require.NoError(t, err)
+		return f
+	})
+	require.NoError(t, os.Link(h.dir+"/workload", h.dir+"/"+name))
+	res := h.runAs(name, nil, "launch-storm", "2000")
+	_, total := expectedSpans(t, res.DriverCalls)
+	require.Greater(t, total, 2000)
+	// At 20 ms a batch of 50 the loop needs over 800 ms for these spans:
+	// most are still in the ring now.
+	require.Less(t, h.traces.SpanCount(), total/2, "the pipeline is behind")
+	require.NoError(t, h.rcv.Shutdown(context.Background()))
+	require.Equal(t, total, h.traces.SpanCount())
+	require.GreaterOrEqual(t, batches.Load(), int64(total/50))
 }
 
 // TestLeaderExitsFirst: the main thread calls pthread_exit and a worker goes

@@ -156,7 +156,9 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 		r.attachInitial()
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); r.discover(ctx) }()
-		stop := context.AfterFunc(ctx, func() { _ = r.tracer.CloseReader() })
+		// Shutdown wakes the loop without closing the ring: the records
+		// in it are read first (see loop).
+		stop := context.AfterFunc(ctx, func() { _ = r.tracer.FlushReader() })
 		r.wg.Add(1)
 		go func() { defer r.wg.Done(); defer stop(); r.loop(ctx) }()
 	} else {
@@ -228,10 +230,20 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 	if r.devrt == nil {
 		nextDrain = now.Add(100 * 365 * 24 * time.Hour)
 	}
+	// What the loop hands to the consumers while it reads the ring's last
+	// records after Shutdown must not be refused for the cancelled ctx.
+	out := context.WithoutCancel(ctx)
 	var (
 		rec ringbuf.Record
 		e   ev.Event
 		n   uint
+		// At Shutdown the records still in the ring are read before the
+		// final hand-over: a loop that fell behind (a starved CPU) must
+		// not lose calls the programs made. ReadInto says ErrFlushed once
+		// the ring is empty; programs that call faster than the loop
+		// reads keep it from emptying, so then only the bytes it held
+		// when the loop saw Shutdown are read (left; -1 before).
+		left = -1
 	)
 	tick := func(now time.Time) {
 		if !now.Before(nextDrain) {
@@ -241,15 +253,15 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 			}
 			nextDrain = now.Add(r.cfg.DevRT.PollInterval)
 			if r.tr.PendingSpans() >= r.cfg.Spans.MaxBatch {
-				r.flushSpans(ctx)
+				r.flushSpans(out)
 			}
 		}
 		if !now.Before(nextFlush) {
-			r.flushSpans(ctx)
+			r.flushSpans(out)
 			nextFlush = now.Add(r.cfg.Spans.FlushInterval)
 		}
 		if !now.Before(nextMetrics) {
-			r.emitMetrics(ctx)
+			r.emitMetrics(out)
 			nextMetrics = now.Add(r.cfg.CollectionInterval)
 		}
 	}
@@ -289,14 +301,24 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 		case err == nil:
 			r.handle(rec.RawSample, &e)
 			n++
+			if left >= 0 {
+				if left -= cudaprobe.RecordSize(&rec); left <= 0 {
+					return
+				}
+			}
 			if n%1024 == 0 || r.tr.PendingSpans() >= r.cfg.Spans.MaxBatch {
+				if left < 0 && ctx.Err() != nil {
+					left = r.tracer.Backlog()
+				}
 				if r.tr.PendingSpans() >= r.cfg.Spans.MaxBatch {
-					r.flushSpans(ctx)
+					r.flushSpans(out)
 				}
 				tick(time.Now())
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			tick(time.Now())
+		case errors.Is(err, ringbuf.ErrFlushed):
+			return // Shutdown's: the ring has been read to its end
 		case errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed):
 			return
 		default:

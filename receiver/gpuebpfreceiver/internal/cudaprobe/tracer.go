@@ -274,8 +274,9 @@ func (t *Tracer) Libraries() []Library {
 func (t *Tracer) Probes() int64 { return t.probes.Load() }
 
 // ReadInto waits until deadline for the next record. It returns
-// os.ErrDeadlineExceeded when none came, and ringbuf.ErrClosed after Close
-// or CloseReader. rec.RawSample is reused by the next call.
+// os.ErrDeadlineExceeded when none came, ringbuf.ErrClosed after Close or
+// CloseReader, and ringbuf.ErrFlushed once it has read what the ring held
+// after FlushReader. rec.RawSample is reused by the next call.
 func (t *Tracer) ReadInto(rec *ringbuf.Record, deadline time.Time) error {
 	t.rd.SetDeadline(deadline)
 	return t.rd.ReadInto(rec)
@@ -283,6 +284,17 @@ func (t *Tracer) ReadInto(rec *ringbuf.Record, deadline time.Time) error {
 
 // CloseReader interrupts a pending ReadInto; the probes stay attached.
 func (t *Tracer) CloseReader() error { return t.rd.Close() }
+
+// FlushReader interrupts a pending ReadInto without closing the ring:
+// ReadInto returns the records the ring holds, then ringbuf.ErrFlushed.
+func (t *Tracer) FlushReader() error { return t.rd.Flush() }
+
+// Backlog is how many bytes of records the ring holds unread.
+func (t *Tracer) Backlog() int { return t.rd.AvailableBytes() }
+
+// RecordSize is how many bytes of the ring rec took: its 8-byte header and
+// its data, padded to 8 bytes.
+func RecordSize(rec *ringbuf.Record) int { return 8 + (len(rec.RawSample)+7)&^7 }
 
 // Drops returns the kernel-side loss counters summed over CPUs: ring full,
 // in-flight table full, and returns without a matching entry.
