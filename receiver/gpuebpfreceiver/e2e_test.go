@@ -571,11 +571,17 @@ func TestRuntimeLibraryFoundAtFirstCall(t *testing.T) {
 // first Shutdown stops it after handing the pending spans and a final
 // metrics emission to both, and nothing reaches a consumer afterwards.
 func TestShutdownHandsOverOnFirstCall(t *testing.T) {
+	// The counts are of all that reaches the consumers: a name only this
+	// workload has, as in TestShutdownReadsTheRingToItsEnd. Other tests'
+	// workloads could otherwise even fill a batch before Shutdown.
+	name := "wl-" + strconv.Itoa(os.Getpid())
 	h := startHarness(t, func(c *Config) {
+		c.CUDA.Include = []ProcessRule{{Executable: name}}
 		c.Spans.FlushInterval = time.Hour
 		c.CollectionInterval = time.Hour
 	})
-	res := h.run(nil, "launch-storm", "50")
+	require.NoError(t, os.Link(h.dir+"/workload", h.dir+"/"+name))
+	res := h.runAs(name, nil, "launch-storm", "50")
 	time.Sleep(200 * time.Millisecond)
 	require.Zero(t, h.traces.SpanCount(), "nothing flushed before shutdown")
 	require.NoError(t, h.rcv.Shutdown(context.Background()))
