@@ -62,9 +62,9 @@ const (
 //
 // Decisions (README "enforce"):
 //   - a stream's advice is applied once it was the same for stable_rounds
-//     rounds in a row, and stays applied until another advice is stable or
-//     the stream is forgotten (its process exited, or no faults for
-//     forget_after);
+//     rounds in a row (a stride prefetch of another stride is the same),
+//     and stays applied until another advice is stable or the stream is
+//     forgotten (its process exited, or no faults for forget_after);
 //   - prefetch is per process (prefetch_pid): the stable advice of its
 //     streams when they agree, and no entry (the policy-wide algorithm)
 //     when they disagree or advise "default"; a process that had an entry
@@ -105,6 +105,13 @@ type streamState struct {
 }
 
 type appliedKey struct{ decision, algorithm string }
+
+// sameChange reports whether a and b set the policy the same way: a stride
+// prefetch of another stride is the same change (the policy learns the
+// stride from the faults), so it continues a run of advice.
+func (a Advice) sameChange(b Advice) bool {
+	return a.Prefetch == b.Prefetch && a.Eviction == b.Eviction
+}
 
 func newEnforcer(cfg *Config, ap applier, log *zap.Logger) *enforcer {
 	return &enforcer{
@@ -202,7 +209,8 @@ func (e *enforcer) observe(now time.Time, live map[faultstream.Key]bool, verdict
 		switch {
 		case !v.ok:
 			s.candidate, s.streak = Advice{}, 0
-		case s.streak > 0 && s.candidate == v.advice:
+		case s.streak > 0 && s.candidate.sameChange(v.advice):
+			s.candidate = v.advice
 			s.streak++
 		default:
 			s.candidate, s.streak = v.advice, 1
@@ -223,7 +231,13 @@ func (e *enforcer) desired() (map[uint32]gpuext.Prefetch, gpuext.Eviction) {
 	per := map[uint32]map[gpuext.Prefetch]bool{}
 	hot := false
 	for k, s := range e.streams {
-		if !s.hasStable || k.PID <= 0 || uint64(k.PID) > 1<<32-1 {
+		if !s.hasStable {
+			continue
+		}
+		// Eviction is machine-wide: any stream's hot set counts, also of
+		// a process whose prefetch entry is not ours to change.
+		hot = hot || s.stable.Eviction == "lfu"
+		if k.PID <= 0 || uint64(k.PID) > 1<<32-1 {
 			continue
 		}
 		pf, err := gpuext.ParsePrefetch(s.stable.Prefetch)
@@ -238,7 +252,6 @@ func (e *enforcer) desired() (map[uint32]gpuext.Prefetch, gpuext.Eviction) {
 			per[pid] = map[gpuext.Prefetch]bool{}
 		}
 		per[pid][pf] = true
-		hot = hot || s.stable.Eviction == "lfu"
 	}
 	want := map[uint32]gpuext.Prefetch{}
 	for pid, set := range per {
@@ -332,6 +345,16 @@ func (e *enforcer) stop() error {
 		return nil
 	}
 	e.active = false
+	if len(e.prefetch) > 0 || e.eviction != e.base || e.cfg.DetachOnShutdown {
+		// Undo only in the policy this processor attached or adopted:
+		// someone may have detached it and pinned another in its place.
+		st, err := e.ap.Status()
+		if err == nil && (st.Mem == nil || st.MemPolicy != e.cfg.PolicyName) {
+			e.log.Warn("gpupolicy enforce shutdown: the memory policy is no longer ours: left alone",
+				zap.String("pins", e.dir), zap.String("policy", st.MemPolicy), zap.String("policy_name", e.cfg.PolicyName))
+			return nil
+		}
+	}
 	var errs []error
 	for _, pid := range sortedKeys(e.prefetch) {
 		if err := e.ap.ClearPrefetchFor(pid); err != nil {

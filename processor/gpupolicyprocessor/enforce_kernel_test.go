@@ -201,3 +201,37 @@ func TestKernelEnforce(t *testing.T) {
 	require.Equal(t, theirs, st.Mem.Params)
 	require.NoError(t, l.Detach(gpuext.Mem))
 }
+
+// TestKernelEnforceReplacedPolicy: someone detaches the processor's policy
+// and pins another in its place while the processor runs; shutdown leaves
+// the other one as it is (its entries, its eviction, attached), even with
+// detach_on_shutdown.
+func TestKernelEnforceReplacedPolicy(t *testing.T) {
+	ktest.Require(t, ktest.Module, ktest.Sim, "/sys/fs/bpf")
+	l := gpuext.New()
+	require.Equal(t, "-", modulePolicy(t), "a memory policy is left attached")
+	t.Cleanup(func() { _ = l.Detach(gpuext.Mem) })
+	hub := faultstream.NewHub(4096, 0)
+	defer faultstream.Register("gpuebpf/replaced", hub)()
+
+	p, _, host, clock := ktestProcessor(t, "gpuebpf/replaced", func(c *Config) { c.Enforce.DetachOnShutdown = true })
+	assert.Empty(t, host.events)
+	feed(t, hub, p, clock, 0)
+	feed(t, hub, p, clock, 1)
+	st, err := l.Status()
+	require.NoError(t, err)
+	require.Equal(t, map[uint32]gpuext.Prefetch{seqPID: gpuext.PrefetchAlwaysMax}, st.Mem.Prefetch)
+
+	require.NoError(t, l.Detach(gpuext.Mem))
+	theirs := gpuext.DefaultMemParams()
+	theirs.Eviction = gpuext.EvictFIFO
+	require.NoError(t, l.AttachMem("tenant_fifo", theirs))
+	require.NoError(t, l.SetPrefetchFor(seqPID, gpuext.PrefetchNone))
+
+	require.NoError(t, p.Shutdown(context.Background()))
+	st, err = l.Status()
+	require.NoError(t, err)
+	require.Equal(t, "tenant_fifo", st.MemPolicy)
+	require.Equal(t, map[uint32]gpuext.Prefetch{seqPID: gpuext.PrefetchNone}, st.Mem.Prefetch)
+	require.Equal(t, theirs, st.Mem.Params)
+}

@@ -325,7 +325,7 @@ func TestEnforceRounds(t *testing.T) {
 
 	// Shutdown undoes what the processor did and leaves the policy.
 	require.NoError(t, e.stop())
-	assert.Equal(t, []string{"ClearPrefetchFor 100", "SetMem eviction=lru prefetch=default lfu_hot=2"}, r.take())
+	assert.Equal(t, []string{"Status", "ClearPrefetchFor 100", "SetMem eviction=lru prefetch=default lfu_hot=2"}, r.take())
 	assert.Empty(t, r.prefetch)
 	require.NoError(t, e.stop(), "a second stop does nothing")
 	assert.Empty(t, r.take())
@@ -382,7 +382,7 @@ func TestEnforceStableRoundsOne(t *testing.T) {
 		{2 * time.Second, k, []verdict{{key: key(7, gpuA)}}, nil},
 	})
 	require.NoError(t, e.stop())
-	assert.Equal(t, []string{"ClearPrefetchFor 7"}, r.take())
+	assert.Equal(t, []string{"Status", "ClearPrefetchFor 7"}, r.take())
 	assert.Equal(t, map[uint32]gpuext.Prefetch{9: gpuext.PrefetchSequential}, r.prefetch)
 }
 
@@ -485,11 +485,11 @@ func TestEnforceStop(t *testing.T) {
 		err    string
 	}{
 		{"keep the policy", false, nil,
-			[]string{"ClearPrefetchFor 1", "ClearPrefetchFor 2", "SetMem eviction=lru prefetch=default lfu_hot=2"}, ""},
+			[]string{"Status", "ClearPrefetchFor 1", "ClearPrefetchFor 2", "SetMem eviction=lru prefetch=default lfu_hot=2"}, ""},
 		{"detach", true, nil,
-			[]string{"ClearPrefetchFor 1", "ClearPrefetchFor 2", "SetMem eviction=lru prefetch=default lfu_hot=2", "Detach mem"}, ""},
+			[]string{"Status", "ClearPrefetchFor 1", "ClearPrefetchFor 2", "SetMem eviction=lru prefetch=default lfu_hot=2", "Detach mem"}, ""},
 		{"errors", true, map[string]error{"ClearPrefetchFor": errors.New("EPERM"), "SetMem": errors.New("EBADF")},
-			[]string{"ClearPrefetchFor 1", "ClearPrefetchFor 2", "SetMem eviction=lru prefetch=default lfu_hot=2", "Detach mem"},
+			[]string{"Status", "ClearPrefetchFor 1", "ClearPrefetchFor 2", "SetMem eviction=lru prefetch=default lfu_hot=2", "Detach mem"},
 			"gpupolicy enforce shutdown: clear prefetch of pid 1: EPERM\nclear prefetch of pid 2: EPERM\nrestore eviction lru: EBADF"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -552,7 +552,7 @@ func TestEnforceModeThroughPipeline(t *testing.T) {
 	require.NoError(t, p.ConsumeMetrics(context.Background(), pmetric.NewMetrics()))
 	assert.Equal(t, []string{"ClearPrefetchFor 100"}, r.take(), "an exited process's entry goes")
 	require.NoError(t, p.Shutdown(context.Background()))
-	assert.Equal(t, []string{"SetMem eviction=lru prefetch=default lfu_hot=2"}, r.take())
+	assert.Equal(t, []string{"Status", "SetMem eviction=lru prefetch=default lfu_hot=2"}, r.take())
 }
 
 // TestEnforceWithoutModule: the real loader where there is no gpu_ext
@@ -580,4 +580,164 @@ func TestEnforceWithoutModule(t *testing.T) {
 	assert.Empty(t, counts(t, sink.AllMetrics()[0]))
 	require.NoError(t, p.Shutdown(context.Background()))
 	assert.Len(t, host.events, 1, "reported once")
+}
+
+// TestEnforceDesired: what the policy should hold for given stable advice.
+// Eviction is one for the machine: LFU while any stream's stable advice is a
+// hot set, whoever owns the process's prefetch entry (README "enforce").
+func TestEnforceDesired(t *testing.T) {
+	stable := func(a Advice) *streamState { return &streamState{stable: a, hasStable: true} }
+	for _, tt := range []struct {
+		name     string
+		base     gpuext.Eviction
+		others   map[uint32]bool
+		streams  map[faultstream.Key]*streamState
+		prefetch map[uint32]gpuext.Prefetch
+		eviction gpuext.Eviction
+	}{
+		{
+			name: "our hot set", base: gpuext.EvictLRU,
+			streams:  map[faultstream.Key]*streamState{key(7, gpuA): stable(hotAdvice)},
+			prefetch: map[uint32]gpuext.Prefetch{}, eviction: gpuext.EvictLFU,
+		},
+		{
+			name: "hot set of a process with an operator's entry", base: gpuext.EvictLRU, others: map[uint32]bool{9: true},
+			streams:  map[faultstream.Key]*streamState{key(9, gpuA): stable(hotAdvice)},
+			prefetch: map[uint32]gpuext.Prefetch{}, eviction: gpuext.EvictLFU,
+		},
+		{
+			name: "ours sequential, an operator's process hot", base: gpuext.EvictMRU, others: map[uint32]bool{9: true},
+			streams: map[faultstream.Key]*streamState{
+				key(7, gpuA): stable(seqAdvice), key(9, gpuA): stable(hotAdvice), key(9, gpuB): stable(randAdvice),
+			},
+			prefetch: map[uint32]gpuext.Prefetch{7: gpuext.PrefetchAlwaysMax}, eviction: gpuext.EvictLFU,
+		},
+		{
+			name: "an operator's process sequential", base: gpuext.EvictLRU, others: map[uint32]bool{9: true},
+			streams:  map[faultstream.Key]*streamState{key(9, gpuA): stable(seqAdvice)},
+			prefetch: map[uint32]gpuext.Prefetch{}, eviction: gpuext.EvictLRU,
+		},
+		{
+			name: "priority base is kept", base: gpuext.EvictPriority, others: map[uint32]bool{9: true},
+			streams:  map[faultstream.Key]*streamState{key(9, gpuA): stable(hotAdvice)},
+			prefetch: map[uint32]gpuext.Prefetch{}, eviction: gpuext.EvictPriority,
+		},
+		{
+			name: "not yet stable", base: gpuext.EvictLRU, others: map[uint32]bool{9: true},
+			streams:  map[faultstream.Key]*streamState{key(9, gpuA): {candidate: hotAdvice, streak: 1}},
+			prefetch: map[uint32]gpuext.Prefetch{}, eviction: gpuext.EvictLRU,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnforcer(enforceConfig(), newRecorder(), zap.NewNop())
+			e.base, e.others, e.streams = tt.base, tt.others, tt.streams
+			prefetch, eviction := e.desired()
+			assert.Equal(t, tt.prefetch, prefetch)
+			assert.Equal(t, tt.eviction, eviction)
+		})
+	}
+}
+
+// TestEnforceHysteresis: the rounds a stream's advice needs before it is
+// applied. A stride prefetch of another stride is the same change (the
+// policy learns the stride from the faults), so it continues the run.
+func TestEnforceHysteresis(t *testing.T) {
+	stride := func(s int64) verdict { return advised(1, gpuA, mustAdvice(faultpattern.Strided, s)) }
+	none := verdict{key: key(1, gpuA)}
+	for _, tt := range []struct {
+		name   string
+		stable int
+		rounds []verdict
+		calls  []string // after the last round
+	}{
+		{"same stride twice", 2, []verdict{stride(65536), stride(65536)}, []string{"SetPrefetchFor 1 stride"}},
+		{"another stride", 2, []verdict{stride(65536), stride(131072)}, []string{"SetPrefetchFor 1 stride"}},
+		{"descending", 2, []verdict{stride(65536), stride(-65536)}, []string{"SetPrefetchFor 1 stride"}},
+		{"three strides", 3, []verdict{stride(4096 * 3), stride(8192 * 3), stride(16384 * 3)}, []string{"SetPrefetchFor 1 stride"}},
+		{"two of three", 3, []verdict{stride(65536), stride(131072)}, nil},
+		{"broken by no advice", 2, []verdict{stride(65536), none, stride(131072)}, nil},
+		{"broken by other advice", 2, []verdict{stride(65536), advised(1, gpuA, seqAdvice), stride(65536)}, nil},
+		{"sequential twice", 2, []verdict{advised(1, gpuA, seqAdvice), advised(1, gpuA, seqAdvice)}, []string{"SetPrefetchFor 1 always_max"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRecorder()
+			e := newEnforcer(enforceConfig(func(c *Config) { c.Enforce.StableRounds = tt.stable }), r, zap.NewNop())
+			e.begin(nil)
+			r.take()
+			for i, v := range tt.rounds {
+				e.round(pmetric.NewMetrics(), time.Unix(1000+int64(i)*10, 0), liveOf(key(1, gpuA)), []verdict{v})
+				if i < len(tt.rounds)-1 {
+					require.Empty(t, r.take(), "round %d", i)
+				}
+			}
+			assert.Equal(t, tt.calls, r.take())
+		})
+	}
+}
+
+// TestEnforceStopPolicyReplaced: at shutdown the processor undoes its
+// changes to, and detaches, only the policy named policy_name. When someone
+// detached it and pinned another in its place while the processor ran, the
+// other one is left as it is.
+func TestEnforceStopPolicyReplaced(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		detach   bool
+		replace  func(r *recorder) // what someone did while the processor ran
+		calls    []string
+		prefetch map[uint32]gpuext.Prefetch
+		eviction gpuext.Eviction
+	}{
+		{
+			name: "still ours", detach: true, replace: func(*recorder) {},
+			calls:    []string{"Status", "ClearPrefetchFor 1", "SetMem eviction=lru prefetch=default lfu_hot=2", "Detach mem"},
+			prefetch: map[uint32]gpuext.Prefetch{}, eviction: gpuext.EvictLRU,
+		},
+		{
+			name: "replaced, detach on shutdown", detach: true,
+			replace: func(r *recorder) {
+				r.pinned("tenant_fifo", gpuext.EvictFIFO)
+				r.prefetch = map[uint32]gpuext.Prefetch{1: gpuext.PrefetchSequential}
+			},
+			calls:    []string{"Status"},
+			prefetch: map[uint32]gpuext.Prefetch{1: gpuext.PrefetchSequential}, eviction: gpuext.EvictFIFO,
+		},
+		{
+			name: "replaced, kept", detach: false,
+			replace: func(r *recorder) {
+				r.pinned("tenant_fifo", gpuext.EvictFIFO)
+				r.prefetch = map[uint32]gpuext.Prefetch{1: gpuext.PrefetchSequential}
+			},
+			calls:    []string{"Status"},
+			prefetch: map[uint32]gpuext.Prefetch{1: gpuext.PrefetchSequential}, eviction: gpuext.EvictFIFO,
+		},
+		{
+			name: "detached by someone", detach: true,
+			replace: func(r *recorder) {
+				r.status = gpuext.Status{MemPolicy: "-", SchedPolicy: "-"}
+				r.prefetch = map[uint32]gpuext.Prefetch{}
+				r.params = gpuext.MemParams{}
+			},
+			calls:    []string{"Status"},
+			prefetch: map[uint32]gpuext.Prefetch{}, eviction: gpuext.EvictLRU,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRecorder()
+			e := newEnforcer(enforceConfig(func(c *Config) { c.Enforce.DetachOnShutdown = tt.detach }), r, zap.NewNop())
+			e.begin(nil)
+			r.take()
+			k := []faultstream.Key{key(1, gpuA), key(2, gpuA)}
+			vs := []verdict{advised(1, gpuA, seqAdvice), advised(2, gpuA, hotAdvice)}
+			runSteps(t, e, r, []step{
+				{0, k, vs, nil},
+				{time.Second, k, vs, []string{"SetMem eviction=lfu prefetch=default lfu_hot=2", "SetPrefetchFor 1 always_max"}},
+			})
+			tt.replace(r)
+			require.NoError(t, e.stop())
+			assert.Equal(t, tt.calls, r.take())
+			assert.Equal(t, tt.prefetch, r.prefetch)
+			assert.Equal(t, tt.eviction, r.params.Eviction)
+		})
+	}
 }
