@@ -4,6 +4,9 @@
 #   none            no collector
 #   collector       the collector running, tracing nothing of the program
 #                   (what its own work on the other cores costs the loop)
+#   pass            collector as above, the program under devrt turned off
+#                   (GPUEXT_DEVRT_DISABLE=1: every call passed through):
+#                   what the interposition alone costs
 #   uprobes         the collector's uprobes (entry+return on every API)
 #   devrt/N         the collector without uprobes, draining the ring of the
 #                   program run with LD_PRELOAD=libgpuext-devrt.so, 1 in N
@@ -13,20 +16,27 @@
 #                   uprobe's breakpoint trap (uprobes are per library inode)
 # for a training loop (train_loop.py; TRAIN_MODEL=large for a GPU-bound
 # step, train_model.py) and a launch-bound loop (launch_loop.py); LOOPS
-# picks. Needs .device/otelcol-gpu.xz and .device/devrt/.
+# picks; STEPS the training loop's steps per timed pass (5 passes a
+# process). Each round runs the configurations in a new random order
+# (SEED), and the summary pairs each configuration with the untraced run of
+# the same round: the median of those ratios, and their range. Needs
+# .device/otelcol-gpu.xz and .device/devrt/.
 source "$(dirname "$0")/lib.sh"
 lib=$PWD/.device/devrt/libgpuext-devrt.so
 CONFIGS=${CONFIGS:-"none uprobes devrt/32 devrt/256 devrt/0 both/32"}
 ROUNDS=${ROUNDS:-3}
 LOOPS=${LOOPS:-"train launch"}
+STEPS=${STEPS:-50}
+SEED=${SEED:-1}
 export CUBLAS_WORKSPACE_CONFIG=:4096:8
 : > $OUT/overhead.jsonl
 
 # run CONFIG LOOP: one run of LOOP (train|launch) under CONFIG.
 run() {
-	local config=$1 loop=$2 sample=0 pre="" col="" cuda=true
+	local config=$1 loop=$2 round=$3 sample=0 pre="" col="" cuda=true off=0
 	case $config in
 	collector) cuda=false ;;
+	pass) pre=$lib; cuda=false; off=1 ;;
 	devrt/*) sample=${config#devrt/}; pre=$lib; cuda=false ;;
 	both/*) sample=${config#both/}; pre=$lib ;;
 	esac
@@ -36,10 +46,10 @@ run() {
 		col=$!
 		wait_ready "$OUT/collector-${config//\//-}.log"
 	fi
-	local cmd="python3 bench/device/devrt/train_loop.py 50"
+	local cmd="python3 bench/device/devrt/train_loop.py $STEPS"
 	[ "$loop" = launch ] && cmd="python3 bench/device/launch_loop.py 20000"
-	LD_PRELOAD=$pre taskset -c 2-7 $cmd |
-		python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"], d["loop"] = sys.argv[1:3]; print(json.dumps(d))' "$config" "$loop" |
+	GPUEXT_DEVRT_DISABLE=$off LD_PRELOAD=$pre taskset -c 2-7 $cmd |
+		python3 -c 'import json,sys; d=json.load(sys.stdin); d["config"], d["loop"], d["round"] = sys.argv[1], sys.argv[2], int(sys.argv[3]); print(json.dumps(d))' "$config" "$loop" "$round" |
 		tee -a $OUT/overhead.jsonl
 	if [ -n "$col" ]; then
 		sleep 1.5
@@ -50,7 +60,8 @@ run() {
 
 for round in $(seq $ROUNDS); do
 	for loop in $LOOPS; do
-		for c in $CONFIGS; do run $c $loop; done
+		order=$(python3 -c 'import random,sys; r=random.Random(sys.argv[1]); c=sys.argv[2].split(); r.shuffle(c); print(*c)' "$SEED$round$loop" "$CONFIGS")
+		for c in $order; do run $c $loop $round; done
 	done
 done
 
@@ -74,6 +85,16 @@ for loop, unit in (("train", "ms/step"), ("launch", "us/launch")):
             continue
         m, lo = statistics.median(v), min(v)
         print(f"  {c:12} median {m:9.4f} {100 * (m / base - 1):+6.2f}%  best {lo:9.4f} {100 * (lo / base_lo - 1):+6.2f}%  rounds {', '.join(f'{x:.4f}' for x in v)}")
+    # Paired: each run against the untraced run of its round.
+    none = {r["round"]: r.get("ms_per_step", r.get("us_per_launch")) for r in rows
+            if r["loop"] == loop and r["config"] == "none" and "round" in r}
+    for c in dict.fromkeys(r["config"] for r in rows if r["loop"] == loop):
+        if c == "none":
+            continue
+        q = sorted(100 * (r.get("ms_per_step", r.get("us_per_launch")) / none[r["round"]] - 1)
+                   for r in rows if r["loop"] == loop and r["config"] == c and r.get("round") in none)
+        if q:
+            print(f"  {c:12} paired with none: median {statistics.median(q):+6.2f}%  range [{q[0]:+.2f}, {q[-1]:+.2f}]  n={len(q)}")
 print("final training loss per config (bits):", {c: sorted(s) for c, s in loss.items()})
 print("identical across configs:", len(set().union(*loss.values())) == 1)
 PY
