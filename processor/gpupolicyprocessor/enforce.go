@@ -307,6 +307,12 @@ func (e *enforcer) reconcile(now time.Time) {
 			e.log.Debug("gpupolicy changes deferred by max_actions_per_second", zap.Int("deferred", len(acts)-i))
 			return
 		}
+		if i == 0 {
+			if err := e.replaced(); err != nil {
+				e.degrade(err)
+				return
+			}
+		}
 		if err := a.do(); err != nil {
 			e.errs[a.decision]++
 			e.log.Debug("gpupolicy change failed", zap.String("decision", a.decision),
@@ -322,6 +328,23 @@ func (e *enforcer) reconcile(now time.Time) {
 		e.log.Debug("gpupolicy change applied", zap.String("decision", a.decision),
 			zap.String("algorithm", a.algorithm), zap.Uint32("pid", a.pid))
 	}
+}
+
+// replaced says whether the policy pinned at the processor's path is no
+// longer the one it attached or adopted: someone detached it and pinned
+// another there, whose entries and eviction are not the processor's to
+// change. Asked before each round's changes and before shutdown's undo;
+// if the status cannot be read, the changes go ahead (and fail on their
+// own if the policy is gone).
+func (e *enforcer) replaced() error {
+	st, err := e.ap.Status()
+	if err != nil || (st.Mem != nil && st.MemPolicy == e.cfg.PolicyName) {
+		return nil
+	}
+	if st.Mem == nil {
+		return fmt.Errorf("no memory policy is pinned at %s any more: left alone", e.dir)
+	}
+	return fmt.Errorf("the memory policy pinned at %s is now %q, not %q (enforce::policy_name): left alone", e.dir, st.MemPolicy, e.cfg.PolicyName)
 }
 
 // setEviction changes the eviction algorithm and keeps every other
@@ -346,12 +369,8 @@ func (e *enforcer) stop() error {
 	}
 	e.active = false
 	if len(e.prefetch) > 0 || e.eviction != e.base || e.cfg.DetachOnShutdown {
-		// Undo only in the policy this processor attached or adopted:
-		// someone may have detached it and pinned another in its place.
-		st, err := e.ap.Status()
-		if err == nil && (st.Mem == nil || st.MemPolicy != e.cfg.PolicyName) {
-			e.log.Warn("gpupolicy enforce shutdown: the memory policy is no longer ours: left alone",
-				zap.String("pins", e.dir), zap.String("policy", st.MemPolicy), zap.String("policy_name", e.cfg.PolicyName))
+		if err := e.replaced(); err != nil {
+			e.log.Warn("gpupolicy enforce shutdown: nothing undone", zap.Error(err))
 			return nil
 		}
 	}

@@ -262,8 +262,17 @@ func runSteps(t *testing.T, e *enforcer, r *recorder, steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		e.round(pmetric.NewMetrics(), time.Unix(1000, 0).Add(s.at), liveOf(s.live...), s.verdicts)
-		require.Equal(t, s.calls, r.take(), "step %d (at %v)", i, s.at)
+		require.Equal(t, checked(s.calls), r.take(), "step %d (at %v)", i, s.at)
 	}
+}
+
+// checked is a round's calls when it has changes to make: the status of
+// the pinned policy first (is it still ours?), then the changes.
+func checked(calls []string) []string {
+	if len(calls) == 0 {
+		return calls
+	}
+	return append([]string{"Status"}, calls...)
 }
 
 func TestEnforceRounds(t *testing.T) {
@@ -462,7 +471,7 @@ func TestEnforceErrors(t *testing.T) {
 	r.fail = map[string]error{"SetPrefetchFor": fmt.Errorf("%w: no /sys/fs/bpf/gpuext/mem/prefetch_pid", gpuext.ErrNotAttached)}
 	md := pmetric.NewMetrics()
 	e.round(md, time.Unix(1003, 0), liveOf(k...), nil)
-	assert.Equal(t, []string{"SetPrefetchFor 1 always_max"}, r.take(), "the first ErrNotAttached stops it")
+	assert.Equal(t, checked([]string{"SetPrefetchFor 1 always_max"}), r.take(), "the first ErrNotAttached stops it")
 	assert.False(t, e.active)
 	require.Len(t, host.events, 1)
 	assert.EqualError(t, host.events[0].Err(),
@@ -501,7 +510,7 @@ func TestEnforceStop(t *testing.T) {
 			vs := []verdict{advised(1, gpuA, seqAdvice), advised(2, gpuA, randAdvice), advised(3, gpuA, hotAdvice)}
 			runSteps(t, e, r, []step{{0, k, vs, nil}})
 			e.round(pmetric.NewMetrics(), time.Unix(1001, 0), liveOf(k...), vs)
-			require.Len(t, r.take(), 3)
+			require.Len(t, r.take(), 4) // Status and three changes
 			r.fail = tt.fail
 			err := e.stop()
 			assert.Equal(t, tt.calls, r.take())
@@ -541,7 +550,7 @@ func TestEnforceModeThroughPipeline(t *testing.T) {
 		require.NoError(t, p.ConsumeMetrics(context.Background(), pmetric.NewMetrics()))
 		clock = clock.Add(cfg.Advise.Interval)
 	}
-	assert.Equal(t, []string{"SetMem eviction=lfu prefetch=default lfu_hot=2", "SetPrefetchFor 100 always_max"}, r.take())
+	assert.Equal(t, checked([]string{"SetMem eviction=lfu prefetch=default lfu_hot=2", "SetPrefetchFor 100 always_max"}), r.take())
 	out := sink.AllMetrics()
 	require.Len(t, out, 2)
 	assert.Len(t, advices(t, out[0]), 2, "advice is reported as in advise mode")
@@ -550,7 +559,7 @@ func TestEnforceModeThroughPipeline(t *testing.T) {
 
 	hub.Remove(100)
 	require.NoError(t, p.ConsumeMetrics(context.Background(), pmetric.NewMetrics()))
-	assert.Equal(t, []string{"ClearPrefetchFor 100"}, r.take(), "an exited process's entry goes")
+	assert.Equal(t, checked([]string{"ClearPrefetchFor 100"}), r.take(), "an exited process's entry goes")
 	require.NoError(t, p.Shutdown(context.Background()))
 	assert.Equal(t, []string{"Status", "SetMem eviction=lru prefetch=default lfu_hot=2"}, r.take())
 }
@@ -670,7 +679,51 @@ func TestEnforceHysteresis(t *testing.T) {
 					require.Empty(t, r.take(), "round %d", i)
 				}
 			}
-			assert.Equal(t, tt.calls, r.take())
+			assert.Equal(t, checked(tt.calls), r.take())
+		})
+	}
+}
+
+// TestEnforceRoundPolicyReplaced: someone detached the processor's policy
+// while it ran (and maybe pinned another in its place): the next round with
+// changes to make finds out before making them, changes nothing, and the
+// processor goes on advising, with one recoverable error status.
+func TestEnforceRoundPolicyReplaced(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		replace func(r *recorder)
+		err     string
+	}{
+		{
+			name:    "another pinned in its place",
+			replace: func(r *recorder) { r.pinned("tenant_fifo", gpuext.EvictFIFO) },
+			err: `gpupolicy enforce mode runs as advise: the memory policy pinned at /sys/fs/bpf/gpuext/mem is now "tenant_fifo", ` +
+				`not "gpuext_mem" (enforce::policy_name): left alone`,
+		},
+		{
+			name:    "detached",
+			replace: func(r *recorder) { r.status = gpuext.Status{MemPolicy: "-", SchedPolicy: "-"} },
+			err:     "gpupolicy enforce mode runs as advise: no memory policy is pinned at /sys/fs/bpf/gpuext/mem any more: left alone",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRecorder()
+			e := newEnforcer(enforceConfig(), r, zap.NewNop())
+			host := &statusHost{}
+			e.begin(host)
+			r.take()
+			k := []faultstream.Key{key(1, gpuA)}
+			vs := []verdict{advised(1, gpuA, seqAdvice)}
+			runSteps(t, e, r, []step{{0, k, vs, nil}})
+			tt.replace(r)
+			e.round(pmetric.NewMetrics(), time.Unix(1001, 0), liveOf(k...), vs)
+			assert.Equal(t, []string{"Status"}, r.take())
+			assert.False(t, e.active)
+			require.Len(t, host.events, 1)
+			assert.EqualError(t, host.events[0].Err(), tt.err)
+			e.round(pmetric.NewMetrics(), time.Unix(1002, 0), liveOf(k...), vs)
+			require.NoError(t, e.stop())
+			assert.Empty(t, r.take(), "nothing more: neither rounds nor shutdown touch it")
 		})
 	}
 }
