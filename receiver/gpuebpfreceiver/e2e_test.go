@@ -121,6 +121,19 @@ func (h *harness) run(env []string, args ...string) workloadResult {
 	return h.runAs("workload", env, args...)
 }
 
+// alias links h.dir/prog to a name only this test process uses (prefix
+// and its pid: at most 15 characters, so it is the whole comm) and returns
+// the name. Tests that count everything that reaches the consumers trace
+// that name only: other packages' tests run the same programs at the same
+// time, and the receiver probes their copies of the driver too once it
+// sees them mapped.
+func (h *harness) alias(prefix, prog string) string {
+	h.t.Helper()
+	name := prefix + strconv.Itoa(os.Getpid())
+	require.NoError(h.t, os.Link(h.dir+"/"+prog, h.dir+"/"+name))
+	return name
+}
+
 // runAs runs the workload from the file name in h.dir (a link to it).
 func (h *harness) runAs(name string, env []string, args ...string) workloadResult {
 	h.t.Helper()
@@ -571,16 +584,15 @@ func TestRuntimeLibraryFoundAtFirstCall(t *testing.T) {
 // first Shutdown stops it after handing the pending spans and a final
 // metrics emission to both, and nothing reaches a consumer afterwards.
 func TestShutdownHandsOverOnFirstCall(t *testing.T) {
-	// The counts are of all that reaches the consumers: a name only this
-	// workload has, as in TestShutdownReadsTheRingToItsEnd. Other tests'
-	// workloads could otherwise even fill a batch before Shutdown.
+	// The counts are of all that reaches the consumers (h.alias). Other
+	// tests' workloads could otherwise even fill a batch before Shutdown.
 	name := "wl-" + strconv.Itoa(os.Getpid())
 	h := startHarness(t, func(c *Config) {
 		c.CUDA.Include = []ProcessRule{{Executable: name}}
 		c.Spans.FlushInterval = time.Hour
 		c.CollectionInterval = time.Hour
 	})
-	require.NoError(t, os.Link(h.dir+"/workload", h.dir+"/"+name))
+	require.Equal(t, name, h.alias("wl-", "workload"))
 	res := h.runAs(name, nil, "launch-storm", "50")
 	time.Sleep(200 * time.Millisecond)
 	require.Zero(t, h.traces.SpanCount(), "nothing flushed before shutdown")
@@ -600,11 +612,7 @@ func TestShutdownHandsOverOnFirstCall(t *testing.T) {
 // has ended and its calls are still in the ring. They are read, translated
 // and handed over before Shutdown returns: none is lost.
 func TestShutdownReadsTheRingToItsEnd(t *testing.T) {
-	// The count is of all that reaches the consumer, so the workload runs
-	// under a name only it has (15 characters at most, its comm): other
-	// packages' tests run workloads named workload at the same time, and
-	// the receiver probes their copies of the driver once it sees them.
-	name := "ws-" + strconv.Itoa(os.Getpid())
+	name := "ws-" + strconv.Itoa(os.Getpid()) // the count is of all spans: h.alias
 	var batches atomic.Int64
 	h := startHarnessWrapped(t, func(c *Config) {
 		c.CUDA.Include = []ProcessRule{{Executable: name}}
@@ -620,7 +628,7 @@ func TestShutdownReadsTheRingToItsEnd(t *testing.T) {
 		require.NoError(t, err)
 		return f
 	})
-	require.NoError(t, os.Link(h.dir+"/workload", h.dir+"/"+name))
+	require.Equal(t, name, h.alias("ws-", "workload"))
 	res := h.runAs(name, nil, "launch-storm", "2000")
 	_, total := expectedSpans(t, res.DriverCalls)
 	require.Greater(t, total, 2000)
