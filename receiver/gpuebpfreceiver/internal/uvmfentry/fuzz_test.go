@@ -2,13 +2,12 @@ package uvmfentry
 
 import (
 	"encoding/binary"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fuzzseed"
 )
 
 // FuzzDecode: Decode never panics, accepts only whole records of the UVM
@@ -46,14 +45,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("UVMFENTRY_WRITE_SEEDS") == "" {
 		t.Skip("set UVMFENTRY_WRITE_SEEDS=1 to rewrite testdata/fuzz/FuzzDecode")
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecode")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for _, c := range decodeCases() {
-		var sb strings.Builder
-		for _, by := range c.in {
-			fmt.Fprintf(&sb, "\\x%02x", by)
-		}
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(\"%s\")\n", sb.String())
-		require.NoError(t, os.WriteFile(filepath.Join(dir, c.name), []byte(body), 0o644))
+		require.NoError(t, fuzzseed.Write("", "FuzzDecode", c.name, c.in))
 	}
 }

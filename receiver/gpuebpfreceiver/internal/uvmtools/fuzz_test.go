@@ -2,13 +2,12 @@ package uvmtools
 
 import (
 	"encoding/binary"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/fuzzseed"
 )
 
 // FuzzDecode: Decode never panics, accepts only whole V1/V2 entries of a
@@ -66,25 +65,13 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("UVMTOOLS_WRITE_SEEDS") == "" {
 		t.Skip("set UVMTOOLS_WRITE_SEEDS=1 to rewrite testdata/fuzz/FuzzDecode")
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecode")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for _, c := range decodeCases() {
-		var sb strings.Builder
-		for _, by := range c.in {
-			fmt.Fprintf(&sb, "\\x%02x", by)
-		}
-		name := strings.ReplaceAll(c.name, " ", "_")
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(\"%s\")\n", sb.String())
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+		require.NoError(t, fuzzseed.Write("", "FuzzDecode", c.name, []byte(c.in)))
 	}
 	// A few rejects too: wrong sizes, test and unknown types.
 	for name, b := range map[string][]byte{
 		"reject_short": make([]byte, 63), "reject_test_type": entry(72, 63), "reject_unknown": entry(64, 40),
 	} {
-		var sb strings.Builder
-		for _, by := range b {
-			fmt.Fprintf(&sb, "\\x%02x", by)
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(\"%s\")\n", sb.String())), 0o644))
+		require.NoError(t, fuzzseed.Write("", "FuzzDecode", name, []byte(b)))
 	}
 }
