@@ -21,6 +21,7 @@ type candidate struct {
 	name    string // file name, checked by parseName
 	path    string // for logs
 	hostPID uint32 // the process whose root it was found in; 0: a host directory
+	start   uint64 // hostPID's start time: its rings' header says the same
 	seen    bool   // the uprobes just saw the pid: a ring of it is its ring
 }
 
@@ -186,7 +187,7 @@ func (s *Source) containerCandidates(pid int) []candidate {
 					continue
 				}
 			}
-			out = append(out, candidate{dirfd: dfd, name: n, path: filepath.Join(root, dir, n), hostPID: uint32(pid)})
+			out = append(out, candidate{dirfd: dfd, name: n, path: filepath.Join(root, dir, n), hostPID: uint32(pid), start: cp.start})
 		}
 	}
 	return out
@@ -201,14 +202,19 @@ func (s *Source) consider(c candidate) {
 	}
 	key := fileKey{uint64(st.Dev), st.Ino}
 	s.mu.Lock()
-	if s.known[key] || s.bad[key] {
+	if s.known[key] {
+		s.mu.Unlock()
+		return
+	}
+	if _, bad := s.bad[key]; bad {
+		s.bad[key] = time.Now() // still there
 		s.mu.Unlock()
 		return
 	}
 	if o, ok := s.orphans[key]; ok {
 		// Found again inside a process's root, or for a pid the uprobes
-		// just saw: that process owns it.
-		if c.hostPID != 0 || c.seen {
+		// just saw (and not another process's by now): that process owns it.
+		if (c.hostPID != 0 && o.e.start == c.start) || (c.seen && !s.reused(o.e.pid, o.e.start)) {
 			delete(s.orphans, key)
 			if c.hostPID != 0 {
 				o.e.pid = c.hostPID
@@ -234,6 +240,14 @@ func (s *Source) consider(c candidate) {
 	}
 
 	e, err := s.open(c, key)
+	if err == nil && c.hostPID != 0 && e.start != c.start {
+		// Another process's of the same pid in its own namespace (another
+		// container sharing the directory, or one that has ended): not
+		// this one's. Its own process, or the host's scan, takes it.
+		_ = e.ring.Close()
+		_ = unix.Close(e.dirfd)
+		return
+	}
 	switch {
 	case errors.Is(err, devring.ErrNotReady):
 		s.mu.Lock()
@@ -265,10 +279,11 @@ func (s *Source) consider(c candidate) {
 		return
 	}
 	if c.hostPID == 0 && !s.alive(e.pid, e.start) {
-		if st, err := e.ring.Counters(); err == nil && st.State == devring.StateClosed {
+		if st, err := e.ring.Counters(); err == nil && st.State == devring.StateClosed && !s.reused(e.pid, e.start) {
 			// devrt closed it at exit: whoever it was, drain it now. It
 			// stands for its pid only when the uprobes just saw that pid
-			// (their events of it may still be unread).
+			// (their events of it may still be unread). Not when the pid
+			// is another live process's: an orphan then.
 			e.dead.Store(true)
 			e.sure = c.seen
 			s.known[key] = true
@@ -324,16 +339,19 @@ func (s *Source) open(c candidate, key fileKey) (*entry, error) {
 }
 
 func (s *Source) rejectLocked(key fileKey, path string, err error) {
-	if len(s.bad) >= maxBad {
-		clear(s.bad) // files still there are checked (and logged) again
-	}
-	s.bad[key] = true
+	s.bad[key] = time.Now()
 	s.invalid++
 	s.log.Warn("devrt: ignoring a ring file", zap.String("path", path), zap.Error(err))
 }
 
 func (s *Source) alive(pid uint32, start uint64) bool {
 	return s.opts.Alive == nil || s.opts.Alive(int(pid), start)
+}
+
+// reused tells whether pid is now another live process's than the one that
+// started at start.
+func (s *Source) reused(pid uint32, start uint64) bool {
+	return s.alive(pid, 0) && !s.alive(pid, start)
 }
 
 // checkLiveness marks the rings whose process has exited.
@@ -349,8 +367,9 @@ func (s *Source) checkLiveness() {
 }
 
 // expireOrphans hands host rings nobody claimed for orphanGrace to the
-// event goroutine, for a final drain (under the pid in the header) and
-// removal.
+// event goroutine, for a final drain (under the pid in the header, unless
+// another process has it by now: then the records are counted, not handed
+// over) and removal.
 func (s *Source) expireOrphans(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -359,12 +378,24 @@ func (s *Source) expireOrphans(now time.Time) {
 			delete(s.notReady, key)
 		}
 	}
+	if len(s.bad) > maxBad {
+		// Forget the rejected files not seen by the last scans: gone. Those
+		// still there stay remembered, however many (listing them costs
+		// as much), so none is opened and logged again at every scan.
+		keep := 4 * max(s.cfg.PollInterval, procScanInterval)
+		for key, seen := range s.bad {
+			if now.Sub(seen) > keep {
+				delete(s.bad, key)
+			}
+		}
+	}
 	for key, o := range s.orphans {
 		if now.Sub(o.first) < orphanGrace {
 			continue
 		}
 		delete(s.orphans, key)
 		o.e.final, o.e.orphan = true, true
+		o.e.discard = s.reused(o.e.pid, o.e.start)
 		s.stale++
 		s.known[key] = true
 		s.pending = append(s.pending, o.e)

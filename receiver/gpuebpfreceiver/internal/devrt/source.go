@@ -49,7 +49,7 @@ const (
 	orphanGrace        = 10 * time.Second       // a host ring no live process claims
 	notReadyGrace      = 10 * time.Second       // a ring file whose header never appears
 	devrtLibrary       = "libgpuext-devrt.so*"
-	maxBad             = 4096 // rejected files remembered
+	maxBad             = 4096 // rejected files remembered before those not seen lately are forgotten
 )
 
 // Forever is the end of the coverage of a process that ended under devrt.
@@ -69,6 +69,7 @@ type entry struct {
 	created uint64
 	final   bool        // drain once more and remove: superseded, exec'd, orphaned
 	orphan  bool        // no live process claimed it: never stands for a pid
+	discard bool        // an orphan whose pid is another process's now: its records are counted, not handed over
 	sure    bool        // known to be pid's: it ran (or a uprobe saw it) when found
 	until   uint64      // exec'd: when (its coverage ends there)
 	dead    atomic.Bool // its process has exited (set by discovery)
@@ -78,7 +79,7 @@ type entry struct {
 // Stats are the source's counters for self-telemetry.
 type Stats struct {
 	Full, Disabled, Timing        uint64 // producers' drop counters, summed
-	Corrupt                       uint64 // records left unread in abandoned rings
+	Corrupt                       uint64 // records left unread in abandoned rings, or of no process that can be named
 	Active, DisabledRings, Closed int64  // rings read now, by state
 	Invalid, Abandoned, Stale     uint64 // ring files given up
 }
@@ -94,8 +95,8 @@ type Source struct {
 
 	// Shared by the discovery goroutine and the event goroutine.
 	mu        sync.Mutex
-	known     map[fileKey]bool // pending or read
-	bad       map[fileKey]bool // failed validation, corrupt or not removable: never again
+	known     map[fileKey]bool      // pending or read
+	bad       map[fileKey]time.Time // failed validation, corrupt or not removable: never again; when last seen
 	notReady  map[fileKey]time.Time
 	orphans   map[fileKey]*orphan
 	pending   []*entry
@@ -113,7 +114,8 @@ type Source struct {
 	attached  map[uint32]uint64   // pid → created_ns of the ring that counts
 	gone      map[uint32]goneRing // pid → a ring retired without standing for it
 	silenced  map[uint32]bool
-	removed   devring.Counters // drop counters of rings already removed
+	execs     map[uint32]uint64 // pid → when it last called execve (Now() ns)
+	removed   devring.Counters  // drop counters of rings already removed
 	abandoned uint64
 	lost      uint64
 
@@ -163,7 +165,7 @@ func New(cfg Config, opts Options) *Source {
 		cfg: cfg, opts: opts, log: opts.Logger,
 		ctl:      cfg.Control(uint32(os.Getpid())),
 		known:    map[fileKey]bool{},
-		bad:      map[fileKey]bool{},
+		bad:      map[fileKey]time.Time{},
 		notReady: map[fileKey]time.Time{},
 		orphans:  map[fileKey]*orphan{},
 		hostDirs: map[string]int{},
@@ -172,6 +174,7 @@ func New(cfg Config, opts Options) *Source {
 		gone:     map[uint32]goneRing{},
 		ringsOf:  map[uint32]int{},
 		silenced: map[uint32]bool{},
+		execs:    map[uint32]uint64{},
 	}
 	if filepath.Clean(opts.ProcRoot) != "/proc" {
 		s.hostRoot = filepath.Join(opts.ProcRoot, "1", "root")
@@ -239,6 +242,10 @@ func (s *Source) drain(e *entry, now uint64) bool {
 // drainOnce hands the ring's records on; false when the ring broke.
 func (s *Source) drainOnce(e *entry) bool {
 	_, err := e.ring.Drain(func(rec []byte) error {
+		if e.discard {
+			s.lost++
+			return nil
+		}
 		s.opts.Handle(e.pid, rec)
 		return nil
 	})
@@ -265,6 +272,15 @@ func (s *Source) retire(e *entry) {
 		if c, err := e.ring.Counters(); err == nil {
 			e.last = c
 		}
+		// Its writers are gone (exited, exec'd, superseded, orphaned): slots
+		// claimed but never committed (a thread stopped mid-record) keep
+		// whatever was committed after them from being read. Count them.
+		if tail := e.ring.Tail(); !broken && e.last.Head > tail {
+			left := min(e.last.Head-tail, uint64(e.ring.Header().Capacity))
+			s.lost += left
+			s.log.Warn("devrt ring retired with records its writer never finished",
+				zap.String("path", e.path), zap.Uint32("pid", e.pid), zap.Uint64("slots", left))
+		}
 	}
 	for i := range s.removed.Drops {
 		s.removed.Drops[i] += e.last.Drops[i]
@@ -287,7 +303,7 @@ func (s *Source) retire(e *entry) {
 	s.mu.Lock()
 	delete(s.known, e.key)
 	if err != nil {
-		s.bad[e.key] = true // the file stays: never read it again
+		s.bad[e.key] = time.Now() // the file stays: never read it again
 	}
 	s.publishLocked()
 	s.mu.Unlock()
@@ -318,6 +334,12 @@ func (s *Source) adoptPending() {
 	}
 	now := s.opts.Now()
 	for _, e := range pending {
+		if at, ok := s.execs[e.pid]; ok && e.created < at {
+			// Made by a program the pid has replaced since (its exec was
+			// read before the ring was found): the old program's to the
+			// end, never the new one's.
+			e.final, e.until = true, at
+		}
 		_ = e.ring.WriteControl(s.control(e.pid))
 		_ = e.ring.Heartbeat(now)
 		e.last, _ = e.ring.Counters()
@@ -420,11 +442,26 @@ func (s *Source) Probe(pid uint32) {
 
 // Exec retires the rings pid made before it called execve at ns (the new
 // program makes its own), so their last records are taken under the old
-// program's identity.
+// program's identity. A ring of the old program found later is retired
+// when it is taken in.
 func (s *Source) Exec(pid uint32, at uint64) {
 	s.mu.Lock()
 	delete(s.procs, int(pid)) // a new program: read its maps again
 	s.mu.Unlock()
+	if len(s.execs) >= maxGone {
+		now := s.opts.Now()
+		for p, t := range s.execs {
+			if now-t > goneGrace {
+				delete(s.execs, p)
+			}
+		}
+		if len(s.execs) >= maxGone {
+			clear(s.execs)
+		}
+	}
+	if at > s.execs[pid] {
+		s.execs[pid] = at
+	}
 	s.adoptPending()
 	var old []*entry
 	for _, e := range s.rings {

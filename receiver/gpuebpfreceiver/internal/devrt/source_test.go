@@ -33,6 +33,11 @@ type got struct {
 }
 
 func newWorld(t *testing.T, mutate func(*Config)) *world {
+	return newWorldWith(t, mutate, nil)
+}
+
+// newWorldWith is newWorld with Options changed by mutateOpts.
+func newWorldWith(t *testing.T, mutate func(*Config), mutateOpts func(*Options)) *world {
 	w := &world{t: t, dir: t.TempDir(), live: map[uint32]uint64{}, now: 1_000_000}
 	cfg := NewDefaultConfig()
 	cfg.Directories = []string{w.dir}
@@ -41,7 +46,7 @@ func newWorld(t *testing.T, mutate func(*Config)) *world {
 		mutate(&cfg)
 	}
 	require.NoError(t, cfg.Validate())
-	w.src = New(cfg, Options{
+	opts := Options{
 		ProcRoot: "/proc",
 		Handle: func(pid uint32, rec []byte) {
 			w.recs = append(w.recs, got{pid, binary.LittleEndian.Uint32(rec)})
@@ -61,7 +66,11 @@ func newWorld(t *testing.T, mutate func(*Config)) *world {
 			w.log = append(w.log, "detach "+u(pid)+" "+at)
 		},
 		Now: func() uint64 { return w.now },
-	})
+	}
+	if mutateOpts != nil {
+		mutateOpts(&opts)
+	}
+	w.src = New(cfg, opts)
 	t.Cleanup(w.src.Shutdown)
 	return w
 }
@@ -525,4 +534,179 @@ func TestSourceHolding(t *testing.T) {
 	w.kill(100)
 	w.poll()
 	require.False(t, w.src.Holding(100), "drained for the last time")
+}
+
+// TestSourcePidReusedBeforeRingFound: a process ended (killed: its ring
+// still active; or exiting: closed) and its pid already runs another
+// process when its ring is found. The uprobes' first event of that pid is
+// the new process's, so it does not claim the ring, and the ring's records
+// are not handed over under the new process's pid: they are counted.
+// While the pid is free, the ring stands for it as before.
+func TestSourcePidReusedBeforeRingFound(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		closed     bool
+		newStart   uint64 // the pid's new owner; 0: none
+		afterProbe []string
+		recs       []got
+		log        []string
+		stats      Stats
+	}{
+		{"killed, pid free", false, 0, []string{"attach 100 5000"},
+			[]got{{100, 1}}, []string{"attach 100 5000", "detach 100 forever"}, Stats{}},
+		{"exited, pid free", true, 0, []string{"attach 100 5000"},
+			[]got{{100, 1}}, []string{"attach 100 5000", "detach 100 forever"}, Stats{}},
+		{"killed, pid reused", false, 8, nil, nil, nil, Stats{Stale: 1, Corrupt: 1}},
+		{"exited, pid reused", true, 8, nil, nil, nil, Stats{Stale: 1, Corrupt: 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, nil)
+			p, path := w.ring(100, 5000) // start time 7
+			write(t, p, 1)
+			if tt.closed {
+				p.SetState(devring.StateClosed, 0)
+			}
+			if tt.newStart != 0 {
+				w.alive(100, tt.newStart)
+			}
+			w.src.scanHostDirs()
+			w.src.Probe(100)
+			require.Equal(t, tt.afterProbe, w.log)
+			w.src.Poll()
+			w.src.expireOrphans(time.Now().Add(orphanGrace + time.Second))
+			w.src.Poll()
+			require.Equal(t, tt.recs, w.take())
+			require.Equal(t, tt.log, w.log)
+			require.False(t, exists(path))
+			require.Equal(t, tt.stats, w.src.Stats())
+		})
+	}
+}
+
+// TestSourceExecBeforeRingFound: a program made its ring and called execve
+// before discovery saw the ring (the exec event is read first). The ring is
+// the old program's: drained under the pid and removed, and it never
+// covers the new program, which may not run devrt at all (its calls would
+// be dropped as devrt's otherwise).
+func TestSourceExecBeforeRingFound(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		newRing  bool // the new program runs devrt too
+		recs     []got
+		log      []string
+		oldStays bool
+	}{
+		{"new program without devrt", false, []got{{100, 1}}, nil, false},
+		{"new program with devrt", true, []got{{100, 1}, {100, 2}}, []string{"attach 100 9000"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, nil)
+			w.alive(100, 7) // execve keeps the pid and the start time
+			old, oldPath := w.ring(100, 5000)
+			write(t, old, 1)
+			w.src.Exec(100, 6000)
+			if tt.newRing {
+				young, _ := w.ring(100, 9000)
+				write(t, young, 2)
+			}
+			w.poll()
+			w.poll()
+			require.ElementsMatch(t, tt.recs, w.take())
+			require.Equal(t, tt.log, w.log)
+			require.Equal(t, tt.oldStays, exists(oldPath))
+		})
+	}
+}
+
+// TestSourceWriterDiedMidRecord: a thread had claimed slots and not yet
+// committed them when its process was killed (or exec'd); records other
+// threads committed after them can never be read in order. The final
+// drain takes what comes before the gap, and what is left between the
+// consumer's position and the producers' head is counted as lost.
+func TestSourceWriterDiedMidRecord(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		hole  int // the position never committed; -1: none
+		recs  []got
+		stats Stats
+	}{
+		{"clean", -1, []got{{100, 1}, {100, 2}, {100, 3}}, Stats{}},
+		{"first record unfinished", 0, nil, Stats{Corrupt: 3}},
+		{"second record unfinished", 1, []got{{100, 1}}, Stats{Corrupt: 2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, nil)
+			w.alive(100, 7)
+			p, path := w.ring(100, 5000)
+			w.poll()
+			write(t, p, 1, 2, 3)
+			if tt.hole >= 0 {
+				// Claimed (head moved past it), never committed: the slot's
+				// sequence number still says free.
+				f, err := os.OpenFile(path, os.O_RDWR, 0)
+				require.NoError(t, err)
+				var b [8]byte
+				binary.LittleEndian.PutUint64(b[:], uint64(tt.hole))
+				_, err = f.WriteAt(b[:], int64(devring.DataOffset+tt.hole*devring.SlotSize))
+				require.NoError(t, err)
+				require.NoError(t, f.Close())
+			}
+			w.kill(100)
+			w.poll()
+			require.Equal(t, tt.recs, w.take())
+			require.False(t, exists(path))
+			require.Zero(t, w.src.Rings())
+			require.Equal(t, tt.stats, w.src.Stats())
+		})
+	}
+}
+
+// TestSourceManyInvalidFiles: more invalid ring files than are remembered
+// at once (a program, or any user of /dev/shm, made them). Each is
+// rejected, counted and logged once, not opened again at every scan;
+// files gone are forgotten, so new ones are remembered too.
+func TestSourceManyInvalidFiles(t *testing.T) {
+	w := newWorld(t, nil)
+	mk := func(from, to int) {
+		for i := from; i < to; i++ {
+			f, err := os.Create(filepath.Join(w.dir, "gpuext-devrt-9-"+strconv.Itoa(i)+".ring"))
+			require.NoError(t, err)
+			_, err = f.WriteAt([]byte("notaring"), 0)
+			require.NoError(t, err)
+			require.NoError(t, f.Truncate(devring.DataOffset))
+			require.NoError(t, f.Close())
+		}
+	}
+	n := maxBad + maxBad/4
+	for _, tt := range []struct {
+		name    string
+		step    func()
+		invalid uint64
+	}{
+		{"first scan", func() { mk(0, n) }, uint64(n)},
+		{"second scan", func() {}, uint64(n)},
+		{"third scan", func() {}, uint64(n)},
+		{"most removed, new ones made", func() {
+			for i := 0; i < n-10; i++ {
+				require.NoError(t, os.Remove(filepath.Join(w.dir, "gpuext-devrt-9-"+strconv.Itoa(i)+".ring")))
+			}
+			// An hour on: the scans saw the files still there, not the
+			// others.
+			w.src.mu.Lock()
+			for k, seen := range w.src.bad {
+				w.src.bad[k] = seen.Add(-time.Hour)
+			}
+			w.src.mu.Unlock()
+			w.poll()
+			w.src.expireOrphans(time.Now())
+			require.Len(t, w.src.bad, 10)
+			mk(n, n+maxBad-5)
+		}, uint64(n + maxBad - 5)},
+		{"and again", func() {}, uint64(n + maxBad - 5)},
+	} {
+		tt.step()
+		w.poll()
+		require.Equal(t, tt.invalid, w.src.Stats().Invalid, tt.name)
+	}
+	require.Len(t, w.src.bad, maxBad+5, "the files there now")
 }
