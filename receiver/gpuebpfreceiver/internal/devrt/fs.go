@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
 )
 
 // openDir returns an O_PATH descriptor of dir as seen from root ("" for
@@ -53,11 +55,36 @@ func listRings(dirfd int, pid uint32) ([]string, error) {
 	return out, nil
 }
 
-// openRingFile opens name, a file of the directory dirfd, read-write. name
-// has no slash (parseName accepted it), so O_NOFOLLOW on its one component
-// is all it takes not to follow a link.
+// openRingFile opens name, a file of the directory dirfd, read-write, if it
+// is a regular file. name has no slash (parseName accepted it), so
+// O_NOFOLLOW on its one component is all it takes not to follow a link.
+// What the name stands for is looked at through an O_PATH descriptor first,
+// and that very file reopened: opening a FIFO or a device node read-write
+// (a watchdog, a tty, a disk a traced program made a node of) can act on
+// it.
 func openRingFile(dirfd int, name string) (*os.File, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	pfd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFLNK: // O_PATH|O_NOFOLLOW opens the link itself
+		return nil, unix.ELOOP
+	default:
+		return nil, fmt.Errorf("%w: not a regular file (mode %#o)", devring.ErrInvalid, st.Mode&unix.S_IFMT)
+	}
+	const flags = unix.O_RDWR | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), flags, 0)
+	if err == unix.ENOENT {
+		// No /proc here: by name again (it was a regular file a moment ago).
+		fd, err = unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW, 0)
+	}
 	if err != nil {
 		return nil, err
 	}
