@@ -21,19 +21,24 @@ type recentSpan struct {
 	corr       uint32    // ... while the link still belongs to this call
 }
 
+// threadKey names a thread: its id is unique only within its process's pid
+// namespace (devrt writes gettid() of the process's own), so the pid, in
+// the collector's namespace, goes with it.
+type threadKey struct{ pid, tid uint32 }
+
 type threadSpans struct {
 	spans [recentPerThread]recentSpan
 	n     int // spans recorded, the last recentPerThread of them kept
 }
 
-// nest links the spans of thread tid that e's interval contains to sp, then
+// nest links the spans of thread k that e's interval contains to sp, then
 // remembers sp (and link, the GPU execution link of its call, if any). Only spans of the current batch are kept (the table is
 // cleared when a batch is handed over), so a handle is never stale.
-func (t *Translator) nest(tid uint32, start, end uint64, sp ptrace.Span, link *execLink) {
-	ts := t.threads[tid]
+func (t *Translator) nest(k threadKey, start, end uint64, sp ptrace.Span, link *execLink) {
+	ts := t.threads[k]
 	if ts == nil {
 		ts = &threadSpans{}
-		t.threads[tid] = ts
+		t.threads[k] = ts
 	}
 	traceID, spanID := sp.TraceID(), sp.SpanID()
 	kept := min(ts.n, recentPerThread)

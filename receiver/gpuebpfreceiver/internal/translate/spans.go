@@ -72,7 +72,7 @@ func (t *Translator) addSpan(p *process, e *ev.Event, link *execLink) {
 		link.traceID, link.spanID = tid, sid
 	}
 	if e.Returned() {
-		t.nest(e.TID, e.Start, e.End, sp, link)
+		t.nest(threadKey{p.pid, e.TID}, e.Start, e.End, sp, link)
 	}
 	attrs := sp.Attributes()
 	attrs.EnsureCapacity(6)

@@ -104,7 +104,9 @@ type DevrtStats struct {
 	Enabled bool
 	// Records the producers dropped (gpuext_ring_hdr.drops).
 	Full, Disabled, Timing uint64
-	// Corrupt is the records left unread in rings abandoned as corrupt.
+	// Corrupt is the records left unread in rings abandoned as corrupt or
+	// retired behind a record their writer never finished, and those of
+	// rings whose process can no longer be named (its pid reused).
 	Corrupt uint64
 	// Rings read now, by the state devrt reports.
 	Active, DisabledRings, Closed int64
@@ -130,12 +132,13 @@ type Translator struct {
 	// devrt's last records of a process are drained after its exit.
 	exitedComm, exitedCommPrev []uint32
 	demangled                  map[string]string
+	demangledBytes             int
 	start                      pcommon.Timestamp
 	traces                     ptrace.Traces
 	nspans                     int
-	gen                        uint64                  // span batch generation
-	threads                    map[uint32]*threadSpans // recent spans per thread, this batch
-	waiting                    []*process              // devrt processes with GPU execution records waiting for their call
+	gen                        uint64                     // span batch generation
+	threads                    map[threadKey]*threadSpans // recent spans per thread, this batch
+	waiting                    []*process                 // devrt processes with GPU execution records waiting for their call
 	nwaiting                   int
 	// Per source, indexed by sourceIndex.
 	received   [3]uint64
@@ -170,7 +173,7 @@ func New(cfg Config, set receiver.Settings, res Resolver, sym Symbolizer, hooks 
 		ids:       newIDSource(),
 		procs:     map[uint32]*process{},
 		execComm:  map[uint32]string{},
-		threads:   map[uint32]*threadSpans{},
+		threads:   map[threadKey]*threadSpans{},
 		demangled: map[string]string{},
 		traces:    ptrace.NewTraces(),
 	}
@@ -504,14 +507,28 @@ func (t *Translator) kernelName(p *process, e *ev.Event) string {
 	return ""
 }
 
+// Bounds of demangling. A name is whatever string a program passed, and
+// by substitutions a 500-byte one can demangle to hundreds of megabytes
+// (seconds of the event goroutine, then a span attribute): the demangler
+// stops at 1<<maxDemangledPow characters, and a name that long is shown
+// mangled. The cache holds at most maxDemangledBytes of names.
+const (
+	maxDemangledPow   = 14
+	maxDemangledBytes = 32 << 20
+)
+
 // demangle returns the readable form of a mangled name, cached.
 func (t *Translator) demangle(name string) string {
 	if d, ok := t.demangled[name]; ok {
 		return d
 	}
-	d := demangle.Filter(name, demangle.NoClones)
-	if len(t.demangled) < 1<<16 {
+	d := demangle.Filter(name, demangle.NoClones, demangle.MaxLength(maxDemangledPow))
+	if len(d) >= 1<<maxDemangledPow {
+		d = name // cut short: the mangled name says it all, in fewer bytes
+	}
+	if len(t.demangled) < 1<<16 && t.demangledBytes < maxDemangledBytes {
 		t.demangled[name] = d
+		t.demangledBytes += len(name) + len(d)
 	}
 	return d
 }

@@ -2,6 +2,8 @@ package translate
 
 import (
 	"io/fs"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -433,4 +435,90 @@ func TestRuntimeExStubNamedFromELFSymbols(t *testing.T) {
 	v, _ := spans.At(1).Attributes().Get("gpu.cuda.kernel.name")
 	require.Equal(t, "saxpyKernel(float, float const*, float*)", v.Str())
 	require.Equal(t, map[uint64]int{0x401000: 2}, sym.asked)
+}
+
+// TestNestingStaysWithinAProcess: thread ids are only unique within a pid
+// namespace (devrt writes gettid() of the process's own: every container's
+// main thread is 1), so a call of another process whose interval contains a
+// span of the same thread id is not its parent.
+func TestNestingStaysWithinAProcess(t *testing.T) {
+	res := fakeResolver{100: {PID: 100, ExeName: "a"}, 200: {PID: 200, ExeName: "b"}}
+	for _, tt := range []struct {
+		name           string
+		innerPID       uint32
+		innerTID       uint32
+		outerPID       uint32
+		outerTID       uint32
+		wantParented   bool
+		wantSameTraces bool
+	}{
+		{"same process, same thread", 100, 1, 100, 1, true, true},
+		{"other process, same thread id", 200, 1, 100, 1, false, false},
+		{"same process, other thread", 100, 2, 100, 1, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := New(testConfig(), receivertest.NewNopSettings(metadata.Type), res, nil, Hooks{})
+			call := func(api ev.API, pid, tid uint32, start, end uint64) *ev.Event {
+				e := rec(api, ev.KindCall)
+				e.Source, e.PID, e.TID, e.Start, e.End = ev.SourceDevrt, pid, tid, start, end
+				return decoded(t, e)
+			}
+			tr.Handle(call(ev.APICuMemsetD8, tt.innerPID, tt.innerTID, 1100, 1400))
+			tr.Handle(call(ev.APICudaLaunchKernel, tt.outerPID, tt.outerTID, 1000, 2000))
+			td, n := tr.TakeSpans()
+			require.Equal(t, 2, n)
+			spans := allSpans(td)
+			inner, outer := spans[0], spans[1]
+			require.Equal(t, "cuMemsetD8", inner.Name())
+			require.Equal(t, tt.wantParented, inner.ParentSpanID() == outer.SpanID())
+			require.Equal(t, tt.wantParented, !inner.ParentSpanID().IsEmpty())
+			require.Equal(t, tt.wantSameTraces, inner.TraceID() == outer.TraceID())
+		})
+	}
+}
+
+// expandingName is a mangled name of at most ev.NameMax-1 bytes whose
+// demangled form doubles every two parameters (each is a template of the
+// last one, twice, by substitution): f(X<A, A>, X<X<A, A>, X<A, A>>, ...).
+// Demangled in full it is over 100 MB.
+func expandingName() string {
+	s := "_Z1f1XI1AS_E"
+	for i := 0; ; i++ {
+		id := strings.ToUpper(strconv.FormatInt(int64(i), 36))
+		next := s + "S0_IS" + id + "_S" + id + "_E"
+		if len(next) >= ev.NameMax {
+			return s
+		}
+		s = next
+	}
+}
+
+// TestNamesDemangleWithinBounds: a name a program passes (any string) is
+// demangled for spans within a bound of time and memory; one whose
+// demangled form would exceed it is shown mangled.
+func TestNamesDemangleWithinBounds(t *testing.T) {
+	for _, tt := range []struct {
+		name, mangled, want string
+	}{
+		{"ordinary", "_Z6vecAddPfS_S_i", "vecAdd(float*, float*, float*, int)"},
+		{"not mangled", "matmul_kernel", "matmul_kernel"},
+		{"expanding", expandingName(), expandingName()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTestTranslator(t, Hooks{})
+			named := withOut(rec(ev.APICuModuleGetFunction, ev.KindCallNamed, 0x7ffc, 0xe0, 0x5000), 0xf00)
+			named.Name = tt.mangled
+			tr.Handle(decoded(t, named))
+			l := rec(ev.APICuLaunchKernel, ev.KindCall, 0xf00, 1, 1, 1, 1, 1, 1, 0, 0)
+			l.Flags = ev.FlagStackValid
+			tr.Handle(decoded(t, l))
+			td, n := tr.TakeSpans()
+			require.Equal(t, 2, n)
+			spans := allSpans(td)
+			got := attr(spans[0], "gpu.cuda.function.name")
+			require.Equal(t, len(tt.want), len(got))
+			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.want, attr(spans[1], "gpu.cuda.kernel.name"))
+		})
+	}
 }
