@@ -3,6 +3,7 @@ package devprobes
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -94,9 +95,13 @@ type region struct {
 
 // proc is what the probes saw of one process, cumulative.
 type proc struct {
-	pid       uint32
-	regions   int
-	retire    bool // no region left: emitted once more, then dropped
+	pid     uint32
+	regions int
+	retire  bool // no region left: emitted once more, then dropped
+	// noRegion: it had no region at the last emission either (devrt's
+	// launch records made it, or brought it back after its last region
+	// went): dropped at the next emission that still finds none.
+	noRegion  bool
 	matcher   *proberegion.LaunchMatcher
 	blocks    map[string]int64
 	smBlocks  map[uint32]int64
@@ -178,6 +183,9 @@ func (s *Source) Start() {
 }
 
 // Shutdown closes the servers (their sockets are removed) and the regions.
+// The launches still open in the regions' trackers (the last Poll read
+// their blocks; a launch otherwise ends only at a later copy) are finished
+// first, so the receiver's final emission and span hand-over include them.
 func (s *Source) Shutdown() {
 	for _, srv := range s.servers {
 		_ = srv.Close()
@@ -185,9 +193,21 @@ func (s *Source) Shutdown() {
 	s.servers = nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for p, rg := range s.regions {
+	paths := make([]string, 0, len(s.regions))
+	for path := range s.regions {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		rg := s.regions[path]
+		if p := s.procs[rg.pid]; p != nil {
+			s.finishRuns(p, rg.tr.Flush())
+			if p.regions--; p.regions <= 0 {
+				p.retire = true
+			}
+		}
 		_ = rg.r.Close()
-		delete(s.regions, p)
+		delete(s.regions, path)
 	}
 }
 
@@ -374,7 +394,7 @@ func (s *Source) Poll() {
 		p := s.procs[pid]
 		b := proberegion.Balance(loads)
 		for _, l := range b.SMs {
-			p.smBlocks[l.SM] += int64(l.Blocks)
+			p.smBlocks[l.SM] = addSat(p.smBlocks[l.SM], l.Blocks)
 			p.smBusy[l.SM] += float64(l.LaneNS) / 32 / 1e9
 		}
 		p.interval = proberegion.Balance(append(p.interval, b.SMs...)).SMs // summed per SM: bounded
@@ -426,12 +446,12 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
 	}
 	for m, d := range snap.Drops {
 		if d > rg.drops[m] {
-			p.dropped[m] += int64(d - rg.drops[m])
+			p.dropped[m] = addSat(p.dropped[m], d-rg.drops[m])
 		}
 		rg.drops[m] = d
 	}
 	if snap.Bad > 0 {
-		p.dropped["bad_record"] += int64(snap.Bad)
+		p.dropped["bad_record"] = addSat(p.dropped["bad_record"], uint64(snap.Bad))
 	}
 }
 
@@ -593,9 +613,11 @@ func (s *Source) Metrics() pmetric.Metrics {
 		if len(p.delay)+len(p.latency) > 0 {
 			hists = append(hists, hist{res, p})
 		}
-		if p.retire {
+		if p.retire || p.regions <= 0 && p.noRegion {
 			delete(s.procs, pid)
+			continue
 		}
+		p.noRegion = p.regions <= 0
 	}
 	for _, o := range []devrtinject.Outcome{devrtinject.OutPatched, devrtinject.OutUnchanged, devrtinject.OutRejected,
 		devrtinject.OutNotInstrumentable, devrtinject.OutFailed} {
@@ -635,6 +657,16 @@ func appendHists(ms pmetric.MetricSlice, name, desc string, cfg histogram.Config
 	for _, k := range sortedKeys(hs) {
 		hs[k].AppendTo(m.Histogram().DataPoints(), cfg.Buckets, start, now).Attributes().PutStr(attrKernelName, k)
 	}
+}
+
+// addSat adds d to the cumulative sum a, saturating at math.MaxInt64: the
+// region is memory any kernel of the process can write, and a counter
+// read as 2^63 or more must not turn a monotonic sum negative.
+func addSat(a int64, d uint64) int64 {
+	if a < 0 || d > uint64(math.MaxInt64-a) {
+		return math.MaxInt64
+	}
+	return a + int64(d)
 }
 
 func sortedKeys[K int | uint32 | string, V any](m map[K]V) []K {

@@ -38,7 +38,7 @@ var wall = time.Unix(0, 1_700_000_100_000_000_000)
 // dead are the processes the tests' sources take for ended.
 var dead = map[uint32]bool{}
 
-func newSource(t *testing.T, dir string) (*Source, *observer.ObservedLogs) {
+func newSource(t testing.TB, dir string) (*Source, *observer.ObservedLogs) {
 	cfg := NewDefaultConfig()
 	cfg.Enabled = true
 	core, logs := observer.New(zap.DebugLevel)
@@ -51,7 +51,7 @@ func newSource(t *testing.T, dir string) (*Source, *observer.ObservedLogs) {
 }
 
 // mapRegion creates devrt's region file for pid and maps it as devrt does.
-func mapRegion(t *testing.T, s *Source, dir string, created int) []byte {
+func mapRegion(t testing.TB, s *Source, dir string, created int) []byte {
 	size := (s.Set().Layout().Size + 4095) &^ 4095
 	p := filepath.Join(dir, "gpuext-devmaps-4242-"+strconv.Itoa(created)+".maps")
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
