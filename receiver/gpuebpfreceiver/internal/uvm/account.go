@@ -1,6 +1,8 @@
 package uvm
 
 import (
+	"math"
+
 	"github.com/otelcol-gpu/otelcol-gpu/internal/faultpattern"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/faultstream"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
@@ -267,7 +269,7 @@ func (s *Source) account(p *process, table *uvmtools.ProcessorTable, ev *uvmtool
 		}
 		st := gpu(idx)
 		dir, cause := directionOf(d), causeOf(ev.Cause, d)
-		st.migrated[dir][cause] += ev.Size
+		addBytes(&st.migrated[dir][cause], ev.Size)
 		st.migrations[dir][cause]++
 	case uvmtools.EventGPUFaultReplay:
 		st := gpu(ev.Processor)
@@ -282,11 +284,18 @@ func (s *Source) account(p *process, table *uvmtools.ProcessorTable, ev *uvmtool
 	case uvmtools.EventThrottlingStart:
 		gpu(ev.Processor).throttling++
 	case uvmtools.EventMapRemote:
-		gpu(ev.Src).remote[mapCauseOf(ev.MapCause)] += ev.Size
+		addBytes(&gpu(ev.Src).remote[mapCauseOf(ev.MapCause)], ev.Size)
 	case uvmtools.EventReadDuplicate:
-		p.host.readDup += ev.Size
+		addBytes(&p.host.readDup, ev.Size)
 	}
 	return known
+}
+
+// addBytes adds an event's byte count to a cumulative sum, saturating at
+// math.MaxInt64 (what an int64 data point holds): a size no event can
+// carry (a corrupt entry) must not wrap a monotonic sum negative.
+func addBytes(sum *uint64, n uint64) {
+	*sum = min(*sum+min(n, math.MaxInt64), math.MaxInt64)
 }
 
 // batchFault counts a GPU fault in its batch.

@@ -82,7 +82,7 @@ func (s *Source) consumeRecord(r uvmfentry.Record) {
 	case uvmfentry.TypePrefetch:
 		s.learnGPU(r.Dst, r.GPU)
 		st := s.gpuStream(p, &be.table, uvmtools.Processor(r.Dst))
-		st.prefetchHinted += r.Bytes
+		addBytes(&st.prefetchHinted, r.Bytes)
 		return
 	}
 	ev, n := toolsEvent(&r, t)

@@ -57,6 +57,10 @@ type track struct {
 	pid     int
 	stop    chan struct{}
 	stopped bool // stop closed (under Source.mu)
+	// The tracker's totals already added to the process's (under
+	// Source.mu): a process tracked again (after execve) gets a tracker
+	// counting from zero.
+	dropped, decodeErrors uint64
 }
 
 // New returns a Source. attr describes the tracked processes (nil: pid
@@ -165,8 +169,14 @@ func (s *Source) consumeBatch(tr *track, table *uvmtools.ProcessorTable, evs []u
 			unknownGPU = true
 		}
 	}
-	p.driverDropped = max(p.driverDropped, st.Dropped)
-	p.decodeErrors = max(p.decodeErrors, st.DecodeErrors)
+	if st.Dropped > tr.dropped {
+		p.driverDropped += st.Dropped - tr.dropped
+		tr.dropped = st.Dropped
+	}
+	if st.DecodeErrors > tr.decodeErrors {
+		p.decodeErrors += st.DecodeErrors - tr.decodeErrors
+		tr.decodeErrors = st.DecodeErrors
+	}
 	s.flushLogsLocked()
 	return unknownGPU
 }
@@ -200,6 +210,13 @@ func (s *Source) Track(pid int) error {
 	}
 	tr := &track{pid: pid, stop: make(chan struct{})}
 	s.tracks[pid] = tr
+	if p := s.procs[pid]; p != nil {
+		// Tracked again (the receiver untracks a process at execve and
+		// tracks the new program): its accounting goes on, not forgotten
+		// by the next Scrape as the old tracking's end marked it; the new
+		// program is attributed afresh.
+		p.gone, p.resolved = false, false
+	}
 	fentry := s.be.kind == BackendFentry
 	s.mu.Unlock()
 	if fentry {
@@ -221,7 +238,7 @@ func (s *Source) Track(pid int) error {
 		return err
 	}
 	s.mu.Lock()
-	s.dropTrack(tr)
+	s.endTrack(tr)
 	s.warnOnce(err, pid)
 	s.mu.Unlock()
 	return err
@@ -239,6 +256,18 @@ func (s *Source) warnOnce(err error, pid int) {
 		}
 	}
 	s.log.Debug("cannot trace UVM events of process", zap.Int("pid", pid), zap.Error(err))
+}
+
+// endTrack ends tr: its process is gone (reported by the next Scrape, then
+// forgotten) unless a newer Track of the pid runs. The caller holds s.mu.
+func (s *Source) endTrack(tr *track) {
+	s.dropTrack(tr)
+	if s.tracks[tr.pid] != nil {
+		return
+	}
+	if p := s.procs[tr.pid]; p != nil {
+		p.gone = true
+	}
 }
 
 // dropTrack forgets tr if it is still pid's track. The caller holds s.mu.
@@ -279,6 +308,9 @@ func (s *Source) retry(tr *track) {
 		select {
 		case <-tr.stop:
 			timer.Stop()
+			s.mu.Lock()
+			s.endTrack(tr)
+			s.mu.Unlock()
 			return
 		case <-timer.C:
 		}
@@ -291,7 +323,7 @@ func (s *Source) retry(tr *track) {
 		return
 	}
 	s.mu.Lock()
-	s.dropTrack(tr)
+	s.endTrack(tr)
 	if !errors.Is(err, ErrStopped) {
 		s.warnOnce(err, tr.pid)
 	}
@@ -317,7 +349,18 @@ func (s *Source) read(tr *track, t Tracker) {
 		case <-tr.stop:
 			stopped = true
 		default:
-			_, _ = t.Wait(s.cfg.PollInterval)
+			if _, err := t.Wait(s.cfg.PollInterval); err != nil {
+				// Wait failed at once (poll(2) sees POLLERR on every
+				// tracker once nvidia-uvm is in a fatal state, and that
+				// lasts): wait the interval here, not in a busy loop.
+				timer := time.NewTimer(s.cfg.PollInterval)
+				select {
+				case <-tr.stop:
+					stopped = true
+				case <-timer.C:
+				}
+				timer.Stop()
+			}
 		}
 		exited := stopped || t.Exited()
 		_ = t.Flush() // deliver migrations and replays held until their GPU work completed
@@ -334,10 +377,7 @@ func (s *Source) read(tr *track, t Tracker) {
 		}
 		if exited || errors.Is(err, uvmtools.ErrClosed) {
 			s.mu.Lock()
-			s.dropTrack(tr)
-			if p := s.procs[tr.pid]; p != nil {
-				p.gone = true
-			}
+			s.endTrack(tr)
 			s.mu.Unlock()
 			return
 		}
