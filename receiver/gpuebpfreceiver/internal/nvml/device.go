@@ -4,6 +4,7 @@ package nvml
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -45,8 +46,13 @@ type device struct {
 	recent     [8]xidSeen // recent XIDs, to merge one XID seen by two sources
 	recentNext int
 
-	pcie         [2]integrator // transmit, receive
-	procLastSeen uint64        // newest process-utilization sample consumed
+	pcie [2]integrator // transmit, receive
+	// NVML's own cumulative counters, made monotonic across their resets.
+	ecc          [2]counter // corrected, uncorrected (volatile)
+	replay       counter    // PCIe replays
+	nvlink       [2]counter // transmit, receive (KiB)
+	energy       counter    // mJ
+	procLastSeen uint64     // newest process-utilization sample consumed
 	migs         map[string]*migDevice
 }
 
@@ -87,6 +93,36 @@ func (in *integrator) add(rate float64, now time.Time) {
 		}
 	}
 	in.rate, in.at = rate, now
+}
+
+// counter turns one of NVML's cumulative counters into the value of a
+// cumulative series that keeps its start time: the driver's counters go
+// back to zero while the collector runs (nvidia-smi -p 0 clears the
+// volatile ECC counts, a GPU reset the volatile counters), and a drop is
+// taken as such a reset, counted from zero on top of what was reported.
+type counter struct {
+	base, last uint64
+	seen       bool
+}
+
+// maxCount is the largest count a point can carry (an int64 data point).
+const maxCount = math.MaxInt64
+
+// add takes the counter's value now and returns the series' value; ok is
+// false for a value no counter holds (≥ 2^63: NVML's "not available" ~0,
+// garbage), which is skipped.
+func (c *counter) add(v uint64) (uint64, bool) {
+	if v > maxCount {
+		return 0, false
+	}
+	if c.seen && v < c.last {
+		c.base += c.last
+	}
+	c.last, c.seen = v, true
+	if c.base > maxCount-v {
+		return maxCount, true
+	}
+	return c.base + v, true
 }
 
 // discover reads the identity of GPU i; nil when this process may not use it.

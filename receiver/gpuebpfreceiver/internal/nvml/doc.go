@@ -23,6 +23,11 @@
 //     has no cumulative PCIe byte counter, only a throughput sampled over
 //     20 ms, so PCIe bytes are integrated from one sample per scrape
 //     (trapezoid rule): an estimate that misses bursts between scrapes.
+//   - NVML's cumulative counters (volatile ECC counts, PCIe replays,
+//     NVLink data, energy) go back to zero while the driver stays loaded
+//     (nvidia-smi -p 0, a GPU reset); the cumulative series keep their
+//     start time, so a drop is counted as a reset: what follows adds to
+//     what was reported, and a series never goes backwards.
 //   - A field NVML refuses for a device (not supported, no permission, or
 //     missing from an older library) is not asked again; a transient
 //     failure is retried at the next scrape. A lost GPU is reported as

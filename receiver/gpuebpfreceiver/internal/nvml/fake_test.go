@@ -138,6 +138,7 @@ type fakeGPU struct {
 	lastSeenArgs   []uint64
 	migMode        int
 	migs           []*fakeGPU // nil: empty slot
+	maxMIG         int        // GetMaxMigDeviceCount when not 0, else len(migs)
 	gi, ci         int
 	sms            uint32
 	eventTypes     uint64
@@ -255,7 +256,7 @@ func (g *fakeGPU) GetFieldValues(values []nvml.FieldValue) nvml.Return {
 			values[i].NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
 			continue
 		}
-		values[i].ValueType, values[i].Value, values[i].NvmlReturn = v.ValueType, v.Value, uint32(nvml.SUCCESS)
+		values[i].ValueType, values[i].Value, values[i].NvmlReturn = v.ValueType, v.Value, v.NvmlReturn // 0: SUCCESS
 	}
 	return nvml.SUCCESS
 }
@@ -284,6 +285,9 @@ func (g *fakeGPU) GetMigMode() (int, int, nvml.Return) {
 	return g.migMode, g.migMode, g.ret("GetMigMode")
 }
 func (g *fakeGPU) GetMaxMigDeviceCount() (int, nvml.Return) {
+	if g.maxMIG != 0 {
+		return g.maxMIG, g.ret("GetMaxMigDeviceCount")
+	}
 	return len(g.migs), g.ret("GetMaxMigDeviceCount")
 }
 func (g *fakeGPU) GetMigDeviceHandleByIndex(i int) (nvml.Device, nvml.Return) {

@@ -22,6 +22,10 @@ import (
 // are in units of 1024 bytes.
 const kib = 1024
 
+// maxMIGDevices bounds the MIG slots read per GPU (7 on an H100 or H200):
+// a count no GPU has must not hold a scrape in billions of NVML calls.
+const maxMIGDevices = 64
+
 // notAvailable is NVML_VALUE_NOT_AVAILABLE as an unsigned long long, what
 // NVML puts in usedGpuMemory when it cannot tell.
 const notAvailable = math.MaxUint64
@@ -183,7 +187,9 @@ func (s *Source) readGPU(d *device, now time.Time, ts pcommon.Timestamp) {
 	}
 	if want(fEnergy) {
 		if mj, ret := h.GetTotalEnergyConsumption(); ok(fEnergy, ret) {
-			mb.RecordHwEnergyDataPoint(ts, float64(mj)/1000)
+			if mj, ok := d.energy.add(mj); ok {
+				mb.RecordHwEnergyDataPoint(ts, float64(mj)/1000)
+			}
 		}
 	}
 	if want(fTemperature) {
@@ -278,12 +284,16 @@ func (s *Source) readErrors(d *device, ts pcommon.Timestamp) {
 
 	if want(fECCCorrected) {
 		if n, ret := h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC); ok(fECCCorrected, ret) {
-			mb.RecordHwErrorsDataPoint(ts, int64(n), metadata.AttributeErrorTypeEccCorrected)
+			if n, ok := d.ecc[0].add(n); ok {
+				mb.RecordHwErrorsDataPoint(ts, int64(n), metadata.AttributeErrorTypeEccCorrected)
+			}
 		}
 	}
 	if want(fECCUncorrected) {
 		if n, ret := h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); ok(fECCUncorrected, ret) {
-			mb.RecordHwErrorsDataPoint(ts, int64(n), metadata.AttributeErrorTypeEccUncorrected)
+			if n, ok := d.ecc[1].add(n); ok {
+				mb.RecordHwErrorsDataPoint(ts, int64(n), metadata.AttributeErrorTypeEccUncorrected)
+			}
 		}
 	}
 	if want(fRetiredSingleBit) {
@@ -311,8 +321,10 @@ func (s *Source) readErrors(d *device, ts pcommon.Timestamp) {
 		}
 	}
 	if want(fPCIeReplay) {
-		if n, ret := h.GetPcieReplayCounter(); ok(fPCIeReplay, ret) {
-			mb.RecordHwErrorsDataPoint(ts, int64(n), metadata.AttributeErrorTypePcieReplay)
+		if n, ret := h.GetPcieReplayCounter(); ok(fPCIeReplay, ret) && n >= 0 {
+			if n, ok := d.replay.add(uint64(n)); ok {
+				mb.RecordHwErrorsDataPoint(ts, int64(n), metadata.AttributeErrorTypePcieReplay)
+			}
 		}
 	}
 }
@@ -381,14 +393,16 @@ func (s *Source) readFieldValues(d *device, ts pcommon.Timestamp) {
 			}
 		case fNVLinkTx, fNVLinkRx:
 			n, ok := fieldUint64(v)
-			if !ok {
-				continue
+			if !ok || n > maxCount/kib {
+				continue // not a byte count: 2^53 KiB and more
 			}
-			dir := metadata.AttributeDirectionTransmit
+			dir, c := metadata.AttributeDirectionTransmit, &d.nvlink[0]
 			if f == fNVLinkRx {
-				dir = metadata.AttributeDirectionReceive
+				dir, c = metadata.AttributeDirectionReceive, &d.nvlink[1]
 			}
-			s.mb.RecordHwGpuIoDataPoint(ts, int64(n*kib), dir, metadata.AttributeLinkNvlink)
+			if n, ok = c.add(n); ok {
+				s.mb.RecordHwGpuIoDataPoint(ts, int64(min(n, maxCount/kib)*kib), dir, metadata.AttributeLinkNvlink)
+			}
 		}
 	}
 }
@@ -433,6 +447,7 @@ func (s *Source) readMIG(d *device, ts pcommon.Timestamp) []unit {
 	if !s.ok(d, &d.skip, &d.logged, fMIGDevices, ret) {
 		return nil
 	}
+	n = min(n, maxMIGDevices) // each slot is an NVML call, under s.mu
 	m := &s.cfg.Metrics
 	var units []unit
 	for i := 0; i < n; i++ {
