@@ -1087,7 +1087,11 @@ struct gpuext_gpumap_hdr {
 	                    * s * 128 when shards > 1 (then the slots follow,
 	                    * slots / shards per shard); head above is shard 0's
 	                    * only for one shard */
-	__u32 _pad2;
+	__u32 block_sample; /* 1 in block_sample thread blocks of each instrumented
+	                     * kernel runs the probes (a hash of the block's
+	                     * linear index picks them; block 0 always does):
+	                     * the reader scales counts by it. The same in every
+	                     * map of a region; 1: every block */
 	__u64 _reserved[6];
 };
 

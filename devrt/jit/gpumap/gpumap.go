@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Type is enum gpuext_gpumap_type.
@@ -67,21 +68,22 @@ const (
 	HeaderSize = 128
 	Magic      = 0x50414d47
 
-	OffMagic      = 0
-	OffType       = 4
-	OffKeySize    = 8
-	OffValueSize  = 12
-	OffMaxEntries = 16
-	OffSlots      = 20
-	OffStride     = 24
-	OffFlags      = 28
-	OffDataSize   = 32
-	OffHead       = 40
-	OffDrops      = 48
-	OffCount      = 56
-	OffTail       = 64
-	OffShards     = 72
-	OffReserved   = 80
+	OffMagic       = 0
+	OffType        = 4
+	OffKeySize     = 8
+	OffValueSize   = 12
+	OffMaxEntries  = 16
+	OffSlots       = 20
+	OffStride      = 24
+	OffFlags       = 28
+	OffDataSize    = 32
+	OffHead        = 40
+	OffDrops       = 48
+	OffCount       = 56
+	OffTail        = 64
+	OffShards      = 72
+	OffBlockSample = 76
+	OffReserved    = 80
 
 	// RecHeaderSize is struct gpuext_gpuring_rec (seq, len, check).
 	RecHeaderSize = 16
@@ -162,6 +164,11 @@ type Map struct {
 	Slots       uint32 // arrays: copies; hash: buckets; ring: slots
 	Stride      uint32 // bytes per element, bucket or ring slot
 	DataSize    uint64
+	// BlockSample: 1 in BlockSample thread blocks run the probes (0 or 1:
+	// every block); the same in every map of a layout
+	// (Layout.WithBlockSample), in each header, so a region's reader
+	// knows what to scale its counts by.
+	BlockSample uint32
 }
 
 // Layout is every map of a probe set, placed in one region.
@@ -171,6 +178,21 @@ type Layout struct {
 	// BlockSize is the bytes of shared memory each thread block needs for
 	// the per-block arrays (zeroed when the block starts); 0: none.
 	BlockSize uint32
+	// BlockSample is the maps' BlockSample (0: every block).
+	BlockSample uint32
+}
+
+// WithBlockSample returns l for probes that run in 1 of n thread blocks
+// (n 0 or 1: every block): every map's header says so. The maps are
+// copied; l is unchanged.
+func (l Layout) WithBlockSample(n uint32) Layout {
+	n = max(n, 1)
+	l.BlockSample = n
+	l.Maps = slices.Clone(l.Maps)
+	for i := range l.Maps {
+		l.Maps[i].BlockSample = n
+	}
+	return l
 }
 
 // Round8 rounds n up to a multiple of 8.
@@ -312,7 +334,7 @@ func (l Layout) Init(region []byte) error {
 		// The static fields only: head, drops and count are the device's.
 		h := m.HeaderBytes()
 		copy(region[m.Offset:m.Offset+OffHead], h)
-		copy(region[m.Offset+OffShards:m.Offset+OffShards+4], h[OffShards:])
+		copy(region[m.Offset+OffShards:m.Offset+OffReserved], h[OffShards:OffReserved])
 	}
 	return nil
 }
@@ -333,6 +355,7 @@ func (m Map) HeaderBytes() []byte {
 	if m.Type == Ringbuf {
 		le.PutUint32(h[OffShards:], max(m.Shards, 1))
 	}
+	le.PutUint32(h[OffBlockSample:], max(m.BlockSample, 1))
 	return h
 }
 

@@ -205,7 +205,7 @@ func TestRing(t *testing.T) {
 	h, err := m.ReadHeader(r)
 	require.NoError(t, err)
 	require.Equal(t, Header{Magic: Magic, Type: uint32(Ringbuf), ValueSize: 4, MaxEntries: 2, Slots: 2, Stride: 32,
-		DataSize: 64, Head: 3, Tail: 3, Shards: 1}, h)
+		DataSize: 64, Head: 3, Tail: 3, Shards: 1, BlockSample: 1}, h)
 	// The device never waits: three more records overwrite one the host
 	// had not read; the host counts it.
 	out(9)
