@@ -55,19 +55,7 @@ func TestInlineGolden(t *testing.T) {
 	if k.Inlined != 4 || !slices.Equal(k.NotInlined, wantWhy) || k.Entry != 1 || k.Exit != 2 || k.Load != 1 || !k.BlockInit {
 		t.Errorf("kernel report: inlined %d, not inlined %q, sites %d/%d/%d, init %v", k.Inlined, k.NotInlined, k.Entry, k.Exit, k.Load, k.BlockInit)
 	}
-	out := Write(m)
-	if _, err := RoundTrip(out, false); err != nil {
-		t.Fatalf("inlined PTX does not round-trip: %v", err)
-	}
-	golden := filepath.Join("testdata/golden", "inline.out.ptx")
-	if *update {
-		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want := readFile(t, golden); out != want {
-		t.Errorf("output differs from %s (run go test -update and review):\n%s", golden, out)
-	}
+	checkGolden(t, m, "inline.out.ptx")
 	// the kernel's own label kept its name, the copy's got another
 	kf, _ := m.Lookup("k")
 	labels := kf.(*Function).Labels()

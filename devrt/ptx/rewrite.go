@@ -110,6 +110,11 @@ type Spec struct {
 	// <label>_i<k>, k counting the kernel's copies (another suffix if the
 	// kernel has that name). Load and store sites always call.
 	Inline bool
+	// BlockSample runs the probes (and BlockInit) in 1 of BlockSample
+	// thread blocks of each kernel, picked by a hash of the block's index
+	// (sample.go; block 0 always): the others branch around every site.
+	// 0 or 1: every block. At most MaxBlockSample.
+	BlockSample uint32
 }
 
 // Probe attaches one probe function to one kind of site.
@@ -262,6 +267,9 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		all[i].probe = p
 	}
 	initIdx := -1
+	if spec.BlockSample > MaxBlockSample {
+		return rep, fmt.Errorf("ptx: instrument: block sample 1 in %d: at most 1 in %d", spec.BlockSample, MaxBlockSample)
+	}
 	if spec.BlockInit != "" {
 		it, idx := m.Lookup(spec.BlockInit)
 		f, ok := it.(*Function)
@@ -490,6 +498,11 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 	if len(r.carried) > 0 {
 		decls = append(decls, &RegDecl{Type: ".b64", Names: []RegName{{Name: carryReg, Count: len(r.carried)}}})
 	}
+	if spec.BlockSample > 1 {
+		decls = append(decls, sampleDecls()...)
+		r.rep.RegsAdded[".pred"]++
+		r.rep.RegsAdded[".b32"] += 3
+	}
 	body.Stmts = append(decls, body.Stmts...)
 	return r.rep, body, nil
 }
@@ -499,7 +512,7 @@ func (r *kernelRewriter) block(b *Block, top bool) (*Block, error) {
 	r.scopes = append(r.scopes, regScope{exact: map[string]string{}, param: map[string]paramRegs{}})
 	defer func() { r.scopes = r.scopes[:len(r.scopes)-1] }()
 	out := &Block{Pos: b.Pos, Stmts: make([]Stmt, 0, len(b.Stmts))}
-	entryDone := !top || (len(r.probes[SiteEntry]) == 0 && r.spec.BlockInit == "")
+	entryDone := !top || (len(r.probes[SiteEntry]) == 0 && r.spec.BlockInit == "" && r.spec.BlockSample <= 1)
 	for _, s := range b.Stmts {
 		switch s.(type) {
 		case *RegDecl, *Var, *Pragma: // entry-scope pragmas stay ahead of the code
@@ -534,9 +547,19 @@ func (r *kernelRewriter) block(b *Block, top bool) (*Block, error) {
 	return out, nil
 }
 
-// entry is the code at the kernel's entry: the block init and its barrier,
-// then the entry site (if entry probes apply).
+// entry is the code at the kernel's entry: with Spec.BlockSample, whether
+// the block is sampled, and a branch around the rest for blocks that are
+// not; the block init and its barrier, then the entry site (if entry
+// probes apply).
 func (r *kernelRewriter) entry() []Stmt {
+	if r.spec.BlockSample > 1 {
+		return append(sampleCode(r.spec.BlockSample), r.sampled(r.entrySites())...)
+	}
+	return r.entrySites()
+}
+
+// entrySites is the block init and the entry site.
+func (r *kernelRewriter) entrySites() []Stmt {
 	var out []Stmt
 	if r.spec.BlockInit != "" {
 		r.rep.BlockInit = true
@@ -590,7 +613,7 @@ func (r *kernelRewriter) instruction(in *Instruction) ([]Stmt, error) {
 		if len(r.probes[SiteExit]) == 0 {
 			return nil, nil
 		}
-		return r.site(SiteExit, in.Guard, nil, in.Pos, WriteStmt(in)), nil
+		return r.sampled(r.site(SiteExit, in.Guard, nil, in.Pos, WriteStmt(in))), nil
 	}
 	acc, addr := in.Access()
 	kind := SiteKind(0)
@@ -615,7 +638,7 @@ func (r *kernelRewriter) instruction(in *Instruction) ([]Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.site(kind, in.Guard, addrCode, in.Pos, WriteStmt(in)), nil
+	return r.sampled(r.site(kind, in.Guard, addrCode, in.Pos, WriteStmt(in))), nil
 }
 
 // address returns code that leaves the generic address of addr in ctxReg.

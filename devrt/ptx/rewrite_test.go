@@ -83,20 +83,27 @@ func TestInstrumentGolden(t *testing.T) {
 					t.Errorf("kernel %s: id %x, local %d, regs %v", k.Name, k.ID, k.LocalBytes, k.RegsAdded)
 				}
 			}
-			out := Write(m)
-			if _, err := RoundTrip(out, false); err != nil {
-				t.Fatalf("instrumented PTX does not round-trip: %v", err)
-			}
-			golden := filepath.Join("testdata/golden", tt.name+".out.ptx")
-			if *update {
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if want := readFile(t, golden); out != want {
-				t.Errorf("output differs from %s (run go test -update and review):\n%s", golden, out)
-			}
+			checkGolden(t, m, tt.name+".out.ptx")
 		})
+	}
+}
+
+// checkGolden checks that m's PTX round-trips and equals
+// testdata/golden/<name> (rewritten with -update).
+func checkGolden(t *testing.T, m *Module, name string) {
+	t.Helper()
+	out := Write(m)
+	if _, err := RoundTrip(out, false); err != nil {
+		t.Fatalf("instrumented PTX does not round-trip: %v", err)
+	}
+	golden := filepath.Join("testdata/golden", name)
+	if *update {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := readFile(t, golden); out != want {
+		t.Errorf("output differs from %s (run go test -update and review):\n%s", golden, out)
 	}
 }
 
@@ -552,14 +559,7 @@ func TestInstrumentBlockInit(t *testing.T) {
 			[]string{"st.param.u64 [__gpuext_arg0], 0x0000000000000001;"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := linked(t, src)
-			rep, err := Instrument(m, tt.spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(rep.Kernels) != 1 {
-				t.Fatalf("kernels %+v, refused %v", rep.Kernels, rep.Refused)
-			}
+			m, rep := instrumentOne(t, src, tt.spec)
 			if got, want := rep.Kernels[0].BlockInit, tt.spec.BlockInit != ""; got != want {
 				t.Errorf("BlockInit %v, want %v", got, want)
 			}

@@ -1,0 +1,277 @@
+package ptx
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestInstrumentBlockSampleGolden pins the sampled form of guarded_exits:
+// the block's sample predicate computed first, then a branch around the
+// entry site and around each exit site (before its guarded ret or exit,
+// which every block still runs).
+func TestInstrumentBlockSampleGolden(t *testing.T) {
+	m := linked(t, readFile(t, "testdata/golden/guarded_exits.in.ptx"))
+	rep, err := Instrument(m, Spec{Entry: []string{p0}, Exit: []string{p1}, BlockSample: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Kernels) != 1 || len(rep.Refused) != 0 {
+		t.Fatalf("kernels %+v, refused %v", rep.Kernels, rep.Refused)
+	}
+	k := rep.Kernels[0]
+	if got := siteSummary(k.Sites); got != "0:entry@8 1:exit@20 2:exit@23 3:exit@28 4:exit@33" {
+		t.Errorf("sites %q", got)
+	}
+	if k.RegsAdded[".b64"] != 1 || k.RegsAdded[".pred"] != 1 || k.RegsAdded[".b32"] != 3 || len(k.RegsAdded) != 3 {
+		t.Errorf("regs added %v", k.RegsAdded)
+	}
+	checkGolden(t, m, "guarded_exits_sampled.out.ptx")
+}
+
+// TestInstrumentBlockSampleForms: with a block init, with inlined probes,
+// with exit probes only, and with 1 in 1 (no sampling code at all).
+func TestInstrumentBlockSampleForms(t *testing.T) {
+	const init = ".func gx_init()\n{\nret;\n}\n"
+	src := testHeader + init + `.visible .entry k(.param .u64 a)
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [a];
+	ret;
+}
+`
+	pred := []string{
+		"mov.u32 %gx_r0, %ctaid.z;", "mov.u32 %gx_r1, %nctaid.y;", "mov.u32 %gx_r2, %ctaid.y;",
+		"mad.lo.u32 %gx_r0, %gx_r0, %gx_r1, %gx_r2;", "mov.u32 %gx_r1, %nctaid.x;", "mov.u32 %gx_r2, %ctaid.x;",
+		"mad.lo.u32 %gx_r0, %gx_r0, %gx_r1, %gx_r2;", "mul.lo.u32 %gx_r0, %gx_r0, 0x9E3779B9;",
+	}
+	with := func(tail ...string) []string { return append(append([]string(nil), pred...), tail...) }
+	kid := func(typ string) string { return "st.param." + typ + " [__gpuext_arg2], 0xAF63E64C8601FD8A;" }
+	const call0 = "call __gpuext_probe_0, (__gpuext_arg0, __gpuext_arg1, __gpuext_arg2);"
+	const call1 = "call __gpuext_probe_1, (__gpuext_arg0, __gpuext_arg1, __gpuext_arg2);"
+	for _, tt := range []struct {
+		name string
+		spec Spec
+		want []string // the kernel's statements, its declarations left out
+	}{
+		{"init, entry and exit", Spec{Entry: []string{p0}, Exit: []string{p1}, BlockInit: "gx_init", BlockSample: 4}, with(
+			"setp.lt.u32 %gx_s, %gx_r0, 0x40000000;", "@!%gx_s bra.uni $GXS_SKIP;", "call gx_init;", "bar.sync 0;",
+			"{", "st.param.u64 [__gpuext_arg0], 0x0000000000000001;", "st.param.u64 [__gpuext_arg1], 0;", kid("u64"), call0, "}",
+			"$GXS_SKIP:", "ld.param.u64 %rd1, [a];",
+			"@!%gx_s bra.uni $GXS_SKIP_0;", "{", "st.param.b64 [__gpuext_arg0], 0x0000000100000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}",
+			"$GXS_SKIP_0:", "ret;")},
+		{"exit only, 1 in 3", Spec{Exit: []string{p1}, BlockSample: 3}, with(
+			"setp.lt.u32 %gx_s, %gx_r0, 0x55555556;", "ld.param.u64 %rd1, [a];",
+			"@!%gx_s bra.uni $GXS_SKIP;", "{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}",
+			"$GXS_SKIP:", "ret;")},
+		{"1 in 1", Spec{Exit: []string{p1}, BlockSample: 1}, []string{
+			"ld.param.u64 %rd1, [a];", "{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}", "ret;"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _ := instrumentOne(t, src, tt.spec)
+			got := kernelCode(t, m, "k")
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("kernel\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if _, err := RoundTrip(Write(m), false); err != nil {
+				t.Fatalf("does not round-trip: %v", err)
+			}
+		})
+	}
+}
+
+// instrumentOne instruments src, linked with the golden probes, with spec
+// and fails t unless exactly one kernel was instrumented.
+func instrumentOne(t *testing.T, src string, spec Spec) (*Module, Report) {
+	t.Helper()
+	m := linked(t, src)
+	rep, err := Instrument(m, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Kernels) != 1 {
+		t.Fatalf("kernels %+v, refused %v", rep.Kernels, rep.Refused)
+	}
+	return m, rep
+}
+
+// kernelCode is the statements of kernel name, one per line, spaces
+// normalised; declarations (.reg, .param) left out.
+func kernelCode(t *testing.T, m *Module, name string) []string {
+	t.Helper()
+	it, _ := m.Lookup(name)
+	f, ok := it.(*Function)
+	if !ok {
+		t.Fatalf("no kernel %s", name)
+	}
+	var out []string
+	for _, line := range strings.Split(WriteStmt(f.Body), "\n") {
+		l := strings.Join(strings.Fields(line), " ")
+		if l == "" || strings.HasPrefix(l, ".reg") || strings.HasPrefix(l, ".param") {
+			continue
+		}
+		out = append(out, l)
+	}
+	if len(out) >= 2 && out[0] == "{" && out[len(out)-1] == "}" {
+		out = out[1 : len(out)-1]
+	}
+	return out
+}
+
+// TestInstrumentBlockSampleInline: inlineSpec's init, carried entry
+// probe, exits and load site, sampled: the inlined copies keep their
+// labels, the sampling branches get theirs, all distinct (the kernel's own
+// label named like the first sampling label is left alone), and every
+// site, the called load probe's included, is branched around.
+func TestInstrumentBlockSampleInline(t *testing.T) {
+	src := strings.Replace(readFile(t, "testdata/golden/inline.in.ptx"), "$done_i1:\n", "$done_i1:\n$GXS_SKIP:\n", 1)
+	m := linkedWith(t, src, "testdata/golden/inline.frag")
+	spec := inlineSpec
+	spec.BlockSample = 8
+	rep, err := Instrument(m, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Kernels) != 1 || len(rep.Refused) != 0 || rep.Kernels[0].Inlined != 4 {
+		t.Fatalf("report %+v", rep)
+	}
+	it, _ := m.Lookup("k")
+	f := it.(*Function)
+	seen := map[string]bool{}
+	for _, l := range f.Labels() {
+		if seen[l] {
+			t.Errorf("label %s twice", l)
+		}
+		seen[l] = true
+	}
+	branches := 0
+	for _, in := range f.Instructions() {
+		if in.Opcode == "bra" && in.Guard != nil && in.Guard.Reg == sampleReg {
+			branches++
+		}
+	}
+	if branches != 4 { // the entry, two exits, the load
+		t.Errorf("%d sampling branches, want 4", branches)
+	}
+	checkGolden(t, m, "inline_sampled.out.ptx")
+}
+
+// TestBlockSampleCodeMatchesBlockSampled runs the inserted PTX (its few
+// instruction forms, interpreted here) on random grids and blocks and
+// checks it decides as BlockSampled does.
+func TestBlockSampleCodeMatchesBlockSampled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []uint32{2, 3, 16, 100, MaxBlockSample} {
+		code := sampleCode(n)
+		for range 2000 {
+			sreg := map[string]uint32{
+				"%nctaid.x": 1 + rng.Uint32N(1<<31-1), "%nctaid.y": 1 + rng.Uint32N(65535), "%nctaid.z": 1 + rng.Uint32N(65535),
+			}
+			if rng.IntN(2) == 0 { // small grids too
+				sreg["%nctaid.x"], sreg["%nctaid.y"], sreg["%nctaid.z"] = 1+rng.Uint32N(300), 1+rng.Uint32N(4), 1+rng.Uint32N(4)
+			}
+			sreg["%ctaid.x"], sreg["%ctaid.y"], sreg["%ctaid.z"] = rng.Uint32N(sreg["%nctaid.x"]), rng.Uint32N(sreg["%nctaid.y"]), rng.Uint32N(sreg["%nctaid.z"])
+			linear := sreg["%ctaid.x"] + sreg["%nctaid.x"]*(sreg["%ctaid.y"]+sreg["%nctaid.y"]*sreg["%ctaid.z"])
+			got := runSampleCode(t, code, sreg)
+			if want := BlockSampled(linear, n); got != want {
+				t.Fatalf("1 in %d, block %v: code says %v, BlockSampled %v", n, sreg, got, want)
+			}
+		}
+	}
+}
+
+// runSampleCode interprets sampleCode's instructions.
+func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) bool {
+	t.Helper()
+	regs := map[string]uint32{}
+	val := func(e Expr) uint32 {
+		switch e := e.(type) {
+		case *Name:
+			if v, ok := sreg[e.Text]; ok {
+				return v
+			}
+			return regs[e.Text]
+		case *IntLit:
+			v, ok := ParseInt(e.Text)
+			if !ok {
+				t.Fatalf("literal %s", e.Text)
+			}
+			return uint32(v)
+		}
+		t.Fatalf("operand %T", e)
+		return 0
+	}
+	var pred *bool
+	for _, s := range code {
+		in := s.(*Instruction)
+		op := in.Operands
+		d := op[0].(*Name).Text
+		switch in.Opcode + strings.Join(in.Modifiers, "") {
+		case "mov.u32":
+			regs[d] = val(op[1])
+		case "mad.lo.u32":
+			regs[d] = val(op[1])*val(op[2]) + val(op[3])
+		case "mul.lo.u32":
+			regs[d] = val(op[1]) * val(op[2])
+		case "setp.lt.u32":
+			b := val(op[1]) < val(op[2])
+			pred = &b
+		default:
+			t.Fatalf("unexpected %s", WriteStmt(in))
+		}
+	}
+	if pred == nil {
+		t.Fatal("no predicate set")
+	}
+	return *pred
+}
+
+// TestBlockSampled: the share of blocks sampled is 1/n to within 1%, block
+// 0 always is, no gap between sampled blocks exceeds 3n, and with blocks
+// dealt round-robin to 132 SMs (an H100's), every SM gets sampled blocks
+// within 4n waves, which i % n == 0 would not give (gcd(16, 132) = 4: a
+// quarter of the SMs).
+func TestBlockSampled(t *testing.T) {
+	for _, n := range []uint32{1, 2, 3, 7, 16, 32, 100, 1000} {
+		t.Run(strconv.Itoa(int(n)), func(t *testing.T) {
+			const blocks = 1 << 20
+			count, last, maxGap := 0, -1, 0
+			for i := range uint32(blocks) {
+				if BlockSampled(i, n) {
+					count++
+					maxGap = max(maxGap, int(i)-last)
+					last = int(i)
+				}
+			}
+			if !BlockSampled(0, n) {
+				t.Error("block 0 not sampled")
+			}
+			want := float64(blocks) / float64(n)
+			if d := float64(count)/want - 1; d > 0.01 || d < -0.01 {
+				t.Errorf("%d sampled, want %.0f", count, want)
+			}
+			if maxGap > 3*int(n) {
+				t.Errorf("gap of %d blocks", maxGap)
+			}
+			const sms = 132
+			covered := map[uint32]bool{}
+			for i := range uint32(sms * 4 * n) {
+				if BlockSampled(i, n) {
+					covered[i%sms] = true
+				}
+			}
+			if n <= 32 && len(covered) != sms {
+				t.Errorf("%d of %d SMs get sampled blocks", len(covered), sms)
+			}
+		})
+	}
+}
+
+func TestInstrumentBlockSampleLimit(t *testing.T) {
+	m := linked(t, testHeader+".visible .entry k()\n{\nret;\n}\n")
+	_, err := Instrument(m, Spec{Exit: []string{p0}, BlockSample: MaxBlockSample + 1})
+	if err == nil || !strings.Contains(err.Error(), "block sample 1 in 65537: at most 1 in 65536") {
+		t.Fatalf("err %v", err)
+	}
+}
