@@ -59,12 +59,23 @@ type Config struct {
 	Exclude []string `mapstructure:"exclude"`
 	// Mode is warp (default) or thread.
 	Mode string `mapstructure:"mode"`
+	// BlockSample runs the probes in 1 of BlockSample thread blocks of
+	// each kernel (0 or 1: every block; at most 65536): the blocks picked
+	// by a hash of their index, block 0 always. Per-SM and occupancy
+	// counts are scaled by it; block spans and histograms describe the
+	// blocks sampled. On short memory-bound kernels the probes that touch
+	// memory in every warp cost 15-80% of the kernel's time at 1; see
+	// devrt/jit/README.md.
+	BlockSample uint32 `mapstructure:"block_sample"`
 }
 
 // Validate checks the configuration without compiling anything; errors
 // name the field (devrt::probes::...).
 func (c *Config) Validate() error {
 	var errs []error
+	if c.BlockSample > ptx.MaxBlockSample {
+		errs = append(errs, fmt.Errorf("devrt::probes::block_sample: %d: at most %d", c.BlockSample, ptx.MaxBlockSample))
+	}
 	switch c.Mode {
 	case "", ModeWarp, ModeThread:
 	default:
@@ -141,6 +152,7 @@ func New(cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile device probes: %w", err)
 	}
+	c.Layout = c.Layout.WithBlockSample(cfg.BlockSample)
 	p := probepatch.New(c, probepatch.Options{})
 	h := sha256.New()
 	binary.Write(h, binary.LittleEndian, p.Version())

@@ -2,6 +2,7 @@ package probeset
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/probepatch"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
@@ -144,6 +146,7 @@ func TestVersion(t *testing.T) {
 	for _, c := range []Config{
 		{}, {Mode: ModeThread}, {Probes: []string{"sm_load"}},
 		{Include: []string{"a*"}}, {Exclude: []string{"a*"}}, {Include: []string{"a*"}, Exclude: []string{"b*"}},
+		{BlockSample: 16}, {BlockSample: 3},
 	} {
 		s, err := New(c)
 		require.NoError(t, err)
@@ -165,6 +168,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Probes: []string{"nope"}}, `devrt::probes::probes[0]: "nope" is neither a shipped probe (block_sched, launch_latency, sm_load, warp_occupancy) nor an absolute path`},
 		{Config{Include: []string{"[a"}}, `devrt::probes::include[0]: bad glob "[a"`},
 		{Config{Exclude: []string{""}}, `devrt::probes::exclude[0]: bad glob ""`},
+		{Config{BlockSample: 1<<16 + 1}, `devrt::probes::block_sample: 65537: at most 65536`},
 	} {
 		require.EqualError(t, tc.cfg.Validate(), tc.want)
 		_, err := New(tc.cfg)
@@ -176,6 +180,33 @@ func TestConfigErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("\x7fELF garbage"), 0o644))
 	_, err = New(Config{Probes: []string{bad}})
 	require.ErrorContains(t, err, "device probe "+bad+": read eBPF object:")
+}
+
+// TestBlockSample: block_sample reaches the patched kernels (each computes
+// its sample predicate and branches around every site) and the layout the
+// region readers use, whose headers say it; 0 and 1 are every block.
+func TestBlockSample(t *testing.T) {
+	src := read(t, "nvcc_kernels_debug.ptx")
+	for _, tt := range []struct {
+		sample, want uint32
+		code         bool
+	}{{0, 1, false}, {1, 1, false}, {32, 32, true}} {
+		s, err := New(Config{BlockSample: tt.sample})
+		require.NoError(t, err)
+		require.Equal(t, tt.want, s.Layout().BlockSample)
+		for _, m := range s.Layout().Maps {
+			require.Equal(t, tt.want, m.BlockSample, m.Name)
+			h := m.HeaderBytes()
+			require.Equal(t, tt.want, binary.LittleEndian.Uint32(h[gpumap.OffBlockSample:]), m.Name)
+		}
+		res, err := s.Patch(context.Background(), &devrtinject.Module{PTX: src})
+		require.NoError(t, err)
+		require.Equal(t, devrtinject.StatusPatched, res.Status)
+		for _, in := range res.Init {
+			require.Equal(t, tt.want, binary.LittleEndian.Uint32(in.Data[gpumap.OffBlockSample:]))
+		}
+		require.Equal(t, tt.code, strings.Contains(string(res.PTX), "@!%gx_s bra.uni"), "sample %d", tt.sample)
+	}
 }
 
 // BenchmarkPatch is the collector's one-time cost of patching a module:
