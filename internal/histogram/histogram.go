@@ -46,16 +46,23 @@ func New(bounds []float64) *Histogram {
 }
 
 // Record adds v. Upper bounds are inclusive, as OTLP specifies.
-func (h *Histogram) Record(bounds []float64, v float64) {
-	h.Counts[sort.SearchFloat64s(bounds, v)]++
+func (h *Histogram) Record(bounds []float64, v float64) { h.RecordN(bounds, v, 1) }
+
+// RecordN adds v as n observations: a sample standing for n (a block
+// the device probes sampled 1 in n). n 0 adds nothing.
+func (h *Histogram) RecordN(bounds []float64, v float64, n uint64) {
+	if n == 0 {
+		return
+	}
+	h.Counts[sort.SearchFloat64s(bounds, v)] += n
 	if h.Count == 0 || v < h.Min {
 		h.Min = v
 	}
 	if h.Count == 0 || v > h.Max {
 		h.Max = v
 	}
-	h.Count++
-	h.Sum += v
+	h.Count += n
+	h.Sum += v * float64(n)
 }
 
 // AppendTo appends the histogram as a data point to dps.

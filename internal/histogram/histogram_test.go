@@ -26,6 +26,34 @@ func TestRecord(t *testing.T) {
 	require.Equal(t, b, dp.ExplicitBounds().AsRaw())
 }
 
+func TestRecordN(t *testing.T) {
+	b := []float64{1, 10}
+	for _, tt := range []struct {
+		name     string
+		obs      [][2]float64 // value, n
+		counts   []uint64
+		count    uint64
+		sum      float64
+		min, max float64
+	}{
+		{"weighted", [][2]float64{{0.5, 16}, {5, 16}, {11, 1}}, []uint64{16, 16, 1}, 33, 99, 0.5, 11},
+		{"zero adds nothing", [][2]float64{{5, 0}, {2, 3}}, []uint64{0, 3, 0}, 3, 6, 2, 2},
+		{"as Record when 1", [][2]float64{{0.5, 1}, {1, 1}}, []uint64{2, 0, 0}, 2, 1.5, 0.5, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := New(b)
+			for _, o := range tt.obs {
+				h.RecordN(b, o[0], uint64(o[1]))
+			}
+			require.Equal(t, tt.counts, h.Counts)
+			require.Equal(t, tt.count, h.Count)
+			require.Equal(t, tt.sum, h.Sum)
+			require.Equal(t, tt.min, h.Min)
+			require.Equal(t, tt.max, h.Max)
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	require.NoError(t, (&Config{Enabled: true, Buckets: []float64{1, 2}}).Validate("f"))
 	require.NoError(t, (&Config{}).Validate("f"))

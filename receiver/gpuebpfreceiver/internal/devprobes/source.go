@@ -84,6 +84,10 @@ type Source struct {
 	modules map[devrtinject.Outcome]int64
 	spans   ptrace.Traces
 	nspans  int
+	// sample: the probes run in 1 of sample thread blocks (the probe
+	// set's block_sample; the regions' headers say the same): counts of
+	// blocks, busy time and warps are scaled by it.
+	sample uint64
 }
 
 type region struct {
@@ -143,6 +147,7 @@ func New(cfg Config, opts Options) (*Source, error) {
 		bad:     map[string]bool{},
 		modules: map[devrtinject.Outcome]int64{},
 		spans:   ptrace.NewTraces(),
+		sample:  uint64(max(set.Layout().BlockSample, 1)),
 	}
 	s.mb = metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, opts.Settings, metadata.WithStartTime(s.start))
 	return s, nil
@@ -394,8 +399,8 @@ func (s *Source) Poll() {
 		p := s.procs[pid]
 		b := proberegion.Balance(loads)
 		for _, l := range b.SMs {
-			p.smBlocks[l.SM] = addSat(p.smBlocks[l.SM], l.Blocks)
-			p.smBusy[l.SM] += float64(l.LaneNS) / 32 / 1e9
+			p.smBlocks[l.SM] = addSat(p.smBlocks[l.SM], mulSat(l.Blocks, s.sample))
+			p.smBusy[l.SM] += float64(l.LaneNS) / 32 / 1e9 * float64(s.sample)
 		}
 		p.interval = proberegion.Balance(append(p.interval, b.SMs...)).SMs // summed per SM: bounded
 	}
@@ -442,7 +447,7 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
 		h.Record(s.cfg.LaunchLatency.Buckets, float64(l.NS)/1e9)
 	}
 	for _, o := range rg.tr.Occupancy(snap.Occupancy) {
-		p.occ[o.SM] = o.Warps // in bucket order: the newest stays
+		p.occ[o.SM] = o.Warps * float64(s.sample) // in bucket order: the newest stays
 	}
 	for m, d := range snap.Drops {
 		if d > rg.drops[m] {
@@ -459,14 +464,14 @@ func (s *Source) finishRuns(p *proc, runs []proberegion.Run) {
 	for i := range runs {
 		run := &runs[i]
 		name := s.kernelName(run.KernelID)
-		p.blocks[name] += int64(len(run.Blocks))
+		p.blocks[name] = addSat(p.blocks[name], mulSat(uint64(len(run.Blocks)), s.sample))
 		h := p.delay[name]
 		if h == nil {
 			h = histogram.New(s.cfg.ScheduleDelay.Buckets)
 			p.delay[name] = h
 		}
 		for _, d := range run.Delays() {
-			h.Record(s.cfg.ScheduleDelay.Buckets, float64(d)/1e9)
+			h.RecordN(s.cfg.ScheduleDelay.Buckets, float64(d)/1e9, s.sample)
 		}
 		if s.cfg.Spans && s.nspans < maxSpansHeld {
 			s.appendSpan(p, name, run)
@@ -537,6 +542,10 @@ func (s *Source) appendSpan(p *proc, name string, run *proberegion.Run) {
 	delays := run.Delays()
 	a.PutDouble("gpu.kernel.block.schedule.delay.max", float64(delays[len(delays)-1])/1e9)
 	a.PutBool("gpu.clock.calibrated", cal)
+	if s.sample > 1 {
+		// the blocks above are those sampled: 1 in this many ran the probes
+		a.PutInt("gpu.kernel.block.sample", int64(s.sample))
+	}
 	s.nspans++
 }
 
@@ -657,6 +666,14 @@ func appendHists(ms pmetric.MetricSlice, name, desc string, cfg histogram.Config
 	for _, k := range sortedKeys(hs) {
 		hs[k].AppendTo(m.Histogram().DataPoints(), cfg.Buckets, start, now).Attributes().PutStr(attrKernelName, k)
 	}
+}
+
+// mulSat is a*b, saturating at math.MaxUint64.
+func mulSat(a, b uint64) uint64 {
+	if b != 0 && a > math.MaxUint64/b {
+		return math.MaxUint64
+	}
+	return a * b
 }
 
 // addSat adds d to the cumulative sum a, saturating at math.MaxInt64: the
