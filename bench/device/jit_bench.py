@@ -19,6 +19,7 @@ usage: jit_bench.py DIR     (ROUNDS, BATCH, SLOW_MS, REGION override the default
                             ONLY=kernel,... times only those)
 """
 import ctypes as c
+import hashlib
 import json
 import os
 import random
@@ -58,16 +59,21 @@ def main(d):
     check(cu.cuEventCreate(c.byref(start), 0), "cuEventCreate")
     check(cu.cuEventCreate(c.byref(stop), 0), "cuEventCreate")
     rows = []
+    failed = False
     only = os.environ.get("ONLY", "")
     for k in bf["kernels"]:
         if only and k["name"] not in only.split(","):
             continue
         holders = []
-        for kind, v in k["args"]:
+        bufs = [i for i, (kind, _) in enumerate(k["args"]) if kind == "buf"]
+        for i, (kind, v) in enumerate(k["args"]):
             if kind == "buf":
                 p = c.c_uint64()
                 check(cu.cuMemAlloc_v2(c.byref(p), v), "cuMemAlloc")
-                check(cu.cuMemsetD8_v2(p, 0, v), "cuMemsetD8")
+                # inputs 1.0f (the last buffer is the output): a vecadd
+                # that went wrong shows in its result
+                fill = 0x3F800000 if i != bufs[-1] else 0
+                check(cu.cuMemsetD32_v2(p, fill, v // 4), "cuMemsetD32")
                 holders.append(c.c_uint64(p.value))
             else:
                 holders.append(c.c_uint32(v))
@@ -114,6 +120,14 @@ def main(d):
         def launch(x):
             check(cu.cuLaunchKernel(x["f"], k["grid"], 1, 1, k["block"], 1, 1, 0, None, params, None), "cuLaunchKernel")
 
+        out_idx, out_size = bufs[-1], k["args"][bufs[-1]][1]
+
+        def result():
+            buf = c.create_string_buffer(out_size)
+            check(cu.cuMemcpyDtoH_v2(buf, holders[out_idx], out_size), "read result")
+            check(cu.cuMemsetD8_v2(holders[out_idx], 0, out_size), "clear result")
+            return hashlib.sha256(buf.raw).hexdigest()
+
         # a variant whose single launch takes longer than SLOW_MS is timed once
         slow_ms = float(os.environ.get("SLOW_MS", "20"))
         for x in vs:
@@ -124,6 +138,7 @@ def main(d):
             check(cu.cuEventSynchronize(stop), "cuEventSynchronize")
             ms = c.c_float()
             check(cu.cuEventElapsedTime(c.byref(ms), start, stop), "cuEventElapsedTime")
+            x["result"] = result()
             if ms.value > slow_ms:
                 x["times"].append(ms.value * 1e3)
                 x["slow"] = True
@@ -142,6 +157,11 @@ def main(d):
                 ms = c.c_float()
                 check(cu.cuEventElapsedTime(c.byref(ms), start, stop), "cuEventElapsedTime")
                 x["times"].append(ms.value * 1e3 / batch)
+        differ = [x["v"]["name"] for x in vs if x["result"] != vs[0]["result"]]
+        print(f"{k['name']}: results of {len(vs) - len(differ)} of {len(vs)} modules identical to the original's"
+              + (f"; DIFFERENT: {', '.join(differ)}" if differ else ""), flush=True)
+        if differ:
+            failed = True
         base = statistics.median(vs[0]["times"])
         for x in vs:
             med = statistics.median(x["times"])
@@ -152,12 +172,14 @@ def main(d):
         if k["name"] == "imbalanced":
             for x in vs:
                 if x["v"]["level"] == "warp" and not x["v"].get("form") and x["v"]["probe"] in ("block_sched", "sm_load"):
+                    sample = x["v"].get("block_sample", 0)
                     reset(x)
                     launch(x)
                     check(cu.cuCtxSynchronize(), "report launch")
                     buf = c.create_string_buffer(x["v"]["region_size"])
                     check(cu.cuMemcpyDtoH_v2(buf, c.c_uint64(x["region"]), x["v"]["region_size"]), "read region")
-                    open(os.path.join(d, f"report.{x['v']['probe']}.bin"), "wb").write(buf.raw)
+                    suffix = f".s{sample}" if sample > 1 else ""
+                    open(os.path.join(d, f"report.{x['v']['probe']}{suffix}.bin"), "wb").write(buf.raw)
         for x in vs:
             cu.cuModuleUnload(x["mod"])
             if x["host"] is not None:
@@ -168,6 +190,8 @@ def main(d):
             if isinstance(h, c.c_uint64):
                 cu.cuMemFree_v2(h)
     print(f"{len(rows)} variants timed")
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

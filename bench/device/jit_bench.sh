@@ -12,7 +12,10 @@
 # Build the tool first, where Go is:
 #   CGO_ENABLED=0 go build -o build/jitcheck ./devrt/jit/cmd/jitcheck
 # then on the GPU machine, from the repository root:
-#   bench/device/jit_bench.sh       (JITCHECK=path; ROUNDS, BATCH, REGION=mapped)
+#   bench/device/jit_bench.sh       (JITCHECK=path; ROUNDS, BATCH, REGION=mapped;
+#                                    LEVELS=warp; BLOCK_SAMPLE=1,16: each probe
+#                                    also in 1 of 16 blocks, and the report
+#                                    checks the blocks sampled on the GPU)
 # Output also in $OUT/jit_bench.txt.
 set -u
 cd "$(dirname "$0")/../.."
@@ -25,7 +28,7 @@ PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
 W=$(mktemp -d /tmp/jitbench.XXXX)
 mkdir -p "$OUT"
 {
-	"$T" bench -out "$W" || exit 2
+	"$T" bench -out "$W" ${LEVELS:+-levels "$LEVELS"} ${BLOCK_SAMPLE:+-block-sample "$BLOCK_SAMPLE"} || exit 2
 	"$PY" bench/device/jit_bench.py "$W" || exit 1
 	"$T" report -dir "$W"
 } 2>&1 | tee "$OUT/jit_bench.txt"

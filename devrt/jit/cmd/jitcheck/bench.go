@@ -16,6 +16,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/check"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/probepatch"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion"
 )
@@ -130,15 +131,17 @@ var benchProbes = []string{"empty", "device/block_sched", "device/launch_latency
 
 // benchVariant is one module to time.
 type benchVariant struct {
-	Name       string   `json:"name"`
-	Kernel     string   `json:"kernel"`
-	Probe      string   `json:"probe"` // "" for the original
-	Level      string   `json:"level"` // warp, thread
-	Form       string   `json:"form"`  // "" inlined probe bodies, "call" probe calls
-	PTX        string   `json:"ptx"`
-	RegionSize uint64   `json:"region_size"`
-	Headers    [][2]any `json:"headers"`  // [offset, hex]: the map headers of the zeroed region
-	PatchMS    float64  `json:"patch_ms"` // compile + link + instrument + write, in Go
+	Name   string `json:"name"`
+	Kernel string `json:"kernel"`
+	Probe  string `json:"probe"` // "" for the original
+	Level  string `json:"level"` // warp, thread
+	Form   string `json:"form"`  // "" inlined probe bodies, "call" probe calls
+	// BlockSample: the probes run in 1 of that many blocks (0: every one).
+	BlockSample uint32   `json:"block_sample,omitempty"`
+	PTX         string   `json:"ptx"`
+	RegionSize  uint64   `json:"region_size"`
+	Headers     [][2]any `json:"headers"`  // [offset, hex]: the map headers of the zeroed region
+	PatchMS     float64  `json:"patch_ms"` // compile + link + instrument + write, in Go
 }
 
 type benchFile struct {
@@ -146,7 +149,7 @@ type benchFile struct {
 	Variants []benchVariant `json:"variants"`
 }
 
-func genBench(dir string, probes, levels []string, calls bool) error {
+func genBench(dir string, probes, levels []string, calls bool, samples []uint32) error {
 	if dir == "" {
 		return errors.New("bench: -out is required")
 	}
@@ -180,11 +183,13 @@ func genBench(dir string, probes, levels []string, calls bool) error {
 		for _, probe := range probes {
 			for _, per := range perThread {
 				for _, form := range forms {
-					v, err := instrument(dir, k, src, probe, per, form)
-					if err != nil {
-						return fmt.Errorf("%s with %s: %w", k.Name, probe, err)
+					for _, n := range samples {
+						v, err := instrument(dir, k, src, probe, per, form, n)
+						if err != nil {
+							return fmt.Errorf("%s with %s: %w", k.Name, probe, err)
+						}
+						bf.Variants = append(bf.Variants, v)
 					}
-					bf.Variants = append(bf.Variants, v)
 				}
 			}
 		}
@@ -199,8 +204,8 @@ func genBench(dir string, probes, levels []string, calls bool) error {
 
 // instrument patches the kernel's module as the injection server does:
 // compile the probe set, then probepatch links it and calls it at entry
-// and exits.
-func instrument(dir string, k benchKernel, src, probe string, perThread bool, opts probepatch.Options) (benchVariant, error) {
+// and exits (in 1 of sample blocks).
+func instrument(dir string, k benchKernel, src, probe string, perThread bool, opts probepatch.Options, sample uint32) (benchVariant, error) {
 	lvl := map[bool]string{false: "warp", true: "thread"}[perThread]
 	short := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(probe), ".o"), ".bpf")
 	v := benchVariant{Name: fmt.Sprintf("%s+%s/%s", k.Name, short, lvl), Kernel: k.Name, Probe: short, Level: lvl}
@@ -209,6 +214,11 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool, op
 		v.Form = "call"
 		v.Name += ",call"
 		file = fmt.Sprintf("%s.%s.%s.call.ptx", k.Name, short, lvl)
+	}
+	if sample > 1 {
+		v.BlockSample = sample
+		v.Name += fmt.Sprintf(",1/%d", sample)
+		file = strings.TrimSuffix(file, ".ptx") + fmt.Sprintf(".s%d.ptx", sample)
 	}
 	o, err := check.Object(probe)
 	if err != nil {
@@ -219,6 +229,7 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool, op
 	if err != nil {
 		return v, err
 	}
+	c.Layout = c.Layout.WithBlockSample(sample)
 	res, err := probepatch.New(c, opts).Patch(context.Background(), &devrtinject.Module{PTX: []byte(src)})
 	if err != nil {
 		return v, err
@@ -312,6 +323,77 @@ func report(dir string) error {
 	}
 	fmt.Printf("sm_load: %d SMs used, %d blocks, %d threads; warp-us per SM min %.0f, mean %.0f, max %.0f (max/mean %.2f)\n",
 		len(busy), blocks, threads, mn, sum/float64(len(busy)), mx, mx/(sum/float64(len(busy))))
+	return reportSampled(dir, layout)
+}
+
+// reportSampled checks the regions of the sampled variants of the same
+// launch (report.<probe>.s<N>.bin): block_sched must have recorded exactly
+// the blocks ptx.BlockSampled picks, sm_load counted exactly as many.
+func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error)) error {
+	grid := uint32(0)
+	for _, k := range benchKernels() {
+		if k.Name == "imbalanced" {
+			grid = k.Grid
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "report.*.s*.bin"))
+	for _, f := range files {
+		var probe string
+		var n uint32
+		if _, err := fmt.Sscanf(strings.ReplaceAll(strings.TrimPrefix(filepath.Base(f), "report."), ".", " "), "%s s%d bin", &probe, &n); err != nil {
+			return fmt.Errorf("%s: %v", f, err)
+		}
+		want := map[uint64]bool{}
+		for i := range grid {
+			if ptx.BlockSampled(i, n) {
+				want[uint64(i)] = true
+			}
+		}
+		l, _, err := layout(probe)
+		if err != nil {
+			return err
+		}
+		l = l.WithBlockSample(n)
+		region, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		switch probe {
+		case "block_sched":
+			ring, _ := l.Find("gx_block_ring")
+			recs, err := ring.RingDrain(gpumap.Region(region), 1<<24)
+			if err != nil {
+				return err
+			}
+			got := map[uint64]bool{}
+			for _, r := range recs {
+				got[binary.LittleEndian.Uint64(r[8:])] = true
+			}
+			ok := len(got) == len(recs) && len(got) == len(want)
+			for b := range got {
+				ok = ok && want[b]
+			}
+			fmt.Printf("block_sched 1 in %d: %d block records of %d blocks; the blocks BlockSampled picks: %d (%s)\n",
+				n, len(recs), grid, len(want), map[bool]string{true: "the same blocks", false: "MISMATCH"}[ok])
+			if !ok {
+				return fmt.Errorf("block_sched sampled 1 in %d recorded other blocks than BlockSampled picks", n)
+			}
+		case "sm_load":
+			sm, _ := l.Find("gx_sm")
+			var blocks uint64
+			for s := uint32(0); s < sm.Slots; s++ {
+				v, err := sm.ArrayCopy(gpumap.Region(region), s)
+				if err != nil {
+					return err
+				}
+				blocks += binary.LittleEndian.Uint64(v[0])
+			}
+			fmt.Printf("sm_load 1 in %d: %d blocks counted (picked: %d), scaled %d of %d\n", n, blocks, len(want), blocks*uint64(n), grid)
+			if blocks != uint64(len(want)) {
+				return fmt.Errorf("sm_load sampled 1 in %d counted %d blocks, %d picked", n, blocks, len(want))
+			}
+		}
+	}
 	return nil
 }
 

@@ -28,9 +28,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/check"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 )
 
 // caseFile is NAME.json: what the Python script needs to launch a case.
@@ -77,8 +79,18 @@ func main() {
 			"probe sets, comma-separated: shipped names (device/sm_load), test programs, or paths of BPF objects (*.o)")
 		levels := fs.String("levels", "warp,thread", "levels to compile each probe at: warp, thread")
 		calls := fs.Bool("calls", false, "also patch each module with probe calls instead of inlined probe bodies (form \"call\")")
+		samples := fs.String("block-sample", "1", "block samplings to patch each module with, comma-separated: 1 (every block), 16 (1 block in 16), ...")
 		_ = fs.Parse(os.Args[2:])
-		err = genBench(*out, strings.Split(*probes, ","), strings.Split(*levels, ","), *calls)
+		var ns []uint32
+		for _, f := range strings.Split(*samples, ",") {
+			n, perr := strconv.ParseUint(f, 10, 32)
+			if perr != nil || n < 1 || n > ptx.MaxBlockSample {
+				fmt.Fprintf(os.Stderr, "jitcheck bench: -block-sample %q: want numbers from 1 to %d\n", f, ptx.MaxBlockSample)
+				os.Exit(2)
+			}
+			ns = append(ns, uint32(n))
+		}
+		err = genBench(*out, strings.Split(*probes, ","), strings.Split(*levels, ","), *calls, ns)
 	case "report":
 		fs := flag.NewFlagSet("report", flag.ExitOnError)
 		dir := fs.String("dir", "", "directory of the benchmark")
