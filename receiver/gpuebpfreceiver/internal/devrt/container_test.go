@@ -1,10 +1,8 @@
 package devrt
 
 import (
-	"bufio"
 	"encoding/binary"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs/nstest"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
 )
 
@@ -23,31 +22,15 @@ import (
 // scan finds it, reads it under the host pid (the header says 1), and
 // removes it when the process has gone.
 func TestContainerRing(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("namespaces and mounts need root")
-	}
-	lib := filepath.Join(t.TempDir(), "libgpuext-devrt.so")
-	data, err := os.ReadFile("/lib/x86_64-linux-gnu/libdl.so.2")
-	if err != nil {
-		t.Skip("no library to stand in for devrt:", err)
-	}
-	require.NoError(t, os.WriteFile(lib, data, 0o755))
+	lib := nstest.FakeDevrt(t)
 	const dir = "/run/gpuext-test"
 	// The shell becomes pid 1 of a new pid namespace; its tmpfs is private
 	// to its mount namespace. It says when it is ready, then, told to,
 	// execs a program with the library preloaded: the same pid and start
 	// time, a new program.
-	cmd := exec.Command("unshare", "--mount", "--pid", "--fork", "--kill-child", "sh", "-c",
+	cmd, in, out := nstest.Start(t,
 		"mkdir -p "+dir+" && mount -t tmpfs none "+dir+" && echo ready && read go && exec env LD_PRELOAD="+lib+" sleep 30")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	if err := cmd.Start(); err != nil {
-		t.Skip("unshare:", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := out.ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "ready" {
 		t.Skipf("the namespaced shell did not start: %q %v", line, err)
 	}

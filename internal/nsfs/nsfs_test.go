@@ -1,0 +1,132 @@
+package nsfs
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// TestListNamesBounded: a listing reads at most max entries (0: all), in
+// chunks, and returns those keep accepts.
+func TestListNamesBounded(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 2000 {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), nil, 0o600))
+	}
+	fd, err := OpenDir("", dir)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	all := func(string) bool { return true }
+	for _, tt := range []struct {
+		max  int
+		keep func(string) bool
+		want int
+	}{
+		{0, all, 2000},
+		{3, all, 3},
+		{1500, all, 1500},
+		{5000, all, 2000},
+		{0, func(n string) bool { return len(n) == 1 }, 10},
+	} {
+		names, err := ListNames(fd, tt.max, tt.keep)
+		require.NoError(t, err)
+		require.Len(t, names, tt.want, "max %d", tt.max)
+	}
+}
+
+// TestOpenRegularRefusesSlashes: the name is one component.
+func TestOpenRegularRefusesSlashes(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "f"), nil, 0o600))
+	fd, err := OpenDir("", dir)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	_, err = OpenRegular(fd, "sub/f")
+	require.EqualError(t, err, `"sub/f": a name with a slash`)
+}
+
+// TestOpenRegularKinds: only a regular file opens; a link is ELOOP and
+// never followed, a FIFO or a directory is ErrNotRegular (a FIFO opened
+// read-write would not block, but it is not a ring to map).
+func TestOpenRegularKinds(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "reg"), []byte("x"), 0o600))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "reg"), filepath.Join(dir, "link")))
+	require.NoError(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "dir"), 0o700))
+	fd, err := OpenDir("", dir)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	for _, tt := range []struct {
+		name string
+		want error
+	}{
+		{"reg", nil},
+		{"link", unix.ELOOP},
+		{"fifo", ErrNotRegular},
+		{"dir", ErrNotRegular},
+		{"missing", unix.ENOENT},
+	} {
+		f, err := OpenRegular(fd, tt.name)
+		if tt.want == nil {
+			require.NoError(t, err, tt.name)
+			require.NoError(t, f.Close())
+			continue
+		}
+		require.ErrorIs(t, err, tt.want, tt.name)
+		require.Nil(t, f, tt.name)
+	}
+}
+
+// TestRemoveIfSame: a file replaced under the same name is left alone.
+func TestRemoveIfSame(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(p, nil, 0o600))
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(p, &st))
+	fd, err := OpenDir("", dir)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+
+	require.NoError(t, os.Remove(p))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "g"), nil, 0o600)) // keeps the inode busy
+	require.NoError(t, os.WriteFile(p, nil, 0o600))
+	var st2 unix.Stat_t
+	require.NoError(t, unix.Stat(p, &st2))
+	if st2.Ino != st.Ino {
+		require.NoError(t, RemoveIfSame(fd, "f", uint64(st.Dev), st.Ino))
+		require.FileExists(t, p)
+	}
+	require.NoError(t, RemoveIfSame(fd, "f", uint64(st2.Dev), st2.Ino))
+	require.NoFileExists(t, p)
+	require.NoError(t, RemoveIfSame(fd, "f", uint64(st2.Dev), st2.Ino), "gone already")
+}
+
+func TestParseNSPID(t *testing.T) {
+	for _, tt := range []struct {
+		status string
+		want   uint32
+		err    string
+	}{
+		{"Name:\tx\nNSpid:\t4242\n", 4242, ""},
+		{"NSpid:\t4242\t17\t1\n", 1, ""},
+		{"Name:\tx\n", 0, "status: no NSpid line"},
+		{"NSpid:\t0\n", 0, `status: NSpid "\t0"`},
+		{"NSpid:\tx\n", 0, `status: NSpid "\tx"`},
+		{"NSpid:\n", 0, "status: no NSpid line"},
+	} {
+		got, err := ParseNSPID([]byte(tt.status))
+		if tt.err != "" {
+			require.EqualError(t, err, tt.err, tt.status)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, tt.want, got)
+	}
+}
