@@ -65,6 +65,13 @@ func Open(path string, layout gpumap.Layout) (*Region, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return FromFile(f, path, layout)
+}
+
+// FromFile is Open of a file the caller opened read-write (and closes:
+// the mapping does not need it): one found in another process's root,
+// opened without following links (internal/nsfs). path names it in errors.
+func FromFile(f *os.File, path string, layout gpumap.Layout) (*Region, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, err

@@ -56,6 +56,8 @@ func (r *gpuReceiver) startProbes(host component.Host, hostName string) {
 		Dirs:     r.cfg.DevRT.Directories,
 		Settings: withLogger(r.set, r.log.With(zap.String("source", "devprobes"))),
 		HostName: hostName,
+		ProcRoot: r.cfg.ProcRoot,
+		Resolve:  r.resolver.Resolve,
 	})
 	if err != nil {
 		r.log.Error("device probes unavailable; devrt runs on without injection", zap.Error(err))

@@ -1,11 +1,9 @@
 package devprobes
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -25,6 +23,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/histogram"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/probeset"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devprobes/internal/metadata"
 )
 
@@ -57,10 +56,20 @@ type Options struct {
 	// set them).
 	Now       func() time.Time
 	Monotonic func() uint64
-	// Alive tells whether a process still runs (default: kill(pid, 0)).
+	// Alive tells whether a process still runs (default: its
+	// <ProcRoot>/<pid>/stat says so; kill(pid, 0) without ProcRoot).
 	// Region files of processes that ended without unloading their
 	// modules are read a last time and removed.
 	Alive func(pid uint32) bool
+	// ProcRoot is the host's /proc (the receiver's proc_root). With it a
+	// region file is read only for the host process that maps it, and the
+	// directories are also looked for in the roots of container processes
+	// that map devrt (discover.go). Empty: only Dirs are read, each file
+	// for the pid its name says (tests of the regions' contents).
+	ProcRoot string
+	// Resolve tells a process's start time (default: a procattr.Resolver
+	// of ProcRoot).
+	Resolve func(pid int) (procattr.Process, error)
 }
 
 // Source is the device probes' part of the receiver. Poll, HandleInject,
@@ -88,6 +97,8 @@ type Source struct {
 	// set's block_sample; the regions' headers say the same): counts of
 	// blocks, busy time and warps are scaled by it.
 	sample uint64
+	// disc is where region files are found and whose they are (discover.go).
+	disc discovery
 }
 
 type region struct {
@@ -131,9 +142,7 @@ func New(cfg Config, opts Options) (*Source, error) {
 	if opts.Monotonic == nil {
 		opts.Monotonic = monotonic
 	}
-	if opts.Alive == nil {
-		opts.Alive = alive
-	}
+	opts = procDefaults(opts) // Alive, Resolve
 	log := opts.Settings.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -214,6 +223,7 @@ func (s *Source) Shutdown() {
 		_ = rg.r.Close()
 		delete(s.regions, path)
 	}
+	s.closeDiscovery()
 }
 
 // ServerStats sums the injection servers' counters.
@@ -330,41 +340,7 @@ func regionPID(name string) (uint32, bool) {
 func (s *Source) Poll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, d := range s.opts.Dirs {
-		paths, _ := filepath.Glob(filepath.Join(d, RegionPattern))
-		for _, path := range paths {
-			if s.regions[path] != nil {
-				continue
-			}
-			pid, ok := regionPID(filepath.Base(path))
-			if !ok {
-				continue
-			}
-			if s.bad[path] {
-				if !s.opts.Alive(pid) { // its process is gone: nobody else removes it
-					_ = os.Remove(path)
-					delete(s.bad, path)
-				}
-				continue
-			}
-			if len(s.regions) >= MaxRegions {
-				continue
-			}
-			r, err := proberegion.Open(path, s.set.Layout())
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) {
-					continue // unloaded between the listing and the open
-				}
-				if errors.Is(err, proberegion.ErrShort) && s.young(path) && s.opts.Alive(pid) {
-					continue // devrt is still sizing it: next poll
-				}
-				s.giveUp(path, err)
-				continue
-			}
-			s.regions[path] = &region{r: r, tr: proberegion.NewTracker(), pid: pid, drops: map[string]uint64{}}
-			s.proc(pid).regions++
-		}
-	}
+	s.findRegions() // discover.go: where, and for which process
 	paths := make([]string, 0, len(s.regions))
 	for p := range s.regions {
 		paths = append(paths, p)
@@ -373,8 +349,7 @@ func (s *Source) Poll() {
 	sms := map[uint32][]proberegion.SMLoad{}
 	for _, path := range paths {
 		rg := s.regions[path]
-		_, statErr := os.Stat(path)
-		gone := statErr != nil
+		gone := s.regionGone(path)
 		ended := !gone && !s.opts.Alive(rg.pid)
 		snap, err := rg.r.Read()
 		p := s.proc(rg.pid)
@@ -384,9 +359,7 @@ func (s *Source) Poll() {
 			s.finishRuns(p, rg.tr.Flush())
 			_ = rg.r.Close()
 			delete(s.regions, path)
-			if ended && err == nil {
-				_ = os.Remove(path) // the process ended without unloading the module
-			}
+			s.release(path, ended && err == nil, err != nil) // removed if the process ended without unloading the module
 			if p.regions--; p.regions <= 0 {
 				p.retire = true
 			}
@@ -409,11 +382,6 @@ func (s *Source) Poll() {
 // sizeGrace is how long a region file may stay shorter than the layout
 // before it is given up (devrt creates it, then sizes it).
 const sizeGrace = 10 * time.Second
-
-func (s *Source) young(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && s.opts.Now().Sub(fi.ModTime()) < sizeGrace
-}
 
 // giveUp drops a region with one clear log line; nothing else is affected.
 func (s *Source) giveUp(path string, err error) {
