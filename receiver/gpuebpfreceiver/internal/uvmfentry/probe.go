@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
@@ -43,6 +44,7 @@ type Options struct {
 // Probe owns the loaded programs, their links and the ring reader.
 type Probe struct {
 	coll    *ebpf.Collection
+	mu      sync.Mutex // links: detached by Drain or Close
 	links   []link.Link
 	rd      *ringbuf.Reader
 	skipped []Skipped
@@ -255,14 +257,14 @@ func LockdownMode(root string) string {
 // Skipped lists the optional hooks not attached in this driver.
 func (p *Probe) Skipped() []Skipped { return p.skipped }
 
-// Run reads records until Close, passing each to handle on the calling
-// goroutine. Records that do not decode are counted (Malformed) and
-// skipped.
+// Run reads records until Close, or until Drain and the end of the ring,
+// passing each to handle on the calling goroutine. Records that do not
+// decode are counted (Malformed) and skipped.
 func (p *Probe) Run(handle func(Record)) error {
 	var rec ringbuf.Record
 	for {
 		if err := p.rd.ReadInto(&rec); err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
+			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) || errors.Is(err, ringbuf.ErrFlushed) {
 				return nil
 			}
 			return fmt.Errorf("uvmfentry: read ring: %w", err)
@@ -312,6 +314,34 @@ const (
 // Malformed is the number of records that did not decode.
 func (p *Probe) Malformed() uint64 { return p.bad.Load() }
 
+// Drain detaches the programs, so that nothing is added to the ring, and
+// makes Run return once it has read every record the ring holds: at
+// shutdown, what the driver did up to then is accounted, not dropped with
+// the ring. Close afterwards releases the rest.
+func (p *Probe) Drain() error {
+	if p.closed.Load() {
+		return fmt.Errorf("uvmfentry: drain: %w", os.ErrClosed)
+	}
+	errs := []error{p.detach()}
+	if p.rd != nil {
+		errs = append(errs, p.rd.Flush())
+	}
+	return errors.Join(errs...)
+}
+
+// detach closes the links, once.
+func (p *Probe) detach() error {
+	p.mu.Lock()
+	links := p.links
+	p.links = nil
+	p.mu.Unlock()
+	var errs []error
+	for _, l := range links {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
 // Close detaches the programs and stops Run.
 func (p *Probe) Close() error {
 	if !p.closed.CompareAndSwap(false, true) {
@@ -321,9 +351,7 @@ func (p *Probe) Close() error {
 	if p.rd != nil {
 		errs = append(errs, p.rd.Close())
 	}
-	for _, l := range p.links {
-		errs = append(errs, l.Close())
-	}
+	errs = append(errs, p.detach())
 	if p.coll != nil {
 		p.coll.Close()
 	}

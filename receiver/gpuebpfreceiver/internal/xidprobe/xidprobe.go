@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -30,6 +31,7 @@ const Tracefs = "/sys/kernel/tracing"
 // Probe owns the program, its link and the ring reader.
 type Probe struct {
 	objs  bpf.XidObjects
+	mu    sync.Mutex // link: detached by Drain or Close
 	link  link.Link
 	rd    *ringbuf.Reader
 	bad   atomic.Uint64
@@ -75,13 +77,14 @@ func ensureTracefs(dir string) error {
 	return nil
 }
 
-// Run reads Xids until Close, passing each to handle. Malformed records
-// are counted (Malformed) and skipped.
+// Run reads Xids until Close, or until Drain and the end of the ring,
+// passing each to handle. Malformed records are counted (Malformed) and
+// skipped.
 func (p *Probe) Run(handle func(ev.XID)) error {
 	var rec ringbuf.Record
 	for {
 		if err := p.rd.ReadInto(&rec); err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
+			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) || errors.Is(err, ringbuf.ErrFlushed) {
 				return nil
 			}
 			return fmt.Errorf("read xid ring: %w", err)
@@ -105,6 +108,33 @@ func (p *Probe) Dropped() uint64 {
 // Malformed is the number of records that did not decode.
 func (p *Probe) Malformed() uint64 { return p.bad.Load() }
 
+// Drain detaches the program, so that no Xid is added to the ring, and
+// makes Run return once it has read every Xid the ring holds: at shutdown
+// the Xids the driver reported until then are still handed on. Close
+// afterwards releases the rest.
+func (p *Probe) Drain() error {
+	if p.close.Load() {
+		return fmt.Errorf("xidprobe: drain: %w", os.ErrClosed)
+	}
+	errs := []error{p.detach()}
+	if p.rd != nil {
+		errs = append(errs, p.rd.Flush())
+	}
+	return errors.Join(errs...)
+}
+
+// detach closes the link, once.
+func (p *Probe) detach() error {
+	p.mu.Lock()
+	l := p.link
+	p.link = nil
+	p.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.Close()
+}
+
 // Close detaches the program and stops Run.
 func (p *Probe) Close() error {
 	if !p.close.CompareAndSwap(false, true) {
@@ -114,9 +144,7 @@ func (p *Probe) Close() error {
 	if p.rd != nil {
 		errs = append(errs, p.rd.Close())
 	}
-	if p.link != nil {
-		errs = append(errs, p.link.Close())
-	}
+	errs = append(errs, p.detach())
 	errs = append(errs, p.objs.Close())
 	return errors.Join(errs...)
 }
