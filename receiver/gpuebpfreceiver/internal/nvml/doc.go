@@ -35,6 +35,10 @@
 //   - Per-process metrics sit on a resource with the GPU's (or MIG
 //     device's) hw.id and the process's pid, executable, container and
 //     pod, so "which pod uses this GPU" is one query.
+//   - Finish scrapes once more after the event goroutine has stopped and
+//     before NVML is released, however recent the last Scrape: NVML's
+//     cumulative counters and the XIDs counted since then would otherwise
+//     be lost. Without NVML it has nothing to scrape.
 //   - XIDs from NVML events and from the kernel tracepoint (RecordXID) go
 //     through one path: a log record, hw.errors{error.type=xid}, and
 //     hw.status held at the state the XID table (xid.go) gives for

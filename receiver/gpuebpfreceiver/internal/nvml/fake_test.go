@@ -108,7 +108,8 @@ type fakeGPU struct {
 	mock.Device
 	uuid, name, busID, serial, vbios string
 
-	fail  map[string]nvml.Return // method name → what it returns instead of SUCCESS
+	fail  map[string]nvml.Return   // method name → what it returns instead of SUCCESS
+	hang  map[string]chan struct{} // method name → the call blocks until the channel closes
 	calls map[string]int
 	lost  bool
 
@@ -150,6 +151,9 @@ func (g *fakeGPU) ret(method string) nvml.Return {
 		g.calls = map[string]int{}
 	}
 	g.calls[method]++
+	if ch := g.hang[method]; ch != nil {
+		<-ch
+	}
 	if g.lost {
 		return nvml.ERROR_GPU_IS_LOST
 	}

@@ -63,13 +63,30 @@ type unit struct {
 
 // Scrape reads every GPU once. A field that fails is left out, a device
 // that fails is reported through hw.status; neither fails the scrape.
-// Before a successful Start, or after Shutdown, it returns no metrics.
+// Before a successful Start, or after Finish or Shutdown began, it returns
+// no metrics (Finish's are the last).
 func (s *Source) Scrape(ctx context.Context) (pmetric.Metrics, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mb == nil || s.stopped {
 		return pmetric.NewMetrics(), nil
 	}
+	return s.scrapeLocked(ctx), ctx.Err()
+}
+
+// lastScrape is Finish's scrape: the source is stopped, NVML not yet
+// released.
+func (s *Source) lastScrape(ctx context.Context) pmetric.Metrics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mb == nil || !s.initialized || ctx.Err() != nil {
+		return pmetric.NewMetrics()
+	}
+	return s.scrapeLocked(ctx)
+}
+
+// scrapeLocked is Scrape's work. The caller holds s.mu.
+func (s *Source) scrapeLocked(ctx context.Context) pmetric.Metrics {
 	now := s.opts.now()
 	ts := pcommon.NewTimestampFromTime(now)
 	s.scratch.gen++
@@ -83,7 +100,7 @@ func (s *Source) Scrape(ctx context.Context) (pmetric.Metrics, error) {
 		s.mb.RecordGpuNvmlLogRecordsDroppedDataPoint(ts, s.dropped)
 		s.mb.EmitForResource(metadata.WithResource(s.hostRes))
 	}
-	return s.mb.Emit(), ctx.Err()
+	return s.mb.Emit()
 }
 
 // scrapeDevice records one GPU, its MIG devices and its processes. A panic

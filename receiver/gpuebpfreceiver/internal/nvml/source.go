@@ -14,6 +14,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
@@ -27,11 +28,12 @@ func WithInterface(lib nvml.Interface) Option {
 }
 
 // Source reads NVIDIA GPUs through NVML: metrics on demand (Scrape) and
-// critical events as they happen (Logs). NVML is loaded at Start, so a
-// binary with this source runs on machines without the driver; Start then
-// says why NVML is unavailable and the rest of the receiver carries on.
+// critical events as they happen (Logs), and a last scrape when it ends
+// (Finish). NVML is loaded at Start, so a binary with this source runs on
+// machines without the driver; Start then says why NVML is unavailable and
+// the rest of the receiver carries on.
 //
-// Scrape, RecordXID and the event goroutine may run concurrently.
+// Scrape, RecordXID, Finish and the event goroutine may run concurrently.
 type Source struct {
 	cfg      Config
 	set      receiver.Settings
@@ -46,7 +48,7 @@ type Source struct {
 	mu          sync.Mutex
 	started     bool
 	stopped     bool
-	initialized bool // nvmlInit succeeded: Shutdown owes an nvmlShutdown
+	initialized bool // nvmlInit succeeded: Finish (or Shutdown) owes an nvmlShutdown
 	logsClosed  bool
 	active      fieldSet // fields the configuration wants and the library exports
 	devices     []*device
@@ -101,7 +103,7 @@ func New(cfg Config, set receiver.Settings, attr Attributor, opts ...Option) *So
 // Logs delivers XIDs and other critical NVML events as log records, one
 // plog.Logs per event. When the consumer falls behind, records are
 // dropped and counted (gpu.nvml.log_records.dropped). The channel is
-// closed by Shutdown.
+// closed by Finish or Shutdown, after the last record.
 func (s *Source) Logs() <-chan plog.Logs { return s.logs }
 
 // Start loads NVML, finds the GPUs and starts waiting for events. When
@@ -229,15 +231,39 @@ func (s *Source) missingSymbols() (missing fieldSet) {
 	return missing
 }
 
-// Shutdown stops the event goroutine, releases NVML and closes Logs. It
-// returns once the goroutine has stopped (within one event wait,
-// WithEventTimeout) or ctx ends, in which case the release finishes in
-// the background.
+// Finish ends the source and returns its last metrics: the event
+// goroutine stops (within one event wait, WithEventTimeout), then every
+// GPU is scraped one last time, then NVML is released and Logs closed.
+// The last scrape is always taken when NVML is running, however recent
+// the one before: it is what NVML's cumulative counters (energy, ECC,
+// NVLink) and the Xids counted since then (hw.errors, hw.status, also
+// those whose log records went out during Finish) come to at the end;
+// without it they would be lost. It costs what a Scrape costs (tens of
+// milliseconds per GPU). Without NVML (Start failed or never ran) there
+// is nothing to scrape or release.
+//
+// If ctx ends first, Finish returns its error and no metrics; the scrape
+// and the release finish in the background (NVML is never shut down under
+// a running call). Only the first Finish or Shutdown does anything;
+// afterwards Finish and Scrape return no metrics.
+func (s *Source) Finish(ctx context.Context) (pmetric.Metrics, error) {
+	return s.finish(ctx, true)
+}
+
+// Shutdown is Finish without the last scrape: it stops the event
+// goroutine, releases NVML and closes Logs. It returns once the goroutine
+// has stopped (within one event wait, WithEventTimeout) or ctx ends, in
+// which case the release finishes in the background.
 func (s *Source) Shutdown(ctx context.Context) error {
+	_, err := s.finish(ctx, false)
+	return err
+}
+
+func (s *Source) finish(ctx context.Context, scrape bool) (pmetric.Metrics, error) {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
-		return nil
+		return pmetric.NewMetrics(), nil
 	}
 	s.stopped = true
 	cancel := s.cancel
@@ -245,14 +271,25 @@ func (s *Source) Shutdown(ctx context.Context) error {
 	if cancel != nil {
 		cancel()
 	}
+	md := pmetric.NewMetrics()
+	var err error
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() {
+		defer close(done)
+		s.wg.Wait()
+		if scrape {
+			md = s.lastScrape(ctx)
+		}
+		err = s.release()
+	}()
 	select {
 	case <-done:
-		return s.release()
+		if ctx.Err() != nil {
+			return pmetric.NewMetrics(), ctx.Err()
+		}
+		return md, err
 	case <-ctx.Done():
-		go func() { <-done; _ = s.release() }()
-		return ctx.Err()
+		return pmetric.NewMetrics(), ctx.Err()
 	}
 }
 

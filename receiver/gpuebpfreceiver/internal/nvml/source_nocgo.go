@@ -36,11 +36,16 @@ func (s *Source) Start(context.Context) error {
 // Scrape returns no metrics.
 func (s *Source) Scrape(context.Context) (pmetric.Metrics, error) { return pmetric.NewMetrics(), nil }
 
-// Logs never delivers anything; it is closed by Shutdown.
+// Logs never delivers anything; it is closed by Finish or Shutdown.
 func (s *Source) Logs() <-chan plog.Logs { return s.logs }
 
 // RecordXID does nothing without NVML.
 func (s *Source) RecordXID(string, uint64, uint32, string) {}
+
+// Finish closes Logs; there are no metrics.
+func (s *Source) Finish(ctx context.Context) (pmetric.Metrics, error) {
+	return pmetric.NewMetrics(), s.Shutdown(ctx)
+}
 
 // Shutdown closes Logs.
 func (s *Source) Shutdown(context.Context) error {

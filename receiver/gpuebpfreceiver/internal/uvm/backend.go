@@ -16,6 +16,9 @@ import (
 // inject fakes through WithFentryLoader.
 type FentrySource interface {
 	Run(handle func(uvmfentry.Record)) error
+	// Drain stops the kernel side sending records and makes Run return
+	// once it has read the records already in the ring (Finish).
+	Drain() error
 	Track(pid uint32) error
 	Untrack(pid uint32)
 	Drops() uvmfentry.Drops
@@ -120,7 +123,7 @@ func (s *Source) startFentry() error {
 		s.log.Warn("UVM fentry backend: functions this driver does not let it trace", zap.Strings("skipped", lost))
 	}
 	s.mu.Lock()
-	if s.stopped {
+	if s.closing || s.stopped {
 		s.mu.Unlock()
 		_ = probe.Close()
 		return ErrStopped
@@ -165,7 +168,8 @@ func (s *Source) untrackFentry(pid int) {
 	}
 }
 
-// closeBackend stops the fentry reader (Shutdown waits for it).
+// closeBackend closes the fentry backend (which stops its reader, if
+// still running).
 func (s *Source) closeBackend() {
 	s.mu.Lock()
 	probe := s.be.probe

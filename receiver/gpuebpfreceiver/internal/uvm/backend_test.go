@@ -26,6 +26,8 @@ type fakeProbe struct {
 	done      chan struct{}
 	closed    chan struct{}
 	closeOnce sync.Once
+	drained   chan struct{}
+	drainOnce sync.Once
 	drops     uvmfentry.Drops
 	malformed uint64
 	skipped   []uvmfentry.Skipped
@@ -35,7 +37,8 @@ type fakeProbe struct {
 }
 
 func newFakeProbe() *fakeProbe {
-	return &fakeProbe{recs: make(chan uvmfentry.Record), done: make(chan struct{}), closed: make(chan struct{}), tracked: map[uint32]bool{}}
+	return &fakeProbe{recs: make(chan uvmfentry.Record), done: make(chan struct{}), closed: make(chan struct{}),
+		drained: make(chan struct{}), tracked: map[uint32]bool{}}
 }
 
 func (f *fakeProbe) Run(handle func(uvmfentry.Record)) error {
@@ -45,6 +48,8 @@ func (f *fakeProbe) Run(handle func(uvmfentry.Record)) error {
 			handle(r)
 			f.done <- struct{}{}
 		case <-f.closed:
+			return nil
+		case <-f.drained:
 			return nil
 		}
 	}
@@ -80,6 +85,7 @@ func (f *fakeProbe) Drops() uvmfentry.Drops       { return f.drops }
 func (f *fakeProbe) Malformed() uint64            { return f.malformed }
 func (f *fakeProbe) Skipped() []uvmfentry.Skipped { return f.skipped }
 func (f *fakeProbe) Close() error                 { f.closeOnce.Do(func() { close(f.closed) }); return nil }
+func (f *fakeProbe) Drain() error                 { f.drainOnce.Do(func() { close(f.drained) }); return nil }
 func withMonoRawOffset(off int64) Option {
 	return func(o *options) { o.monoRawOffset = func() int64 { return off } }
 }

@@ -98,6 +98,14 @@
 //     not tracked are filtered in the kernel, and ignored if they arrive
 //     after Untrack (an untracked process is gone at once, with no reader
 //     to drain: its last records in the ring may be lost).
+//   - Finish is the end: tracking stops, each tools reader reads its
+//     tracker once more (after flushing the driver's held-back events)
+//     and closes it, the fentry programs are detached and their ring read
+//     to its end, and one last Scrape reports everything, every process
+//     one last time; the fault samples those reads took go to Logs before
+//     it closes. The receiver hands those metrics on in its final
+//     emission. A reader in its wait comes back within poll_interval;
+//     Finish's context bounds the whole.
 //   - Track retries a process that has no UVM VA space yet
 //     (uvmtools.ErrNotCUDA) on its own, with exponential backoff, a
 //     bounded number of times (WithRetry); other errors are returned and

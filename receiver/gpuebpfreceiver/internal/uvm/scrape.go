@@ -16,7 +16,8 @@ import (
 // per process and GPU (hw.id) plus one per process for what concerns no
 // GPU. Processes untracked or exited since the last Scrape are reported
 // one last time and forgotten. It also hands pending fault samples to
-// Logs.
+// Logs. After Finish (or Shutdown) it returns no metrics: Finish's are
+// the last.
 func (s *Source) Scrape(ctx context.Context) (pmetric.Metrics, error) {
 	if !s.cfg.Enabled {
 		return pmetric.NewMetrics(), nil
@@ -27,6 +28,11 @@ func (s *Source) Scrape(ctx context.Context) (pmetric.Metrics, error) {
 	if s.stopped {
 		return pmetric.NewMetrics(), nil
 	}
+	return s.scrapeLocked(ctx), ctx.Err()
+}
+
+// scrapeLocked is Scrape's work. The caller holds s.mu.
+func (s *Source) scrapeLocked(ctx context.Context) pmetric.Metrics {
 	s.flushLogsLocked()
 	ts := pcommon.NewTimestampFromTime(s.opts.now())
 	pids := make([]int, 0, len(s.procs))
@@ -57,7 +63,7 @@ func (s *Source) Scrape(ctx context.Context) (pmetric.Metrics, error) {
 	}
 	s.emitGPUs(ts)
 	s.emitHost(ts)
-	return s.mb.Emit(), ctx.Err()
+	return s.mb.Emit()
 }
 
 // resolvePending attributes processes that Consume created, outside s.mu.

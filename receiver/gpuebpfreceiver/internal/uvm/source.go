@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
@@ -21,7 +22,7 @@ import (
 
 // Source turns the UVM events of tracked processes into metrics, fault
 // patterns and (optionally) fault samples. Track, Untrack, Consume,
-// Scrape, Pattern and Shutdown may be called concurrently.
+// Scrape, Pattern, Finish and Shutdown may be called concurrently.
 type Source struct {
 	cfg       Config
 	set       receiver.Settings
@@ -36,7 +37,11 @@ type Source struct {
 	hub       *faultstream.Hub // nil: fault_stream off
 	unregHub  func()
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// closing: Finish (or Shutdown) began; no new tracking, but the
+	// trackers' last reads and the fentry ring's last records still
+	// count. stopped: nothing counts any more, Scrape returns nothing.
+	closing    bool
 	stopped    bool
 	logsClosed bool
 	procs      map[int]*process
@@ -155,8 +160,8 @@ func (s *Source) process(pid int) *process {
 func (s *Source) consumeBatch(tr *track, table *uvmtools.ProcessorTable, evs []uvmtools.Event, st uvmtools.Stats) (unknownGPU bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A stopped track still counts its final read (see read); only a shut
-	// down source discards.
+	// A stopped track still counts its final read (see read), also when
+	// Finish stopped it; only a source past Finish discards.
 	if s.stopped {
 		return false
 	}
@@ -196,7 +201,7 @@ func (s *Source) Track(pid int) error {
 		return err
 	}
 	s.mu.Lock()
-	if s.stopped {
+	if s.closing || s.stopped {
 		s.mu.Unlock()
 		return ErrStopped
 	}
@@ -289,7 +294,7 @@ func (s *Source) attach(tr *track) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped || tr.stopped {
+	if s.closing || s.stopped || tr.stopped {
 		_ = t.Close()
 		return ErrStopped
 	}
@@ -435,38 +440,101 @@ func (s *Source) Pattern(pid int) (faultpattern.Result, bool) {
 	return p.patterned.classify(), true
 }
 
-// Shutdown stops every tracker and retry, waits for their goroutines (or
-// ctx), and closes Logs.
+// Finish ends the source and returns its last metrics. Tracking stops
+// (Track returns ErrStopped); each tracker's reader comes back from its
+// wait (up to poll_interval), flushes the driver's held-back events, reads
+// the tracker one last time and closes it; the fentry backend's programs
+// are detached and its ring is read to its end before it is closed (the
+// processes tracked when Finish began still own their records); retries
+// end. Then the fault samples those reads took are handed to Logs (or
+// counted as dropped if it is full: Finish never waits for a reader of
+// Logs), and the metrics are one last Scrape, which counts all of that
+// and reports every process one last time. Logs is closed.
+//
+// If ctx ends first, Finish returns its error and no metrics; the readers
+// finish in the background, what they read then is not counted, and Logs
+// closes once they are done. Only the first Finish or Shutdown does
+// anything; afterwards Finish and Scrape return no metrics.
+func (s *Source) Finish(ctx context.Context) (pmetric.Metrics, error) {
+	return s.finish(ctx, true)
+}
+
+// Shutdown is Finish without the last metrics: it stops every tracker and
+// retry, waits for their last reads (or ctx), and closes Logs.
 func (s *Source) Shutdown(ctx context.Context) error {
+	_, err := s.finish(ctx, false)
+	return err
+}
+
+func (s *Source) finish(ctx context.Context, scrape bool) (pmetric.Metrics, error) {
 	s.mu.Lock()
-	if s.stopped {
+	if s.closing {
 		s.mu.Unlock()
-		return nil
+		return pmetric.NewMetrics(), nil
 	}
-	s.stopped = true
+	s.closing = true
 	s.unregHub()
+	probe := s.be.probe
+	if probe == nil {
+		// Tools backend: each reader reads its tracker once more when
+		// its track stops. The fentry backend's tracks stay until its
+		// ring is read: they say whose records count.
+		for _, tr := range s.tracks {
+			s.dropTrack(tr)
+		}
+	}
+	s.mu.Unlock()
+	if probe != nil {
+		if err := probe.Drain(); err != nil {
+			// Run may not end by itself: close it (the ring's last
+			// records are lost).
+			s.log.Debug("UVM fentry ring cannot be read to its end", zap.Error(err))
+			_ = probe.Close()
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.stop()
+		go func() { <-done; s.closeLogs() }()
+		return pmetric.NewMetrics(), ctx.Err()
+	}
+	s.stop()
+	md := pmetric.NewMetrics()
+	if scrape && s.cfg.Enabled {
+		s.resolvePending()
+		s.mu.Lock()
+		md = s.scrapeLocked(ctx) // hands the pending samples to Logs first
+		s.mu.Unlock()
+	}
+	s.closeLogs()
+	if err := ctx.Err(); err != nil {
+		return pmetric.NewMetrics(), err
+	}
+	return md, nil
+}
+
+// stop ends the accounting: what readers still running read is
+// discarded; the fentry backend is closed and its tracks dropped.
+func (s *Source) stop() {
+	s.mu.Lock()
+	s.stopped = true
 	for _, tr := range s.tracks {
 		s.dropTrack(tr)
 	}
 	s.mu.Unlock()
 	s.closeBackend()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	closeLogs := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.flushLogsLocked()
-		if !s.logsClosed {
-			s.logsClosed = true
-			close(s.logs)
-		}
-	}
-	select {
-	case <-done:
-		closeLogs()
-		return nil
-	case <-ctx.Done():
-		go func() { <-done; closeLogs() }()
-		return ctx.Err()
+}
+
+// closeLogs hands the pending fault samples to Logs and closes it.
+func (s *Source) closeLogs() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLogsLocked()
+	if !s.logsClosed {
+		s.logsClosed = true
+		close(s.logs)
 	}
 }
