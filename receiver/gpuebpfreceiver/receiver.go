@@ -33,6 +33,13 @@ import (
 // newTracer loads the CUDA uprobe source; a variable so tests can make it fail.
 var newTracer = cudaprobe.New
 
+// sourceOptions are given to the NVML and UVM sources after the receiver's
+// own: tests hand them fakes of NVML and of the UVM driver here.
+var sourceOptions struct {
+	nvml []nvml.Option
+	uvm  []uvm.Option
+}
+
 // gpuReceiver owns the signal sources of one configuration and the single
 // goroutine where their events become pdata.
 type gpuReceiver struct {
@@ -49,12 +56,22 @@ type gpuReceiver struct {
 	stopped bool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+	// The periodic NVML and UVM scrapes: Shutdown waits for them before
+	// the sources' last ones.
+	scrapers sync.WaitGroup
+	// final is the translator's last metrics (the loop sets it as it
+	// ends), handed on with the sources' last ones.
+	final pmetric.Metrics
+	// sealed: Shutdown returned (its context ended first); nothing is
+	// handed to the pipelines any more.
+	sealed atomic.Bool
 
 	tracer   *cudaprobe.Tracer
 	tr       *translate.Translator
 	sym      *symtab.Symbolizer
 	nvml     *nvml.Source
 	xid      *xidprobe.Probe
+	xidDone  chan struct{} // closed when the Xid tracepoint's reader returns
 	uvm      *uvm.Source
 	devrt    *devrt.Source
 	probes   *devprobes.Source // device probes (devrt::probes), or nil
@@ -173,6 +190,8 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 // pipeline would be too late: the collector may already have shut down the
 // other pipeline's exporters by then (shutdown follows a topological order
 // of the pipeline graph, not receivers first), and they must not be fed.
+// If ctx ends before that is done, Shutdown returns its error and nothing
+// more is handed on (see finish).
 func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	if r.stopped {
@@ -189,25 +208,16 @@ func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	cancel()
-	// Stop the Xid reader and the NVML source first: their goroutines end
-	// when their channels close.
-	if r.xid != nil {
-		_ = r.xid.Close()
-	}
-	if r.nvml != nil {
-		_ = r.nvml.Shutdown(ctx)
-	}
-	if r.uvm != nil {
-		_ = r.uvm.Shutdown(ctx)
-	}
 	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
+	go func() { defer close(done); r.finish(ctx) }()
 	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
-		// Out of time: detach the probes all the same, so the traced
-		// programs stop paying for them.
+		// Out of time: what is still on its way stays there, and the
+		// probes are detached all the same, so the traced programs stop
+		// paying for them.
+		r.sealed.Store(true)
 		err = ctx.Err()
 	}
 	r.sym.Close()
@@ -215,6 +225,72 @@ func (r *gpuReceiver) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, r.tracer.Close())
 	}
 	return err
+}
+
+// finish is Shutdown's hand-over, once the loop and the periodic scrapes
+// have been told to stop (ctx of Start cancelled). The loop reads the BPF
+// ring to its end and drains devrt's rings while the NVML and UVM sources
+// take their last readings: the Xid tracepoint's ring is read to its end
+// (through the NVML source, still open); NVML is scraped once more and
+// released; the UVM trackers are flushed and read one last time (the
+// fentry ring to its end), and the UVM source scraped once more. Each
+// closes its log channel after its last records, which the forwarders
+// hand on. Then one final metrics emission: the translator's last metrics
+// with both sources' last scrapes. ctx bounds the sources (each returns
+// nothing once it ends); Shutdown stops waiting for finish then.
+func (r *gpuReceiver) finish(ctx context.Context) {
+	// A periodic scrape under way completes and is handed on first: the
+	// final emission must be the last of each source.
+	r.scrapers.Wait()
+	var (
+		sources         sync.WaitGroup
+		nvmlMD, uvmMD   pmetric.Metrics
+		nvmlErr, uvmErr error
+	)
+	if r.nvml != nil {
+		sources.Add(1)
+		go func() {
+			defer sources.Done()
+			if r.xid != nil {
+				if err := r.xid.Drain(); err != nil {
+					r.log.Debug("Xid tracepoint ring cannot be read to its end", zap.Error(err))
+					_ = r.xid.Close()
+				}
+				select {
+				case <-r.xidDone:
+				case <-ctx.Done():
+				}
+			}
+			nvmlMD, nvmlErr = r.nvml.Finish(ctx)
+		}()
+	}
+	if r.uvm != nil {
+		sources.Add(1)
+		go func() {
+			defer sources.Done()
+			uvmMD, uvmErr = r.uvm.Finish(ctx)
+		}()
+	}
+	sources.Wait()
+	if r.xid != nil {
+		_ = r.xid.Close()
+	}
+	if err := errors.Join(nvmlErr, uvmErr); err != nil {
+		r.log.Debug("sources' last readings incomplete", zap.Error(err))
+	}
+	// The loop's last hand-over of spans, and the log forwarders: their
+	// channels are closed.
+	r.wg.Wait()
+	md := r.final
+	if md == (pmetric.Metrics{}) {
+		md = pmetric.NewMetrics()
+	}
+	for _, last := range []pmetric.Metrics{nvmlMD, uvmMD} {
+		if last != (pmetric.Metrics{}) {
+			last.ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
+		}
+	}
+	r.consumeMetrics(ctx, md)
 }
 
 // loop is the only goroutine that touches the translator: it reads the ring,
@@ -261,13 +337,14 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 			nextFlush = now.Add(r.cfg.Spans.FlushInterval)
 		}
 		if !now.Before(nextMetrics) {
-			r.emitMetrics(out)
+			r.consumeMetrics(out, r.collectMetrics())
 			nextMetrics = now.Add(r.cfg.CollectionInterval)
 		}
 	}
 	defer func() {
 		// Final hand-over on shutdown, so nothing decoded is lost:
-		// devrt's rings drained a last time first.
+		// devrt's rings drained a last time first. The metrics go out
+		// with the NVML and UVM sources' last ones (finish).
 		if r.devrt != nil {
 			r.devrt.Shutdown()
 			r.tr.FlushGPUExec()
@@ -277,7 +354,7 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 			r.probes.Shutdown()
 		}
 		r.flushSpans(context.Background())
-		r.emitMetrics(context.Background())
+		r.final = r.collectMetrics()
 	}()
 	for {
 		deadline := nextFlush
@@ -369,7 +446,7 @@ func (r *gpuReceiver) flushSpans(ctx context.Context) {
 		pt.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
 		n += pn
 	}
-	if r.traces == nil || n == 0 {
+	if r.traces == nil || n == 0 || r.sealed.Load() {
 		return
 	}
 	if err := r.traces.ConsumeTraces(ctx, td); err != nil {
@@ -377,7 +454,9 @@ func (r *gpuReceiver) flushSpans(ctx context.Context) {
 	}
 }
 
-func (r *gpuReceiver) emitMetrics(ctx context.Context) {
+// collectMetrics returns the translator's metrics (and the device
+// probes').
+func (r *gpuReceiver) collectMetrics() pmetric.Metrics {
 	var st translate.SelfStats
 	if r.tracer != nil {
 		var err error
@@ -401,7 +480,13 @@ func (r *gpuReceiver) emitMetrics(ctx context.Context) {
 	if r.probes != nil {
 		r.probes.Metrics().ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
 	}
-	if r.metrics == nil {
+	return md
+}
+
+// consumeMetrics hands md to the metrics pipeline, if there is one and
+// Shutdown has not returned.
+func (r *gpuReceiver) consumeMetrics(ctx context.Context, md pmetric.Metrics) {
+	if r.metrics == nil || md.ResourceMetrics().Len() == 0 || r.sealed.Load() {
 		return
 	}
 	if err := r.metrics.ConsumeMetrics(ctx, md); err != nil {
@@ -414,7 +499,8 @@ func (r *gpuReceiver) emitMetrics(ctx context.Context) {
 // GPU and must not hold up the ring), NVML events and the driver's Xid
 // tracepoint as log records. Either failing is reported and the rest runs.
 func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostName string) {
-	src := nvml.New(r.cfg.NVML, r.set, procattr.ResolverAttributor(r.resolver), nvml.WithHostName(hostName))
+	src := nvml.New(r.cfg.NVML, r.set, procattr.ResolverAttributor(r.resolver),
+		append([]nvml.Option{nvml.WithHostName(hostName)}, sourceOptions.nvml...)...)
 	if err := src.Start(ctx); err != nil {
 		r.log.Warn("NVML source unavailable; other sources keep running", zap.Error(err))
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
@@ -434,9 +520,11 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 		return
 	}
 	r.xid = probe
+	r.xidDone = make(chan struct{})
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
+		defer close(r.xidDone)
 		// No pid: the task current at the tracepoint is whoever the driver
 		// ran in (on the H200 it was this collector's NVML event thread),
 		// not the program that faulted. The source names the GPU's
@@ -456,7 +544,7 @@ func (r *gpuReceiver) startNVML(ctx context.Context, host component.Host, hostNa
 // enabled, go to the logs pipeline.
 func (r *gpuReceiver) startUVM(ctx context.Context, host component.Host, hostName string) {
 	src := uvm.New(r.cfg.UVM, r.set, procattr.ResolverAttributor(r.resolver),
-		uvm.WithProcRoot(r.cfg.ProcRoot), uvm.WithHostName(hostName))
+		append([]uvm.Option{uvm.WithProcRoot(r.cfg.ProcRoot), uvm.WithHostName(hostName)}, sourceOptions.uvm...)...)
 	if err := src.Start(ctx); err != nil {
 		r.log.Error("UVM source unavailable; other sources keep running", zap.Error(err))
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
@@ -468,10 +556,15 @@ func (r *gpuReceiver) startUVM(ctx context.Context, host component.Host, hostNam
 
 // scrapeEvery runs a source's scrape every collection_interval on a
 // goroutine of its own (off the ring reader) and hands the metrics on.
+// The source's last scrape is Shutdown's (finish). A scrape under way when
+// Shutdown comes is completed and handed on, not cut short: a partial
+// scrape would lose what it no longer reports (the UVM source forgets the
+// processes it reported one last time).
 func (r *gpuReceiver) scrapeEvery(ctx context.Context, source string, scrape func(context.Context) (pmetric.Metrics, error)) {
-	r.wg.Add(1)
+	r.scrapers.Add(1)
 	go func() {
-		defer r.wg.Done()
+		defer r.scrapers.Done()
+		out := context.WithoutCancel(ctx)
 		t := time.NewTicker(r.cfg.CollectionInterval)
 		defer t.Stop()
 		for {
@@ -479,15 +572,11 @@ func (r *gpuReceiver) scrapeEvery(ctx context.Context, source string, scrape fun
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				md, err := scrape(ctx)
+				md, err := scrape(out)
 				if err != nil {
 					r.log.Debug("scrape failed", zap.String("source", source), zap.Error(err))
 				}
-				if r.metrics != nil && md.ResourceMetrics().Len() > 0 {
-					if err := r.metrics.ConsumeMetrics(ctx, md); err != nil {
-						r.log.Debug("metrics refused downstream", zap.Error(err))
-					}
-				}
+				r.consumeMetrics(out, md)
 			}
 		}
 	}()
@@ -499,7 +588,7 @@ func (r *gpuReceiver) forwardLogs(ch <-chan plog.Logs) {
 	go func() {
 		defer r.wg.Done()
 		for ld := range ch {
-			if r.logs == nil {
+			if r.logs == nil || r.sealed.Load() {
 				continue // drained all the same, so the source never blocks
 			}
 			if err := r.logs.ConsumeLogs(context.Background(), ld); err != nil {
