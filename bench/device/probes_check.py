@@ -120,6 +120,11 @@ def run(kernels_ptx, triton_ptx):
     print(json.dumps(res))
 
 
+def sampled(i, n):
+    """devrt/ptx BlockSampled: whether block i runs the probes at 1 in n."""
+    return n <= 1 or (i * 0x9E3779B9) & 0xFFFFFFFF < (2**32 + n - 1) // n
+
+
 def otel(path):
     """Spans and metric data points of an OTLP JSON lines file."""
     spans, points = [], []
@@ -168,6 +173,10 @@ def analyze(otel_path, run_path, probe):
     check(patched is not None and value(patched) >= 2, f"both modules patched (gpu.devrt.modules patched = {value(patched) if patched else None})")
     broken = last("gpu.devrt.probes.regions", state="broken")
     check(broken is not None and value(broken) == 0, "no region broken")
+    # 1 in BLOCK_SAMPLE blocks runs the probes (devrt::probes::block_sample):
+    # exactly those sampled() picks, block 0 always.
+    n = int(os.environ.get("BLOCK_SAMPLE", "1"))
+    picked = lambda grid: [i for i in range(grid) if sampled(i, n)]
     if probe == "block_sched":
         # The ring holds ~262k block records between two reads; kernels of
         # 16k blocks launched back to back overflow it within a few ms. Lost
@@ -188,11 +197,12 @@ def analyze(otel_path, run_path, probe):
             gids = [int(s["attrs"].get("gpu.kernel.grid_id", 0)) for s in mine]
             check(all(gids) and len(set(gids)) == len(gids),
                   f"{k}: {len(set(gids))} distinct nonzero grid ids for {len(gids)} spans")
-            missing = launches * r["grid"] - sum(blocks)
+            want = len(picked(r["grid"]))
+            missing = launches * want - sum(blocks)
             missing_all += max(missing, 0)
             if missing > 0 and ring_drops > 0:
-                print(f"INFO {probe}: {k}: {missing} of {launches * r['grid']} blocks lost "
-                      f"({len(mine)} spans for {launches} launches, {sum(b != r['grid'] for b in blocks)} short)")
+                print(f"INFO {probe}: {k}: {missing} of {launches * want} blocks lost "
+                      f"({len(mine)} spans for {launches} launches, {sum(b != want for b in blocks)} short)")
                 continue
             check(len(mine) >= launches * 0.9, f"{k}: {len(mine)} block spans for {launches} launches")
             if not mine:
@@ -205,8 +215,12 @@ def analyze(otel_path, run_path, probe):
             check(durs[-1] <= ev[-1] + 5, f"{k}: longest block span {durs[-1]:.1f} µs <= longest event time {ev[-1]:.1f} µs")
             med = durs[len(durs) // 2]
             check(med >= 0.5 * ev[0] or ev[0] < 20, f"{k}: median block span {med:.1f} µs against the fastest event time {ev[0]:.1f} µs")
-            short = [b for b in blocks if b != r["grid"]]
-            check(not short, f"{k}: every span saw all {r['grid']} blocks ({len(short)} of {len(blocks)} short: {sorted(short)[:5]})")
+            short = [b for b in blocks if b != want]
+            check(not short, f"{k}: every span saw all {want} blocks of {r['grid']} sampled 1 in {n} "
+                  f"({len(short)} of {len(blocks)} short: {sorted(short)[:5]})")
+            if n > 1:
+                marks = {int(s["attrs"].get("gpu.kernel.block.sample", 1)) for s in mine}
+                check(marks == {n}, f"{k}: spans say block sample {sorted(marks)}")
             dmax = max(float(s["attrs"]["gpu.kernel.block.duration.max"]) for s in mine) * 1e6
             check(dmax <= ev[-1] + 5, f"{k}: longest block {dmax:.1f} µs within the launch")
             if k == "imbalanced":
@@ -214,7 +228,8 @@ def analyze(otel_path, run_path, probe):
                 mn = [float(s["attrs"]["gpu.kernel.block.duration.min"]) for s in mine]
                 ratio = sorted(a / b for a, b in zip(mx, mn) if b > 0)
                 rr = ratio[len(ratio) // 2] if ratio else 0
-                check(rr > 0.5 * r["grid"], f"imbalanced: longest/shortest block {rr:.1f} (work ratio {r['grid']})")
+                work = picked(r["grid"])[-1] + 1 # block b spins b+1 units; block 0 is sampled
+                check(rr > 0.5 * work, f"imbalanced: longest/shortest block {rr:.1f} (work ratio of the sampled blocks {work})")
         check(missing_all <= ring_drops, f"every lost block counted: {missing_all} missing, {ring_drops:.0f} ring records dropped")
         h = last("gpu.kernel.block.schedule.delay", **{"gpu.cuda.kernel.name": "imbalanced"})
         check(h is not None and int(h["count"]) > 0, "imbalanced: schedule delay histogram")
@@ -222,9 +237,24 @@ def analyze(otel_path, run_path, probe):
         # This program's (the live Triton kernel's process runs too).
         imb = last("gpu.kernel.sm.imbalance", **{"process.pid": str(run_res["pid"])})
         v = value(imb) if imb is not None else 0.0
-        check(1.4 < v < 2.2, f"imbalanced: SM imbalance {v:.3f} (ideal one block per SM: {2 * run_res['sms'] / (run_res['sms'] + 1):.3f})")
         sms = {p["attrs"].get("gpu.sm.id") for p in points if p["name"] == "gpu.kernel.sm.blocks"}
-        check(len(sms) >= 0.9 * run_res["sms"], f"{len(sms)} SMs reported of {run_res['sms']}")
+        if n == 1:
+            check(1.4 < v < 2.2, f"imbalanced: SM imbalance {v:.3f} (ideal one block per SM: {2 * run_res['sms'] / (run_res['sms'] + 1):.3f})")
+            check(len(sms) >= 0.9 * run_res["sms"], f"{len(sms)} SMs reported of {run_res['sms']}")
+        else:
+            # Sampled blocks stand for n each: the last launch's SMs are
+            # those of its sampled blocks (one block per SM), the rest idle.
+            check(imb is not None and v >= 1, f"imbalanced: SM imbalance {v:.3f} of the sampled blocks")
+            check(len(sms) >= len(picked(run_res["sms"])),
+                  f"{len(sms)} SMs reported, at least the {len(picked(run_res['sms']))} of imbalanced's sampled blocks")
+            blk = [p for p in points if p["name"] == "gpu.kernel.sm.blocks" and p["attrs"].get("process.pid") == str(run_res["pid"])]
+            if blk:
+                last_ts = max(int(p["timeUnixNano"]) for p in blk)
+                total = sum(value(p) for p in blk if int(p["timeUnixNano"]) == last_ts)
+                launches = sum(1 + len(r["times_us"]) for r in run_res["kernels"].values())
+                want = sum((1 + len(r["times_us"])) * len(picked(r["grid"])) * n for r in run_res["kernels"].values())
+                print(f"INFO {probe}: blocks counted {total:.0f} (sampled x {n}), {want} expected over {launches} launches")
+                check(total == want, f"blocks counted {total:.0f} = sampled blocks x {n} = {want}")
     if probe == "launch_latency":
         for k in run_res["kernels"]:
             h = last("gpu.kernel.launch.latency", **{"gpu.cuda.kernel.name": k})
@@ -260,8 +290,11 @@ def triton_live(otel_path, base_path, run_path, probe):
     if probe == "block_sched":
         mine = [s for s in spans if s["name"] == name + " blocks"]
         blocks = [int(s["attrs"].get("gpu.kernel.blocks")) for s in mine]
-        check(len(mine) >= 0.9 * run_res["launches"] and all(b == run_res["grid"] for b in blocks),
-              f"{len(mine)} block spans for {run_res['launches']} launches, each of {run_res['grid']} blocks ({sorted(set(blocks))[:3]})")
+        n = int(os.environ.get("BLOCK_SAMPLE", "1"))
+        want = sum(sampled(i, n) for i in range(run_res["grid"]))
+        check(len(mine) >= 0.9 * run_res["launches"] and all(b == want for b in blocks),
+              f"{len(mine)} block spans for {run_res['launches']} launches, each of the {want} of {run_res['grid']} blocks "
+              f"sampled 1 in {n} ({sorted(set(blocks))[:3]})")
     if probe == "launch_latency":
         h = [p for p in points if p["name"] == "gpu.kernel.launch.latency" and p["attrs"].get("gpu.cuda.kernel.name") == name]
         check(bool(h) and int(h[-1]["count"]) > 0, f"{int(h[-1]['count']) if h else 0} launch latencies")

@@ -21,6 +21,9 @@
 #   - launch_latency: latencies for every kernel (the offset calibrated
 #     from devrt's timed launches), mean between 0 and 10 ms;
 #   - warp_occupancy: occupancy points between 0 and 64 warps per SM;
+#   - with BLOCK_SAMPLE=n (devrt::probes::block_sample): block_sched's
+#     spans hold exactly the blocks devrt/ptx's BlockSampled picks and say
+#     the sample, sm_load counts each sampled block n times;
 # and times each kernel (median of REPS launches, CUDA events):
 # uninstrumented, devrt without a collector, each probe warp-level and per
 # thread, as a table of ratios to the uninstrumented time; and the patch +
@@ -35,7 +38,8 @@
 # nvcc, when present, compiles bench/device/ptx/kernels.cu to PTX afresh
 # (sm_90); otherwise the committed nvcc output of the corpus is used. The
 # ring directory is on /dev/shm: devrt's regions must be on tmpfs (see
-# devrt/README.md). Knobs: REPS (21), BASE_ITERS (2000), PROBES, MODES.
+# devrt/README.md). Knobs: REPS (21), BASE_ITERS (2000), PROBES, MODES,
+# BLOCK_SAMPLE (1).
 # Output: $OUT/probes_check.txt, the collector's exports and logs; exit 1
 # on any failure.
 set -u
@@ -47,6 +51,7 @@ D=$ROOT/.device/probes
 PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
 PROBES=${PROBES:-"block_sched launch_latency sm_load warp_occupancy"}
 MODES=${MODES:-"warp thread"}
+export BLOCK_SAMPLE=${BLOCK_SAMPLE:-1}
 DIR=/dev/shm/gxprobes-$$
 W=$(mktemp -d)
 COL=
@@ -89,6 +94,7 @@ receivers:
         enabled: true
         probes: [$1]
         mode: $2
+        block_sample: $BLOCK_SAMPLE
 exporters:
   file:
     path: $OUT/otel-$1-$2.jsonl
