@@ -112,8 +112,10 @@ type Spec struct {
 	Inline bool
 	// BlockSample runs the probes (and BlockInit) in 1 of BlockSample
 	// thread blocks of each kernel, picked by a hash of the block's index
-	// (sample.go; block 0 always): the others branch around every site.
-	// 0 or 1: every block. At most MaxBlockSample.
+	// (sample.go; block 0 always): the others run a copy of the original
+	// code (KernelReport.SampleCopy) or, in kernels too large to copy,
+	// branch around every site. 0 or 1: every block. At most
+	// MaxBlockSample.
 	BlockSample uint32
 }
 
@@ -159,6 +161,9 @@ type KernelReport struct {
 	// it instead ("probe: reason").
 	Inlined    int      `json:",omitempty"`
 	NotInlined []string `json:",omitempty"`
+	// SampleCopy (Spec.BlockSample): the blocks not sampled run a copy of
+	// the original code; false: they branch around every site (sample.go).
+	SampleCopy bool `json:",omitempty"`
 }
 
 // Refusal names a selected kernel that was left unchanged, and why.
@@ -432,6 +437,9 @@ type kernelRewriter struct {
 	rep      KernelReport
 	scopes   []regScope
 	nextSite uint32
+	// copyLabel labels the copy of the original code that blocks not
+	// sampled run (Spec.BlockSample, copy form); "" otherwise.
+	copyLabel string
 }
 
 // regScope maps register names declared in one scope to their types.
@@ -490,9 +498,16 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 	if spec.Inline {
 		r.chooseInline(inl, inlWhy)
 	}
+	if spec.BlockSample > 1 && copyable(f) {
+		r.copyLabel = r.uniqueLabel("$GXS_ORIG")
+		r.rep.SampleCopy = true
+	}
 	body, err := r.block(f.Body, true)
 	if err != nil {
 		return KernelReport{}, nil, err
+	}
+	if r.copyLabel != "" {
+		body.Stmts = append(body.Stmts, r.originalCopy()...)
 	}
 	decls := []Stmt{&RegDecl{Type: ".b64", Names: []RegName{{Name: RegPrefix + "rd", Count: 1}}}}
 	if len(r.carried) > 0 {
@@ -548,12 +563,12 @@ func (r *kernelRewriter) block(b *Block, top bool) (*Block, error) {
 }
 
 // entry is the code at the kernel's entry: with Spec.BlockSample, whether
-// the block is sampled, and a branch around the rest for blocks that are
-// not; the block init and its barrier, then the entry site (if entry
+// the block is sampled, and a branch of blocks that are not to the copy
+// of the original code or around the rest; the block init and its barrier, then the entry site (if entry
 // probes apply).
 func (r *kernelRewriter) entry() []Stmt {
 	if r.spec.BlockSample > 1 {
-		return append(sampleCode(r.spec.BlockSample), r.sampled(r.entrySites())...)
+		return append(r.samplePrologue(), r.sampled(r.entrySites())...)
 	}
 	return r.entrySites()
 }

@@ -22,6 +22,19 @@ import (
 // diverges within a warp, and a BlockInit barrier skipped is skipped by
 // the whole block.
 
+//
+// What blocks not sampled run: a copy of the kernel's original code (the
+// "copy" form), when the kernel has at most MaxSampleCopy instructions and
+// no .shared/.local/.global/.const variable in an inner scope (a second
+// copy would allocate it twice). The entry branches to the copy, so those
+// blocks run the original code exactly as compiled before, plus the
+// sampling code: per-site branches alone were not free, since ptxas must
+// make a warp's threads reconverge where an exit site's probe code follows
+// the paths that meet there (BSSY/BSYNC), where the original let each
+// thread EXIT on its own. Otherwise (the "guards" form, larger kernels,
+// whose code twice over would crowd the instruction cache) every site is
+// wrapped in a branch that blocks not sampled take around it.
+
 // MaxBlockSample bounds Spec.BlockSample.
 const MaxBlockSample = 1 << 16
 
@@ -71,9 +84,10 @@ func sampleCode(n uint32) []Stmt {
 }
 
 // sampled wraps the code of one site (or the entry's) in a branch that
-// blocks not sampled take around it.
+// blocks not sampled take around it (the guards form; in the copy form
+// those blocks never reach a site).
 func (r *kernelRewriter) sampled(code []Stmt) []Stmt {
-	if r.spec.BlockSample <= 1 || len(code) == 0 {
+	if r.spec.BlockSample <= 1 || r.copyLabel != "" || len(code) == 0 {
 		return code
 	}
 	skip := r.uniqueLabel("$GXS_SKIP")
@@ -98,4 +112,102 @@ func (r *kernelRewriter) uniqueLabel(base string) string {
 	}
 	r.labels[n] = true
 	return n
+}
+
+// MaxSampleCopy is the most instructions a kernel may have for the copy
+// form of block sampling; a variable so that tests can make the guards
+// form.
+var MaxSampleCopy = 4096
+
+// copyable tells whether f's original code can be copied for the blocks
+// not sampled: small enough, and no variable but .param (a call's) in an
+// inner scope.
+func copyable(f *Function) bool {
+	n, ok := 0, true
+	Walk(f.Body, func(s Stmt, parent *Block, _ int) bool {
+		switch s := s.(type) {
+		case *Instruction:
+			n++
+		case *Var:
+			if parent != f.Body && s.Space != ".param" {
+				ok = false
+			}
+		}
+		return ok
+	})
+	return ok && n <= MaxSampleCopy
+}
+
+// samplePrologue is the entry's sampling code: whether the block is
+// sampled and, in the copy form, the branch of the others to the copy.
+func (r *kernelRewriter) samplePrologue() []Stmt {
+	code := sampleCode(r.spec.BlockSample)
+	if r.copyLabel != "" {
+		code = append(code, &Instruction{Guard: &Guard{Neg: true, Reg: sampleReg}, Opcode: "bra", Modifiers: []string{".uni"}, Operands: []Expr{name(r.copyLabel)}})
+	}
+	return code
+}
+
+// originalCopy is what the copy form appends to the instrumented body: a
+// ret unless the body ends in one (the instrumented code must never run
+// on into the copy), then
+// r.copyLabel and the kernel's original code with its labels renamed
+// <label>_gxo (another suffix if taken). The function-scope declarations
+// are not repeated: both copies use them. Statements that never change
+// (.loc, declarations of inner scopes, prototypes) are shared.
+func (r *kernelRewriter) originalCopy() []Stmt {
+	rename := map[string]string{}
+	for _, l := range r.f.Labels() {
+		rename[l] = r.uniqueLabel(l + "_gxo")
+	}
+	var out []Stmt
+	if !endsFlow(r.f.Body) {
+		out = append(out, mkIns("ret", nil))
+	}
+	out = append(out, &Label{Name: r.copyLabel})
+	var copyBlock func(b *Block, top bool) []Stmt
+	copyBlock = func(b *Block, top bool) []Stmt {
+		var out []Stmt
+		for _, s := range b.Stmts {
+			switch s := s.(type) {
+			case *RegDecl, *Var, *Pragma:
+				if !top {
+					out = append(out, s)
+				}
+			case *Block:
+				out = append(out, &Block{Pos: s.Pos, Stmts: copyBlock(s, false)})
+			case *Label:
+				out = append(out, &Label{Pos: s.Pos, Name: rename[s.Name]})
+			case *Instruction:
+				in := &Instruction{Pos: s.Pos, Guard: copyGuard(s.Guard), Opcode: s.Opcode, Modifiers: s.Modifiers}
+				for _, op := range s.Operands {
+					in.Operands = append(in.Operands, copyExpr(op, rename))
+				}
+				out = append(out, in)
+			case *Targets:
+				t := &Targets{Pos: s.Pos, Directive: s.Directive, Names: make([]string, len(s.Names))}
+				for i, n := range s.Names {
+					if m, ok := rename[n]; ok {
+						n = m
+					}
+					t.Names[i] = n
+				}
+				out = append(out, t)
+			default:
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return append(out, copyBlock(r.f.Body, true)...)
+}
+
+// endsFlow tells whether b's last statement is an unguarded ret, exit or
+// bra: nothing runs on past it.
+func endsFlow(b *Block) bool {
+	if len(b.Stmts) == 0 {
+		return false
+	}
+	in, ok := b.Stmts[len(b.Stmts)-1].(*Instruction)
+	return ok && in.Guard == nil && (in.Opcode == "ret" || in.Opcode == "exit" || in.Opcode == "bra")
 }

@@ -2,16 +2,27 @@ package ptx
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// TestInstrumentBlockSampleGolden pins the sampled form of guarded_exits:
-// the block's sample predicate computed first, then a branch around the
-// entry site and around each exit site (before its guarded ret or exit,
-// which every block still runs).
+// guardsForm makes Instrument use the guards form of block sampling (a
+// branch around every site) for the rest of the test, as it does for
+// kernels over MaxSampleCopy instructions.
+func guardsForm(t *testing.T) {
+	old := MaxSampleCopy
+	MaxSampleCopy = -1
+	t.Cleanup(func() { MaxSampleCopy = old })
+}
+
+// TestInstrumentBlockSampleGolden pins the guards form of guarded_exits
+// sampled: the block's sample predicate computed first, then a branch
+// around the entry site and around each exit site (before its guarded ret
+// or exit, which every block still runs).
 func TestInstrumentBlockSampleGolden(t *testing.T) {
+	guardsForm(t)
 	m := linked(t, readFile(t, "testdata/golden/guarded_exits.in.ptx"))
 	rep, err := Instrument(m, Spec{Entry: []string{p0}, Exit: []string{p1}, BlockSample: 16})
 	if err != nil {
@@ -30,8 +41,25 @@ func TestInstrumentBlockSampleGolden(t *testing.T) {
 	checkGolden(t, m, "guarded_exits_sampled.out.ptx")
 }
 
-// TestInstrumentBlockSampleForms: with a block init, with inlined probes,
-// with exit probes only, and with 1 in 1 (no sampling code at all).
+// TestInstrumentBlockSampleCopyGolden pins the copy form of guarded_exits
+// sampled: the sample predicate, the branch of blocks not sampled to
+// $GXS_ORIG, the instrumented code with no branch around its sites, then
+// the original code with its labels renamed.
+func TestInstrumentBlockSampleCopyGolden(t *testing.T) {
+	m := linked(t, readFile(t, "testdata/golden/guarded_exits.in.ptx"))
+	rep, err := Instrument(m, Spec{Entry: []string{p0}, Exit: []string{p1}, BlockSample: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Kernels) != 1 || !rep.Kernels[0].SampleCopy {
+		t.Fatalf("report %+v", rep)
+	}
+	checkGolden(t, m, "guarded_exits_sampled_copy.out.ptx")
+}
+
+// TestInstrumentBlockSampleForms: in the guards form with a block init
+// and with exit probes only; in the copy form; and with 1 in 1 (no
+// sampling code at all).
 func TestInstrumentBlockSampleForms(t *testing.T) {
 	const init = ".func gx_init()\n{\nret;\n}\n"
 	src := testHeader + init + `.visible .entry k(.param .u64 a)
@@ -65,11 +93,21 @@ func TestInstrumentBlockSampleForms(t *testing.T) {
 			"setp.lt.u32 %gx_s, %gx_r0, 0x55555556;", "ld.param.u64 %rd1, [a];",
 			"@!%gx_s bra.uni $GXS_SKIP;", "{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}",
 			"$GXS_SKIP:", "ret;")},
+		{"copy form", Spec{Exit: []string{p1}, BlockSample: 3}, with(
+			"setp.lt.u32 %gx_s, %gx_r0, 0x55555556;", "@!%gx_s bra.uni $GXS_ORIG;", "ld.param.u64 %rd1, [a];",
+			"{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}",
+			"ret;", "$GXS_ORIG:", "ld.param.u64 %rd1, [a];", "ret;")},
 		{"1 in 1", Spec{Exit: []string{p1}, BlockSample: 1}, []string{
 			"ld.param.u64 %rd1, [a];", "{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}", "ret;"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m, _ := instrumentOne(t, src, tt.spec)
+			if tt.name != "copy form" {
+				guardsForm(t)
+			}
+			m, rep := instrumentOne(t, src, tt.spec)
+			if got, want := rep.Kernels[0].SampleCopy, tt.name == "copy form"; got != want {
+				t.Errorf("SampleCopy %v, want %v", got, want)
+			}
 			got := kernelCode(t, m, "k")
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("kernel\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
@@ -125,6 +163,7 @@ func kernelCode(t *testing.T, m *Module, name string) []string {
 // label named like the first sampling label is left alone), and every
 // site, the called load probe's included, is branched around.
 func TestInstrumentBlockSampleInline(t *testing.T) {
+	guardsForm(t)
 	src := strings.Replace(readFile(t, "testdata/golden/inline.in.ptx"), "$done_i1:\n", "$done_i1:\n$GXS_SKIP:\n", 1)
 	m := linkedWith(t, src, "testdata/golden/inline.frag")
 	spec := inlineSpec
@@ -273,5 +312,128 @@ func TestInstrumentBlockSampleLimit(t *testing.T) {
 	_, err := Instrument(m, Spec{Exit: []string{p0}, BlockSample: MaxBlockSample + 1})
 	if err == nil || !strings.Contains(err.Error(), "block sample 1 in 65537: at most 1 in 65536") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestBlockSampleCopyIsTheOriginal: in the copy form, what follows
+// $GXS_ORIG in every kernel of every corpus file is the kernel's original
+// code, statement for statement, labels renamed <label>_gxo and the
+// function-scope declarations not repeated; the module round-trips, and
+// each label is defined once.
+func TestBlockSampleCopyIsTheOriginal(t *testing.T) {
+	decl := func(l string) bool {
+		for _, p := range []string{".shared", ".local", ".global", ".const", ".pragma"} {
+			if strings.HasPrefix(l, p) {
+				return true
+			}
+		}
+		return false
+	}
+	code := func(m *Module, k string) []string {
+		var out []string
+		for _, l := range kernelCode(t, m, k) {
+			if !decl(l) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	kernels := 0
+	for _, f := range corpusFiles(t) {
+		src := readFile(t, f)
+		m := linked(t, src)
+		orig, _ := Parse(src)
+		rep, err := Instrument(m, Spec{Entry: []string{p0}, Exit: []string{p1}, Load: []string{p0}, BlockSample: 16})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, err := RoundTrip(Write(m), false); err != nil {
+			t.Fatalf("%s: instrumented output: %v", f, err)
+		}
+		for _, k := range rep.Kernels {
+			if !k.SampleCopy {
+				t.Errorf("%s %s: guards form", f, k.Name)
+				continue
+			}
+			kernels++
+			got := code(m, k.Name)
+			at := slices.Index(got, "$GXS_ORIG:")
+			if at < 0 {
+				t.Fatalf("%s %s: no $GXS_ORIG", f, k.Name)
+			}
+			if got[at-1] != "ret;" {
+				t.Errorf("%s %s: %q before the copy, want ret;", f, k.Name, got[at-1])
+			}
+			tail := strings.ReplaceAll(strings.Join(got[at+1:], "\n"), "_gxo", "")
+			if want := strings.Join(code(orig, k.Name), "\n"); tail != want {
+				t.Errorf("%s %s: the copy is not the original:\n%s\nwant\n%s", f, k.Name, tail, want)
+			}
+			it, _ := m.Lookup(k.Name)
+			seen := map[string]bool{}
+			for _, l := range it.(*Function).Labels() {
+				if seen[l] {
+					t.Errorf("%s %s: label %s twice", f, k.Name, l)
+				}
+				seen[l] = true
+			}
+			for _, in := range it.(*Function).Instructions() {
+				if in.Guard != nil && in.Guard.Reg == sampleReg && in.Operands[0].(*Name).Text != "$GXS_ORIG" {
+					t.Errorf("%s %s: a sampling branch to %v in the copy form", f, k.Name, in.Operands[0])
+				}
+			}
+		}
+	}
+	if kernels < 10 {
+		t.Errorf("%d kernels in the copy form", kernels)
+	}
+}
+
+// TestBlockSampleCopyWhen: the copy form needs a kernel of at most
+// MaxSampleCopy instructions and no variable but .param in an inner scope
+// (copied, it would be allocated twice); otherwise the guards form.
+func TestBlockSampleCopyWhen(t *testing.T) {
+	const plain = `.visible .entry k(.param .u64 a)
+{
+	.reg .b64 %rd<2>;
+	.shared .align 4 .b8 top[16];
+	ld.param.u64 %rd1, [a];
+	{
+		.reg .b32 %x;
+		.param .b64 p;
+		mov.u32 %x, 1;
+	}
+	ret;
+}
+`
+	inner := strings.Replace(plain, ".reg .b32 %x;", ".reg .b32 %x;\n\t\t.shared .b32 s;", 1)
+	for _, tt := range []struct {
+		name, src string
+		max       int
+		copy      bool
+	}{
+		{"plain", plain, 4096, true},
+		{"at the limit", plain, 3, true},
+		{"over the limit", plain, 2, false},
+		{"inner .shared", inner, 4096, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			old := MaxSampleCopy
+			MaxSampleCopy = tt.max
+			defer func() { MaxSampleCopy = old }()
+			m, rep := instrumentOne(t, testHeader+tt.src, Spec{Exit: []string{p1}, BlockSample: 4})
+			if rep.Kernels[0].SampleCopy != tt.copy {
+				t.Errorf("SampleCopy %v, want %v", rep.Kernels[0].SampleCopy, tt.copy)
+			}
+			out := Write(m)
+			if got := strings.Contains(out, "$GXS_ORIG"); got != tt.copy {
+				t.Errorf("copy in the output %v:\n%s", got, out)
+			}
+			if got := strings.Contains(out, "$GXS_SKIP"); got == tt.copy {
+				t.Errorf("guards in the output %v:\n%s", got, out)
+			}
+			if n := strings.Count(out, ".shared .align 4 .b8 top[16];"); n != 1 {
+				t.Errorf("top-level .shared declared %d times", n)
+			}
+		})
 	}
 }
