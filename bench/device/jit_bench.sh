@@ -1,7 +1,8 @@
 #!/bin/bash
 # Benchmark of devrt/jit's device probes on a GPU (no Go needed there): two
-# kernels of vector addition (16M and 1M elements) and two compute kernels
-# (balanced, and with every 8th block doing 8x the work), each
+# kernels of vector addition (16M and 1M elements), one whose threads
+# mostly leave early (4M), and two compute kernels (balanced, and with
+# every 8th block doing 8x the work), each
 # uninstrumented and instrumented by devrt/ptx at entry and exits with each
 # shipped probe (and an empty probe: the call site alone), compiled at warp
 # level and per thread; time per launch (median over interleaved rounds),
@@ -15,7 +16,8 @@
 #   bench/device/jit_bench.sh       (JITCHECK=path; ROUNDS, BATCH, REGION=mapped;
 #                                    LEVELS=warp; BLOCK_SAMPLE=1,16: each probe
 #                                    also in 1 of 16 blocks, and the report
-#                                    checks the blocks sampled on the GPU)
+#                                    checks the blocks sampled on the GPU;
+#                                    16g: the same in the guards form)
 # Output also in $OUT/jit_bench.txt.
 set -u
 cd "$(dirname "$0")/../.."

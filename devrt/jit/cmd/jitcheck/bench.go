@@ -71,6 +71,48 @@ $L_end:
 }
 `
 
+// earlyexits: a third of the threads leave at once, a third store -1, a
+// third load, compute and store; their paths meet at one labelled exit,
+// which ptxas turns into an EXIT on each path (as nvcc's early_exits of
+// bench/device/ptx/kernels.cu).
+const earlyexitsPTX = `.visible .entry earlyexits(.param .u64 pa, .param .u64 pc, .param .u32 pn)
+{
+	.reg .pred %p<4>;
+	.reg .b32 %r<7>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<8>;
+	ld.param.u64 %rd1, [pa];
+	ld.param.u64 %rd2, [pc];
+	ld.param.u32 %r1, [pn];
+	mov.u32 %r2, %ctaid.x;
+	mov.u32 %r3, %ntid.x;
+	mov.u32 %r4, %tid.x;
+	mad.lo.s32 %r5, %r2, %r3, %r4;
+	setp.ge.u32 %p1, %r5, %r1;
+	@%p1 bra $L_end;
+	rem.u32 %r6, %r5, 3;
+	setp.eq.u32 %p2, %r6, 1;
+	@%p2 bra $L_end;
+	cvta.to.global.u64 %rd3, %rd1;
+	cvta.to.global.u64 %rd4, %rd2;
+	mul.wide.u32 %rd5, %r5, 4;
+	add.s64 %rd6, %rd3, %rd5;
+	add.s64 %rd7, %rd4, %rd5;
+	setp.eq.u32 %p3, %r6, 0;
+	@%p3 bra $L_neg;
+	ld.global.f32 %f1, [%rd6];
+	mul.f32 %f2, %f1, %f1;
+	fma.rn.f32 %f3, %f2, %f1, %f1;
+	st.global.f32 [%rd7], %f3;
+	bra.uni $L_end;
+$L_neg:
+	mov.f32 %f1, 0fBF800000;
+	st.global.f32 [%rd7], %f1;
+$L_end:
+	ret;
+}
+`
+
 // compute: iters FMA pairs per thread; blocks with id % 8 == 0 do heavy
 // times more (heavy 1: balanced).
 const computePTX = `.visible .entry compute(.param .u64 pout, .param .u32 piters, .param .u32 pheavy)
@@ -121,6 +163,9 @@ func benchKernels() []benchKernel {
 	return []benchKernel{
 		vec("vecadd16M", n, "memory bound, 65536 blocks of 256"),
 		vec("vecadd1M", small, "launch bound, 4096 blocks of 256"),
+		{Name: "earlyexits4M", Entry: "earlyexits", Grid: 1 << 22 / 256, Block: 256, src: earlyexitsPTX,
+			Doc:  "16384 blocks of 256, two thirds of the threads leave early on paths that meet at the exit",
+			Args: [][2]any{{"buf", 4 << 22}, {"buf", 4 << 22}, {"u32", 1 << 22}}},
 		comp("compute", 2048, 1, "2048 x 256 threads, 4096 FMAs each"),
 		comp("imbalanced", 2048, 8, "as compute, blocks with id % 8 == 0 do 8x the work"),
 	}
@@ -135,7 +180,7 @@ type benchVariant struct {
 	Kernel string `json:"kernel"`
 	Probe  string `json:"probe"` // "" for the original
 	Level  string `json:"level"` // warp, thread
-	Form   string `json:"form"`  // "" inlined probe bodies, "call" probe calls
+	Form   string `json:"form"`  // "" inlined probe bodies, "call" probe calls, "guards" block sampling's guards form
 	// BlockSample: the probes run in 1 of that many blocks (0: every one).
 	BlockSample uint32   `json:"block_sample,omitempty"`
 	PTX         string   `json:"ptx"`
@@ -149,7 +194,15 @@ type benchFile struct {
 	Variants []benchVariant `json:"variants"`
 }
 
-func genBench(dir string, probes, levels []string, calls bool, samples []uint32) error {
+// benchSample is one block sampling of -block-sample: 1 in N blocks, in
+// the guards form if Guards (ptx.MaxSampleCopy: a branch around each site
+// instead of a copy of the original code for the blocks not sampled).
+type benchSample struct {
+	N      uint32
+	Guards bool
+}
+
+func genBench(dir string, probes, levels []string, calls bool, samples []benchSample) error {
 	if dir == "" {
 		return errors.New("bench: -out is required")
 	}
@@ -205,7 +258,8 @@ func genBench(dir string, probes, levels []string, calls bool, samples []uint32)
 // instrument patches the kernel's module as the injection server does:
 // compile the probe set, then probepatch links it and calls it at entry
 // and exits (in 1 of sample blocks).
-func instrument(dir string, k benchKernel, src, probe string, perThread bool, opts probepatch.Options, sample uint32) (benchVariant, error) {
+func instrument(dir string, k benchKernel, src, probe string, perThread bool, opts probepatch.Options, bs benchSample) (benchVariant, error) {
+	sample := bs.N
 	lvl := map[bool]string{false: "warp", true: "thread"}[perThread]
 	short := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(probe), ".o"), ".bpf")
 	v := benchVariant{Name: fmt.Sprintf("%s+%s/%s", k.Name, short, lvl), Kernel: k.Name, Probe: short, Level: lvl}
@@ -219,6 +273,14 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool, op
 		v.BlockSample = sample
 		v.Name += fmt.Sprintf(",1/%d", sample)
 		file = strings.TrimSuffix(file, ".ptx") + fmt.Sprintf(".s%d.ptx", sample)
+	}
+	if bs.Guards {
+		v.Form = "guards" // not one of the imbalance report's
+		v.Name += "g"
+		file = strings.TrimSuffix(file, ".ptx") + "g.ptx"
+		old := ptx.MaxSampleCopy
+		ptx.MaxSampleCopy = -1
+		defer func() { ptx.MaxSampleCopy = old }()
 	}
 	o, err := check.Object(probe)
 	if err != nil {

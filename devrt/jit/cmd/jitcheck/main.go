@@ -79,16 +79,18 @@ func main() {
 			"probe sets, comma-separated: shipped names (device/sm_load), test programs, or paths of BPF objects (*.o)")
 		levels := fs.String("levels", "warp,thread", "levels to compile each probe at: warp, thread")
 		calls := fs.Bool("calls", false, "also patch each module with probe calls instead of inlined probe bodies (form \"call\")")
-		samples := fs.String("block-sample", "1", "block samplings to patch each module with, comma-separated: 1 (every block), 16 (1 block in 16), ...")
+		samples := fs.String("block-sample", "1", "block samplings to patch each module with, comma-separated: 1 (every block), 16 (1 block in 16), "+
+			"16g (the same in the guards form: a branch around every site instead of a copy of the original code)")
 		_ = fs.Parse(os.Args[2:])
-		var ns []uint32
+		var ns []benchSample
 		for _, f := range strings.Split(*samples, ",") {
-			n, perr := strconv.ParseUint(f, 10, 32)
-			if perr != nil || n < 1 || n > ptx.MaxBlockSample {
-				fmt.Fprintf(os.Stderr, "jitcheck bench: -block-sample %q: want numbers from 1 to %d\n", f, ptx.MaxBlockSample)
+			num, guards := strings.CutSuffix(f, "g")
+			n, perr := strconv.ParseUint(num, 10, 32)
+			if perr != nil || n < 1 || n > ptx.MaxBlockSample || guards && n == 1 {
+				fmt.Fprintf(os.Stderr, "jitcheck bench: -block-sample %q: want numbers from 1 to %d, or from 2 with g\n", f, ptx.MaxBlockSample)
 				os.Exit(2)
 			}
-			ns = append(ns, uint32(n))
+			ns = append(ns, benchSample{uint32(n), guards})
 		}
 		err = genBench(*out, strings.Split(*probes, ","), strings.Split(*levels, ","), *calls, ns)
 	case "report":
