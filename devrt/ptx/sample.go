@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -21,19 +22,20 @@ import (
 // same in every thread of a block, so the branch around a site never
 // diverges within a warp, and a BlockInit barrier skipped is skipped by
 // the whole block.
-
 //
 // What blocks not sampled run: a copy of the kernel's original code (the
 // "copy" form), when the kernel has at most MaxSampleCopy instructions and
 // no .shared/.local/.global/.const variable in an inner scope (a second
 // copy would allocate it twice). The entry branches to the copy, so those
-// blocks run the original code exactly as compiled before, plus the
-// sampling code: per-site branches alone were not free, since ptxas must
-// make a warp's threads reconverge where an exit site's probe code follows
-// the paths that meet there (BSSY/BSYNC), where the original let each
-// thread EXIT on its own. Otherwise (the "guards" form, larger kernels,
-// whose code twice over would crowd the instruction cache) every site is
-// wrapped in a branch that blocks not sampled take around it.
+// blocks run the original code as compiled before, plus the sampling
+// code, and nothing a probe does can reach them. With a branch around
+// each site instead, ptxas makes a warp's threads reconverge where paths
+// meet at an exit site (BSSY/BSYNC in the SASS of nvcc's early_exits),
+// where the original let each thread EXIT on its own; measured on the
+// H100, that cost about a point at 1 in 16 (devrt/jit/README.md).
+// Otherwise (the "guards" form, larger kernels, whose code twice over
+// would crowd the instruction cache) every site is wrapped in a branch
+// that blocks not sampled take around it.
 
 // MaxBlockSample bounds Spec.BlockSample.
 const MaxBlockSample = 1 << 16
@@ -149,10 +151,10 @@ func (r *kernelRewriter) samplePrologue() []Stmt {
 }
 
 // originalCopy is what the copy form appends to the instrumented body: a
-// ret unless the body ends in one (the instrumented code must never run
-// on into the copy), then
-// r.copyLabel and the kernel's original code with its labels renamed
-// <label>_gxo (another suffix if taken). The function-scope declarations
+// ret unless the body ends in a ret, exit or bra (the instrumented code
+// must never run on into the copy), then r.copyLabel and the kernel's
+// original code with its labels renamed <label>_gxo (another suffix if
+// taken). The function-scope declarations
 // are not repeated: both copies use them. Statements that never change
 // (.loc, declarations of inner scopes, prototypes) are shared.
 func (r *kernelRewriter) originalCopy() []Stmt {
@@ -179,7 +181,7 @@ func (r *kernelRewriter) originalCopy() []Stmt {
 			case *Label:
 				out = append(out, &Label{Pos: s.Pos, Name: rename[s.Name]})
 			case *Instruction:
-				in := &Instruction{Pos: s.Pos, Guard: copyGuard(s.Guard), Opcode: s.Opcode, Modifiers: s.Modifiers}
+				in := &Instruction{Pos: s.Pos, Guard: copyGuard(s.Guard), Opcode: s.Opcode, Modifiers: slices.Clone(s.Modifiers)}
 				for _, op := range s.Operands {
 					in.Operands = append(in.Operands, copyExpr(op, rename))
 				}
