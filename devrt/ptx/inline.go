@@ -268,12 +268,18 @@ func (c *copier) instruction(in *Instruction, last bool) *Instruction {
 		c.used = true
 		out = mkIns("bra", nil, name(c.end))
 	} else {
-		out = &Instruction{Pos: in.Pos, Opcode: in.Opcode, Modifiers: slices.Clone(in.Modifiers)}
-		for _, op := range in.Operands {
-			out.Operands = append(out.Operands, copyExpr(op, c.rename))
-		}
+		return copyInstruction(in, c.rename)
 	}
 	out.Guard = copyGuard(in.Guard)
+	return out
+}
+
+// copyInstruction copies in deeply, renaming the Names in rename.
+func copyInstruction(in *Instruction, rename map[string]string) *Instruction {
+	out := &Instruction{Pos: in.Pos, Guard: copyGuard(in.Guard), Opcode: in.Opcode, Modifiers: slices.Clone(in.Modifiers)}
+	for _, op := range in.Operands {
+		out.Operands = append(out.Operands, copyExpr(op, rename))
+	}
 	return out
 }
 

@@ -2,7 +2,6 @@ package ptx
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 )
 
@@ -181,11 +180,7 @@ func (r *kernelRewriter) originalCopy() []Stmt {
 			case *Label:
 				out = append(out, &Label{Pos: s.Pos, Name: rename[s.Name]})
 			case *Instruction:
-				in := &Instruction{Pos: s.Pos, Guard: copyGuard(s.Guard), Opcode: s.Opcode, Modifiers: slices.Clone(s.Modifiers)}
-				for _, op := range s.Operands {
-					in.Operands = append(in.Operands, copyExpr(op, rename))
-				}
-				out = append(out, in)
+				out = append(out, copyInstruction(s, rename))
 			case *Targets:
 				t := &Targets{Pos: s.Pos, Directive: s.Directive, Names: make([]string, len(s.Names))}
 				for i, n := range s.Names {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs/nstest"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
 )
@@ -40,7 +41,7 @@ func TestContainerRing(t *testing.T) {
 	require.NoError(t, err)
 	info, err := res.Resolve(child)
 	require.NoError(t, err)
-	ns, err := nsPID("/proc", child)
+	ns, err := nsfs.NSPID("/proc", child)
 	require.NoError(t, err)
 	require.Equal(t, uint32(1), ns)
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
 )
 
@@ -64,7 +65,7 @@ func (s *Source) hostDir(dir string) (int, bool) {
 	if fd, ok := s.hostDirs[dir]; ok {
 		return fd, true
 	}
-	fd, err := openDir(s.hostRoot, dir)
+	fd, err := nsfs.OpenDir(s.hostRoot, dir)
 	if err != nil {
 		return -1, false
 	}
@@ -119,7 +120,7 @@ func (s *Source) scanContainers() {
 func (s *Source) candidatesOf(pid int) []candidate {
 	// A process gone already (its first uprobe events read late) is
 	// looked for in the host's directories.
-	if mnt, err := mountNS(s.opts.ProcRoot, pid); err == nil && mnt != s.hostMnt {
+	if mnt, err := nsfs.MountNS(s.opts.ProcRoot, pid); err == nil && mnt != s.hostMnt {
 		return s.containerCandidates(pid) // the caller closes their directories
 	}
 	var out []candidate
@@ -140,7 +141,7 @@ func (s *Source) candidatesOf(pid int) []candidate {
 // host's mount namespace that maps devrt, each with a descriptor of its
 // directory the caller closes. The maps are read once per process.
 func (s *Source) containerCandidates(pid int) []candidate {
-	mnt, err := mountNS(s.opts.ProcRoot, pid)
+	mnt, err := nsfs.MountNS(s.opts.ProcRoot, pid)
 	if err != nil || mnt == s.hostMnt || s.opts.Resolve == nil {
 		return nil
 	}
@@ -159,7 +160,7 @@ func (s *Source) containerCandidates(pid int) []candidate {
 		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, procmaps.LibraryMatcher(devrtLibrary))
 		if err == nil && len(libs) > 0 {
 			cp.devrt = true
-			cp.nsPID, _ = nsPID(s.opts.ProcRoot, pid)
+			cp.nsPID, _ = nsfs.NSPID(s.opts.ProcRoot, pid)
 		}
 		s.mu.Lock()
 		s.procs[pid] = cp
@@ -171,7 +172,7 @@ func (s *Source) containerCandidates(pid int) []candidate {
 	root := filepath.Join(s.opts.ProcRoot, strconv.Itoa(pid), "root")
 	var out []candidate
 	for _, dir := range s.cfg.Directories {
-		fd, err := openDir(root, dir)
+		fd, err := nsfs.OpenDir(root, dir)
 		if err != nil {
 			continue
 		}

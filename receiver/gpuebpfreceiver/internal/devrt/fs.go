@@ -13,10 +13,6 @@ import (
 // with the device probes' regions): without following links, inside a
 // container's root as if it were "/".
 
-// openDir returns an O_PATH descriptor of dir as seen from root ("" for
-// the collector's own root): nsfs.OpenDir.
-func openDir(root, dir string) (int, error) { return nsfs.OpenDir(root, dir) }
-
 // listRings returns the ring file names in the directory dirfd, those of
 // devrt pid pid only when pid is not 0.
 func listRings(dirfd int, pid uint32) ([]string, error) {
@@ -36,16 +32,3 @@ func openRingFile(dirfd int, name string) (*os.File, error) {
 	}
 	return f, err
 }
-
-// removeRing unlinks name from dirfd if it is still the file (dev, ino).
-func removeRing(dirfd int, name string, dev, ino uint64) error {
-	return nsfs.RemoveIfSame(dirfd, name, dev, ino)
-}
-
-// mountNS identifies the mount namespace of pid.
-func mountNS(procRoot string, pid int) (string, error) { return nsfs.MountNS(procRoot, pid) }
-
-// nsPID is pid's pid in its own (innermost) pid namespace.
-func nsPID(procRoot string, pid int) (uint32, error) { return nsfs.NSPID(procRoot, pid) }
-
-func parseNSpid(status []byte) (uint32, error) { return nsfs.ParseNSPID(status) }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs"
 )
 
 // TestOpenRingFileOnlyOpensRegularFiles: a file named like a ring that is
@@ -41,7 +42,7 @@ func TestOpenRingFileOnlyOpensRegularFiles(t *testing.T) {
 			if err := tt.make(filepath.Join(sub, name)); err != nil {
 				t.Skip("cannot make it here:", err)
 			}
-			dirfd, err := openDir("", sub)
+			dirfd, err := nsfs.OpenDir("", sub)
 			require.NoError(t, err)
 			defer unix.Close(dirfd)
 			f, err := openRingFile(dirfd, name)

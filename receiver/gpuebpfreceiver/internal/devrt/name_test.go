@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs"
 )
 
 func TestParseName(t *testing.T) {
@@ -48,7 +50,7 @@ func TestParseNSpid(t *testing.T) {
 		{"NSpid:\tx\n", 0, `status: NSpid "\tx"`},
 		{"NSpid:\t0\n", 0, `status: NSpid "\t0"`},
 	} {
-		got, err := parseNSpid([]byte(tt.status))
+		got, err := nsfs.ParseNSPID([]byte(tt.status))
 		if tt.err != "" {
 			require.EqualError(t, err, tt.err)
 			continue
@@ -82,7 +84,7 @@ func FuzzParseNSpid(f *testing.F) {
 	f.Add([]byte("NSpid:\t4242\t1\n"))
 	f.Add([]byte("NSpid:"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if v, err := parseNSpid(b); err == nil && v == 0 {
+		if v, err := nsfs.ParseNSPID(b); err == nil && v == 0 {
 			t.Fatal("pid 0 accepted")
 		}
 	})

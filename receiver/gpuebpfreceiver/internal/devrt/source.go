@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
 )
 
@@ -179,7 +180,7 @@ func New(cfg Config, opts Options) *Source {
 	if filepath.Clean(opts.ProcRoot) != "/proc" {
 		s.hostRoot = filepath.Join(opts.ProcRoot, "1", "root")
 	}
-	s.hostMnt, _ = mountNS(opts.ProcRoot, 1)
+	s.hostMnt, _ = nsfs.MountNS(opts.ProcRoot, 1)
 	return s
 }
 
@@ -285,7 +286,7 @@ func (s *Source) retire(e *entry) {
 	for i := range s.removed.Drops {
 		s.removed.Drops[i] += e.last.Drops[i]
 	}
-	err := removeRing(e.dirfd, e.name, e.key.dev, e.key.ino)
+	err := nsfs.RemoveIfSame(e.dirfd, e.name, e.key.dev, e.key.ino)
 	if err != nil {
 		s.log.Debug("cannot remove devrt ring", zap.String("path", e.path), zap.Error(err))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs"
 )
 
 // world is a source over a temporary directory, with processes that are
@@ -368,7 +369,7 @@ func TestSourceProbe(t *testing.T) {
 	w := newWorld(t, nil)
 	// This process's mount namespace is the "host" here (a test may run
 	// outside pid 1's), so its ring is looked for in the directories.
-	w.src.hostMnt, _ = mountNS("/proc", os.Getpid())
+	w.src.hostMnt, _ = nsfs.MountNS("/proc", os.Getpid())
 	pid := uint32(os.Getpid())
 	w.alive(pid, 7)
 	p, _ := w.ring(pid, 5000)
