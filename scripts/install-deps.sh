@@ -15,6 +15,10 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 # devrt's inject test checks its LZ4 decoder against the reference library.
 [ -f /usr/lib/x86_64-linux-gnu/liblz4.so.1 ] || need+=(liblz4-1)
+# The container tests of the devrt ring and device probe sources run their
+# stand-in processes under unshare; the probes' one maps a region with python3.
+command -v unshare >/dev/null || need+=(util-linux)
+command -v python3 >/dev/null || need+=(python3-minimal)
 # --- kernel modules and their qemu tests (kernel-modules/, make kernel-test) ---
 # pahole (dwarves) writes a module's .BTF, without which its struct_ops and
 # kfuncs cannot register; dpkg-deb unpacks the pinned kernel
