@@ -13,8 +13,10 @@ command -v gcc >/dev/null || need+=(gcc)
 # C headers and the static libc (devrt's ringdump is linked -static).
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || need+=(libc6-dev)
 command -v make >/dev/null || need+=(make)
-# devrt's inject test checks its LZ4 decoder against the reference library.
+# devrt's inject test checks its LZ4 decoder, and the Zstandard one it
+# dlopens, against the reference libraries' compressors.
 [ -f /usr/lib/x86_64-linux-gnu/liblz4.so.1 ] || need+=(liblz4-1)
+[ -f /usr/lib/x86_64-linux-gnu/libzstd.so.1 ] || need+=(libzstd1)
 # The container tests of the devrt ring and device probe sources run their
 # stand-in processes under unshare; the probes' one maps a region with python3.
 command -v unshare >/dev/null || need+=(util-linux)

@@ -11,15 +11,26 @@
  * u16 header size, u64 bytes of entries} and entries of a 64-byte (or
  * longer) header {u16 kind (1 PTX, 2 ELF), u16, u32 header size, u64
  * payload size, u32 compressed size, u32, u16 minor, u16 major, u32 sm arch,
- * u32 name offset, u32 name length, u64 flags (0x2000: compressed), u64,
- * u64 decompressed size} followed by the payload.  devrt takes the PTX
- * entry of the highest arch the device can JIT (<= its compute capability),
- * decompresses it if needed (an LZ4 block: see devrt_fatbin_decompress), and
- * reports images without PTX as not instrumentable.
+ * u32 name offset, u32 name length, u64 flags, u64, u64 decompressed size}
+ * followed by the payload.  Flag 0x2000 says the payload is an LZ4 block
+ * (devrt_fatbin_decompress; nvcc --compress-mode=speed), 0x8000 a Zstandard
+ * frame (CUDA 13's nvcc by default, and --compress-mode=size and balance:
+ * seen in nvcc 13.0's output, bench/device/multigpu_check.sh).  devrt takes
+ * the PTX entry of the highest arch the device can JIT (<= its compute
+ * capability), decompresses it if needed, and reports images without PTX as
+ * not instrumentable.  Zstandard is decoded by the system's libzstd.so.1,
+ * dlopened at the first such entry (Debian's and Ubuntu's dpkg need it, so
+ * it is in every image built on them); without it such a module is not
+ * instrumentable (reason COMPRESSED) and runs as it is.  A payload that is
+ * not PTX text once decoded, whatever its flags say, is never sent to the
+ * collector.
  *
  * The image comes from the program with no length: every read is bounded
  * by the sizes the headers claim, each checked against the limits first.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +42,8 @@
 #define FB_ENTRY_HDR 64
 #define FB_KIND_PTX 1
 #define FB_KIND_ELF 2
-#define FB_FLAG_COMPRESSED 0x2000ULL
+#define FB_FLAG_LZ4 0x2000ULL
+#define FB_FLAG_ZSTD 0x8000ULL
 /* A fat binary that claims more than this is not one devrt reads. */
 #define FB_MAX_SIZE (1ULL << 32)
 
@@ -52,6 +64,40 @@ static int is_ptx_text(const char *s)
 	while (is_space(*s))
 		s++;
 	return *s == '/' || *s == '.';
+}
+
+/* libzstd, dlopened at the first Zstandard entry. */
+static struct {
+	size_t (*decompress)(void *, size_t, const void *, size_t);
+	unsigned (*is_error)(size_t);
+} zstd;
+static pthread_once_t zstd_once = PTHREAD_ONCE_INIT;
+
+static void zstd_load(void)
+{
+	void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		devrt_debug("no libzstd.so.1 (%s): Zstandard-compressed PTX "
+			    "is not instrumentable", dlerror());
+		return;
+	}
+	*(void **)&zstd.decompress = dlsym(h, "ZSTD_decompress");
+	*(void **)&zstd.is_error = dlsym(h, "ZSTD_isError");
+	if (!zstd.decompress || !zstd.is_error)
+		zstd.decompress = NULL;
+}
+
+long devrt_fatbin_unzstd(const unsigned char *in, size_t in_len,
+			 unsigned char *out, size_t out_len)
+{
+	size_t n;
+
+	pthread_once(&zstd_once, zstd_load);
+	if (!zstd.decompress)
+		return -1;
+	n = zstd.decompress(out, out_len, in, in_len);
+	return zstd.is_error(n) || n != out_len ? -1 : (long)n;
 }
 
 /*
@@ -109,6 +155,27 @@ long devrt_fatbin_decompress(const unsigned char *in, size_t in_len,
 	return op == out_len ? (long)op : -1;
 }
 
+/* A fat binary's PTX entry, decoded: PTX text, or (a compression devrt
+ * does not know, flags it misreads) not instrumentable. */
+static int found(struct devrt_ptx *out, const char *ptx, size_t len,
+		 char *owned)
+{
+	size_t i = 0;
+
+	while (i < len && is_space(ptx[i]))
+		i++;
+	if (i == len || (ptx[i] != '/' && ptx[i] != '.')) {
+		free(owned);
+		out->reason = GPUEXT_INJ_R_COMPRESSED;
+		return -1;
+	}
+	out->ptx = ptx;
+	out->len = len;
+	out->owned = owned;
+	out->reason = GPUEXT_INJ_R_NONE;
+	return 0;
+}
+
 static int fatbin_ptx(const unsigned char *fb, __u32 sm_arch,
 		      struct devrt_ptx *out)
 {
@@ -148,22 +215,21 @@ static int fatbin_ptx(const unsigned char *fb, __u32 sm_arch,
 	}
 	{
 		__u32 ehdr = rd32(best + 4), csize = rd32(best + 16);
-		__u64 esize = rd64(best + 8), flags = rd64(best + 48);
+		__u64 esize = rd64(best + 8), flags = rd64(best + 40);
 		__u64 dsize = rd64(best + 56);
 		const char *payload = (const char *)best + ehdr;
 		char *buf;
 
-		if (!(flags & FB_FLAG_COMPRESSED)) {
+		if (!(flags & (FB_FLAG_LZ4 | FB_FLAG_ZSTD))) {
 			if (esize > GPUEXT_INJ_MAX_PTX) {
 				out->reason = GPUEXT_INJ_R_TOO_LARGE;
 				return -1;
 			}
-			out->ptx = payload;
-			out->len = strnlen(payload, esize);
-			out->reason = GPUEXT_INJ_R_NONE;
-			return 0;
+			return found(out, payload, strnlen(payload, esize), NULL);
 		}
-		if (csize > esize || !dsize) {
+		if (csize > esize || !dsize ||
+		    (flags & (FB_FLAG_LZ4 | FB_FLAG_ZSTD)) ==
+			    (FB_FLAG_LZ4 | FB_FLAG_ZSTD)) {
 			out->reason = GPUEXT_INJ_R_COMPRESSED;
 			return -1;
 		}
@@ -176,18 +242,18 @@ static int fatbin_ptx(const unsigned char *fb, __u32 sm_arch,
 			out->reason = GPUEXT_INJ_R_NO_MEMORY;
 			return -1;
 		}
-		if (devrt_fatbin_decompress((const unsigned char *)payload,
-					    csize, (unsigned char *)buf,
-					    dsize) < 0) {
+		if ((flags & FB_FLAG_ZSTD ?
+			     devrt_fatbin_unzstd((const unsigned char *)payload,
+						 csize, (unsigned char *)buf,
+						 dsize) :
+			     devrt_fatbin_decompress((const unsigned char *)payload,
+						     csize, (unsigned char *)buf,
+						     dsize)) < 0) {
 			free(buf);
 			out->reason = GPUEXT_INJ_R_COMPRESSED;
 			return -1;
 		}
-		out->owned = buf;
-		out->ptx = buf;
-		out->len = strnlen(buf, dsize);
-		out->reason = GPUEXT_INJ_R_NONE;
-		return 0;
+		return found(out, buf, strnlen(buf, dsize), buf);
 	}
 }
 

@@ -131,6 +131,10 @@ extern __u64 devrt_triton_entries_read;
  * written, or -1 if in is malformed or does not fill exactly out_len. */
 long devrt_fatbin_decompress(const unsigned char *in, size_t in_len,
 			     unsigned char *out, size_t out_len);
+/* A Zstandard frame (libzstd.so.1, dlopened), the same contract; also -1
+ * without libzstd. */
+long devrt_fatbin_unzstd(const unsigned char *in, size_t in_len,
+			 unsigned char *out, size_t out_len);
 /* Up to max .entry names of PTX text, NUL-separated into buf (size cap):
  * returns the count, *used the bytes. */
 __u32 devrt_ptx_entries(const char *ptx, size_t len, char *buf, size_t cap,

@@ -4,7 +4,9 @@
  * SHA-256 against FIPS 180-4's examples and Python's hashlib at the block
  * boundaries, the LZ4 block decompression of compressed fat binary entries
  * against the reference LZ4 library's compressor (liblz4.so.1, dlopened:
- * apt and systemd depend on it) and hand-made blocks, finding the PTX in
+ * apt and systemd depend on it) and hand-made blocks, Zstandard entries
+ * (libzstd.so.1's compressor, dpkg depends on it), the fat binaries nvcc
+ * 13.0 writes in each compression mode (tests/testdata), finding the PTX in
  * PTX text, cubins, fat binaries and nvcc's wrapper, and the .entry scan.
  * Exits 1 at the first failure, saying which.
  */
@@ -161,6 +163,29 @@ static int lz4_compress(const char *src, int n, char *dst, int cap)
 	return fn ? fn(src, dst, n, cap) : -1;
 }
 
+typedef size_t (*zstd_compress_fn)(void *, size_t, const void *, size_t, int);
+typedef unsigned (*zstd_is_error_fn)(size_t);
+
+/* The reference compressor: libzstd.so.1's, level 19 (as nvcc's size mode). */
+static long zstd_compress(const char *src, size_t n, char *dst, size_t cap)
+{
+	void *h = dlopen("libzstd.so.1", RTLD_NOW);
+	zstd_compress_fn fn;
+	zstd_is_error_fn err;
+	size_t c;
+
+	if (!h) {
+		fprintf(stderr, "inject_test: libzstd.so.1: %s\n", dlerror());
+		exit(1);
+	}
+	fn = (zstd_compress_fn)dlsym(h, "ZSTD_compress");
+	err = (zstd_is_error_fn)dlsym(h, "ZSTD_isError");
+	if (!fn || !err)
+		return -1;
+	c = fn(dst, cap, src, n, 19);
+	return err(c) ? -1 : (long)c;
+}
+
 static void test_lz4_reference(void)
 {
 	const char *ptx = ptx_sample();
@@ -179,7 +204,7 @@ static void test_lz4_reference(void)
 struct entry {
 	unsigned short kind;   /* 1 PTX, 2 ELF */
 	unsigned int arch;
-	int compressed;
+	int compressed;        /* entry flag: 0, 0x2000 (LZ4), 0x8000 (zstd) */
 	const void *payload;
 	size_t len, dlen;      /* payload bytes; decompressed bytes */
 };
@@ -208,7 +233,7 @@ static size_t put_fatbin(unsigned char *b, const struct entry *e, int n)
 		u32 = e[i].compressed ? (unsigned int)e[i].len : 0;
 		memcpy(h + 16, &u32, 4);
 		memcpy(h + 28, &e[i].arch, 4);
-		v = 0x11 | (e[i].compressed ? 0x2000 : 0), memcpy(h + 48, &v, 8);
+		v = 0x11 | (unsigned int)e[i].compressed, memcpy(h + 40, &v, 8);
 		v = e[i].compressed ? e[i].dlen : 0, memcpy(h + 56, &v, 8);
 		if (e[i].kind == 1) {
 			u32 = 64, memcpy(h + 20, &u32, 4);
@@ -264,7 +289,7 @@ static void test_image(void)
 
 	/* a compressed PTX entry */
 	c = lz4_compress(big, (int)strlen(big) + 1, comp, sizeof(comp));
-	e[0] = (struct entry){ 1, 80, 1, comp, (size_t)c, strlen(big) + 1 };
+	e[0] = (struct entry){ 1, 80, 0x2000, comp, (size_t)c, strlen(big) + 1 };
 	put_fatbin(b, e, 1);
 	CHECK(devrt_image_ptx(fb, 90, &px) == 0 && px.owned && px.len == strlen(big) &&
 	      !memcmp(px.ptx, big, px.len));
@@ -274,6 +299,34 @@ static void test_image(void)
 	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED &&
 	      !px.owned);
 
+	/* Zstandard: decoded; a damaged frame, a size that does not match,
+	 * both compression flags, a payload that is not PTX text */
+	c = zstd_compress(big, strlen(big) + 1, comp, sizeof(comp));
+	CHECK(c > 0);
+	e[0] = (struct entry){ 1, 80, 0x8000, comp, (size_t)c, strlen(big) + 1 };
+	put_fatbin(b, e, 1);
+	CHECK(devrt_image_ptx(fb, 90, &px) == 0 && px.owned && px.len == strlen(big) &&
+	      !memcmp(px.ptx, big, px.len));
+	free(px.owned);
+	e[0].dlen--;
+	put_fatbin(b, e, 1);
+	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED &&
+	      !px.owned);
+	e[0].dlen++;
+	e[0].len = (size_t)c - 8;	/* the frame cut short */
+	put_fatbin(b, e, 1);
+	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
+	e[0].len = (size_t)c;
+	e[0].compressed = 0xa000;
+	put_fatbin(b, e, 1);
+	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
+	e[0] = (struct entry){ 1, 80, 0x4000, comp, (size_t)c, 0 };	/* unknown */
+	put_fatbin(b, e, 1);
+	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
+	e[0] = (struct entry){ 1, 80, 0, "\n\n ", 4, 0 };	/* blanks only */
+	put_fatbin(b, e, 1);
+	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
+
 	/* sizes that run past the fat binary */
 	e[0] = (struct entry){ 1, 80, 0, ptx80, sizeof(ptx80), 0 };
 	put_fatbin(b, e, 1);
@@ -282,6 +335,51 @@ static void test_image(void)
 	put_fatbin(b, e, 1);
 	b[16 + 4] = 63;	/* an entry header shorter than 64 bytes */
 	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
+}
+
+/* What nvcc 13.0 writes (tests/testdata/README.md): every compression
+ * mode gives the same PTX, with its two kernels. */
+static void test_nvcc13(void)
+{
+	static const char *modes[] = { "none", "default", "size", "speed" };
+	static unsigned long long fb[4][1024];
+	struct devrt_ptx px[4];
+	char names[256];
+	size_t used;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		char path[512];
+		FILE *f;
+		size_t n;
+
+		snprintf(path, sizeof(path), "%s/nvcc13_%s.fatbin", TESTDATA, modes[i]);
+		f = fopen(path, "re");
+		CHECK(f != NULL);
+		if (!f)
+			return;
+		n = fread(fb[i], 1, sizeof(fb[i]), f);
+		fclose(f);
+		CHECK(n > 16 && n < sizeof(fb[i]));
+		CHECK(devrt_image_ptx(fb[i], 90, &px[i]) == 0);
+		if (px[i].reason != GPUEXT_INJ_R_NONE) {
+			fprintf(stderr, "inject_test: nvcc13_%s.fatbin: reason %u\n",
+				modes[i], px[i].reason);
+			return;
+		}
+		CHECK(px[i].image == GPUEXT_INJ_IMAGE_FATBIN);
+		CHECK((px[i].owned != NULL) == (i > 0));
+	}
+	CHECK(px[0].len == 2136);	/* the compressed entries: 2137, its NUL too */
+	for (i = 1; i < 4; i++)
+		CHECK(px[i].len == px[0].len && !memcmp(px[i].ptx, px[0].ptx, px[0].len));
+	CHECK(devrt_ptx_entries(px[0].ptx, px[0].len, names, sizeof(names), &used) == 2);
+	CHECK(used == sizeof("mg_vec_add") + sizeof("mg_imbalanced") &&
+	      !strcmp(names, "mg_vec_add") && !strcmp(names + sizeof("mg_vec_add"), "mg_imbalanced"));
+	/* compute_90 PTX is too new for an sm_80 device */
+	CHECK(devrt_image_ptx(fb[1], 80, &px[0]) == -1 && px[0].reason == GPUEXT_INJ_R_BAD_IMAGE);
+	for (i = 1; i < 4; i++)
+		free(px[i].owned);
 }
 
 static void test_entries(void)
@@ -392,6 +490,7 @@ int main(void)
 	test_lz4_blocks();
 	test_lz4_reference();
 	test_image();
+	test_nvcc13();
 	test_entries();
 	test_triton_cache();
 	if (failed)

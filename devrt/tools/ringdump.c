@@ -25,6 +25,9 @@
  *   {"ring":N,"kind":"gpu_exec","api":..,"flags":..,"pid":..,"tid":..,
  *    "call_start":..,"gpu_start":..,"gpu_end":..,"stream":..,"handle":..,
  *    "bytes":..,"corr":..}
+ *   {"ring":N,"kind":"inject","api":..,"flags":..,"pid":..,"tid":..,"ts":..,
+ *    "module":..,"patched":..,"shared_dptr":..,"outcome":..,"reason":..,
+ *    "cuda_result":..,"kernels":..,"sm_arch":..,"text":".."}
  * and per ring (after its records, or at the end with --follow):
  *   {"ring":N,"kind":"header","path":..,"pid":..,"start_time":..,
  *    "created_ns":..,"state":..,"disabled_reason":..,"capacity":..,
@@ -151,6 +154,25 @@ static void print_event(const struct ring *r, const void *buf, __u32 len)
 		       (unsigned long long)x->stream,
 		       (unsigned long long)x->handle,
 		       (unsigned long long)x->bytes, x->corr);
+		return;
+	}
+	if (e->kind == GPUEXT_KIND_INJECT &&
+	    len == sizeof(struct gpuext_inject_event)) {
+		const struct gpuext_inject_event *x = buf;
+
+		printf("{\"ring\":%d,\"kind\":\"inject\",\"api\":%u,\"flags\":%u,"
+		       "\"pid\":%u,\"tid\":%u,\"ts\":%llu,\"module\":%llu,"
+		       "\"patched\":%llu,\"shared_dptr\":%llu,\"outcome\":%u,"
+		       "\"reason\":%u,\"cuda_result\":%d,\"kernels\":%u,"
+		       "\"sm_arch\":%u,\"text\":",
+		       r->id, x->api, x->flags, x->pid, x->tid,
+		       (unsigned long long)x->ts_ns,
+		       (unsigned long long)x->module,
+		       (unsigned long long)x->patched,
+		       (unsigned long long)x->shared_dptr, x->outcome,
+		       x->reason, x->cuda_result, x->kernels, x->sm_arch);
+		json_string(x->text, sizeof(x->text));
+		printf("}\n");
 		return;
 	}
 	if (len != sizeof(struct gpuext_event) &&

@@ -538,7 +538,7 @@ static const void *build_fatbin(const char *ptx, unsigned int arch)
 	u32 = 64, memcpy(e + 20, &u32, 4);
 	u16 = 8, memcpy(e + 26, &u16, 2);
 	memcpy(e + 28, &arch, 4);
-	memcpy(e + 48, &flags, 8);
+	memcpy(e + 40, &flags, 8);
 	memcpy(e + 72, ptx, strlen(ptx));
 	off += 72 + plen;
 	/* ELF */
@@ -548,7 +548,7 @@ static const void *build_fatbin(const char *ptx, unsigned int arch)
 	u32 = 64, memcpy(e + 4, &u32, 4);
 	size = sizeof(sass_cubin), memcpy(e + 8, &size, 8);
 	u32 = 90, memcpy(e + 28, &u32, 4);
-	memcpy(e + 48, &flags, 8);
+	memcpy(e + 40, &flags, 8);
 	memcpy(e + 64, sass_cubin, sizeof(sass_cubin));
 	off += 64 + sizeof(sass_cubin);
 	size = off - 16, memcpy(b + 8, &size, 8);
