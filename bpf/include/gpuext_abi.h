@@ -891,6 +891,33 @@ struct gpuext_inj_init {
 };
 
 /*
+ * struct gpuext_devmaps_info - the device a region belongs to. A region
+ * file is the region's page-rounded bytes (region_len, what devrt's copies
+ * of the device memory overwrite) and one more page that only devrt's
+ * creation writes: this record fills the last GPUEXT_DEVMAPS_INFO_SIZE
+ * bytes of the file. A file without it (or with another magic) names no
+ * device. 64 bytes.
+ */
+#define GPUEXT_DEVMAPS_INFO_MAGIC 0x4f464e49U /* "INFO" */
+#define GPUEXT_DEVMAPS_INFO_VERSION 1
+#define GPUEXT_DEVMAPS_INFO_SIZE 64
+#define GPUEXT_DEVMAPS_TRAILER 4096   /* bytes after region_len */
+#define GPUEXT_DMI_UUID (1U << 0)     /* uuid holds cuDeviceGetUuid's bytes */
+
+struct gpuext_devmaps_info {
+	__u32 magic;       /* GPUEXT_DEVMAPS_INFO_MAGIC */
+	__u16 version;     /* GPUEXT_DEVMAPS_INFO_VERSION */
+	__u16 size;        /* sizeof(struct gpuext_devmaps_info) */
+	__u64 region_len;  /* the file's bytes before the trailer page */
+	__s32 device;      /* the context's CUdevice (the process's ordinal,
+	                    * after CUDA_VISIBLE_DEVICES) */
+	__u32 flags;       /* GPUEXT_DMI_* */
+	__u8 uuid[16];     /* the GPU's UUID (hw.id "GPU-" + its 8-4-4-4-12 hex) */
+	__u64 ctx;         /* the CUcontext */
+	__u64 _reserved[2];
+};
+
+/*
  * struct gpuext_inject_event - what devrt did with one module load: one
  * record per load of an image with PTX (or none) while an injection socket
  * exists; written to the ring after the load call's own record. One slot:
@@ -933,6 +960,9 @@ enum gpuext_inj_reason {
 #define GPUEXT_IF_COLLECTOR_CACHE (1U << 0) /* the collector answered from its cache */
 #define GPUEXT_IF_LIBRARY (1U << 1)         /* module and patched are CUlibrary handles */
 #define GPUEXT_IF_REGION_SHARED (1U << 2)   /* the region was made for an earlier module */
+#define GPUEXT_IF_OTHER_CONTEXT (1U << 3)   /* not a load: a patched library's binding to
+                                             * another context, at the first launch of one
+                                             * of its kernels there (PATCHED or FAILED) */
 
 struct gpuext_inject_event {
 	__u16 kind;        /* GPUEXT_KIND_INJECT */

@@ -11,6 +11,7 @@ package devrttest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -21,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +60,13 @@ type launched struct {
 	Patched  bool   `json:"patched"`
 	Shared   string `json:"shared"`
 	Device   int    `json:"shared_device"` // the device allocation it points into
+	// Contexts: the module's global in each context it was asked for in,
+	// and the launches of its kernels there.
+	Contexts []struct {
+		Ctx      string `json:"ctx"`
+		Shared   string `json:"shared"`
+		Launches int    `json:"launches"`
+	} `json:"contexts"`
 }
 
 // injectRun is one run of the inject scenario.
@@ -74,12 +83,17 @@ type injectRun struct {
 // its ring in dir and env added.
 func runInject(t *testing.T, h *harness, devrt bool, dir string, env ...string) *injectRun {
 	t.Helper()
+	return runInjectScenario(t, h, devrt, dir, "inject", env...)
+}
+
+func runInjectScenario(t *testing.T, h *harness, devrt bool, dir, scenario string, env ...string) *injectRun {
+	t.Helper()
 	lf := filepath.Join(t.TempDir(), "launches.json")
 	env = append(env, "FAKECUDA_LAUNCH_FILE="+lf)
 	if devrt {
 		env = append(env, "GPUEXT_DEVRT_DIR="+dir)
 	}
-	cmd, r := h.command(opts{devrt: devrt, env: env}, "inject", strconv.Itoa(injectN))
+	cmd, r := h.command(opts{devrt: devrt, env: env}, scenario, strconv.Itoa(injectN))
 	out, err := cmd.Output()
 	require.NoError(t, err, "workload: %s", out)
 	h.finish(r, out)
@@ -386,7 +400,13 @@ func TestInjectRegionMirror(t *testing.T) {
 	require.NotNil(t, s.f, "the region file was seen")
 	defer s.f.Close()
 	// Published whole: never seen shorter or without its initial contents.
-	require.Len(t, s.first, 8192, "the region file's size when first seen")
+	require.Equal(t, 8192+devrtinject.DeviceTrailer, len(s.first), "the region file's size when first seen")
+	d, ok, err := devrtinject.ReadDeviceInfo(bytes.NewReader(s.first), int64(len(s.first)))
+	require.NoError(t, err)
+	require.True(t, ok, "its device record")
+	require.Equal(t, devrtinject.DeviceInfo{RegionLen: 8192, UUID: [16]byte([]byte("fakecuda-gpu\x00\x00\x00\x00")),
+		HasUUID: true, Ctx: d.Ctx}, d)
+	require.NotZero(t, d.Ctx)
 	require.Equal(t, hdr, s.first[:128], "the initial contents when first seen")
 	require.Equal(t, []byte("tail-hdr"), s.first[4096:4104])
 	left, err := filepath.Glob(filepath.Join(dir, ".gpuext-devmaps-*"))
@@ -415,6 +435,88 @@ func TestInjectRegionMirror(t *testing.T) {
 		}
 		require.Zero(t, c, "byte %d", i)
 	}
+}
+
+// TestInjectLibraryContexts: a library's CUkernel launched in two contexts,
+// as the CUDA runtime launches a program's kernels on two GPUs. The twin
+// is bound in each context to that context's own region (before, only in
+// the context of the load: elsewhere its global stayed 0 and the probes
+// did nothing), each region counts exactly its context's launches, and
+// each region file names its device.
+func TestInjectLibraryContexts(t *testing.T) {
+	h := newHarness(t)
+	dir := shortSocketDir(t)
+	const counter = 2048 // the word the fake "probe" adds to
+	serve(t, dir, &injecttest.Patcher{SharedSize: 5000})
+
+	// Region files are removed at the unload: keep each open once seen.
+	done := make(chan struct{})
+	got := make(chan map[string]*os.File, 1)
+	go func() {
+		files := map[string]*os.File{}
+		defer func() { got <- files }()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			paths, _ := filepath.Glob(filepath.Join(dir, "gpuext-devmaps-*.maps"))
+			for _, p := range paths {
+				if files[p] == nil {
+					if f, err := os.Open(p); err == nil {
+						files[p] = f
+					}
+				}
+			}
+		}
+	}()
+	ir := runInjectScenario(t, h, true, dir, "inject-contexts", "FAKECUDA_DEVICE_BACKING=1",
+		"FAKECUDA_PROBE_COUNTER="+strconv.Itoa(counter),
+		"GPUEXT_DEVRT_PROBE_SYNC_MS=5", "WORKLOAD_INJECT_HOLD_MS=200")
+	close(done)
+	files := <-got
+	byCtx := map[uint64]uint64{}
+	for _, f := range files {
+		defer f.Close()
+		b, err := io.ReadAll(f)
+		require.NoError(t, err)
+		require.Len(t, b, 8192+devrtinject.DeviceTrailer, "the region's pages, then the device record's")
+		d, ok, err := devrtinject.ReadDeviceInfo(bytes.NewReader(b), int64(len(b)))
+		require.NoError(t, err)
+		require.True(t, ok, "a device record")
+		require.Equal(t, uint64(8192), d.RegionLen)
+		require.Equal(t, int32(0), d.Device)
+		require.Equal(t, "GPU-66616b65-6375-6461-2d67-707500000000", d.HWID(), `"fakecuda-gpu"`)
+		byCtx[d.Ctx] = binary.LittleEndian.Uint64(b[counter:])
+	}
+	ctx := func(name string) uint64 {
+		v, err := strconv.ParseUint(strings.TrimPrefix(ir.handles[name], "0x"), 16, 64)
+		require.NoError(t, err, name)
+		return v
+	}
+	require.Equal(t, map[uint64]uint64{ctx("primary"): 2 * injectN, ctx("other"): 3 * injectN}, byCtx,
+		"one region per context, each with that context's launches of the twin")
+	orig, twin := ir.launchesOf("add_kernel")
+	require.Equal(t, [2]int{0, 5 * injectN}, [2]int{orig, twin}, "every launch ran the twin")
+
+	var loads, binds []devrtinject.Event
+	for _, e := range ir.events {
+		if e.Flags&devrtinject.FlagOtherContext != 0 {
+			binds = append(binds, e)
+		} else {
+			loads = append(loads, e)
+		}
+	}
+	require.Len(t, loads, 1)
+	require.Equal(t, devrtinject.OutPatched, loads[0].Outcome)
+	require.Len(t, binds, 1, "one binding, at the first launch in the second context")
+	require.Equal(t, devrtinject.OutPatched, binds[0].Outcome)
+	require.Equal(t, uint16(devrtinject.FlagLibrary|devrtinject.FlagOtherContext), binds[0].Flags)
+	require.Equal(t, loads[0].Module, binds[0].Module)
+	require.Equal(t, loads[0].Patched, binds[0].Patched)
+	require.NotZero(t, binds[0].SharedDptr)
+	require.NotEqual(t, loads[0].SharedDptr, binds[0].SharedDptr, "the second context's own region")
 }
 
 // renamer answers PATCHED with kernels that are not in the module.

@@ -28,6 +28,7 @@ enum {
 
 typedef unsigned long long CUdeviceptr;
 typedef int CUdevice;
+typedef struct { char bytes[16]; } CUuuid;
 typedef unsigned long long cuuint64_t;
 
 typedef struct CUctx_st *CUcontext;

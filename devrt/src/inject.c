@@ -25,6 +25,17 @@
  *      (devrt_inject_fn in inject.h: one relaxed load while nothing is
  *      patched; otherwise a lock-free probe of an open-addressing table).
  *
+ * A library is context-independent: the CUDA runtime (CUDA 12 and later)
+ * loads a program's fat binary once and launches its CUkernels in every
+ * context, one per GPU.  The twin's __gpuext_shared is set in the context
+ * current at the load only; in any other it is 0 and the probes would do
+ * nothing.  So a CUkernel's redirect carries the library's binding (struct
+ * lib_bind): the launch asks the driver for the current context
+ * (cuCtxGetCurrent) and runs the twin there only once it is bound there
+ * (the first launch in a new context makes or finds that context's region
+ * and writes its pointer into the twin's global in that context; a record
+ * with GPUEXT_IF_OTHER_CONTEXT says how that went), else the original.
+ *
  * cuModuleGetFunction is not touched: the program only ever sees original
  * handles.  cuModuleUnload / cuLibraryUnload of an original removes its
  * redirects, then unloads the patched twin and lets go of the region (the
@@ -102,6 +113,7 @@ static struct {
 	CUresult (*dev_attr)(int *, int, CUdevice);
 	CUresult (*mod_global)(CUdeviceptr *, size_t *, CUmodule, const char *);
 	CUresult (*lib_global)(CUdeviceptr *, size_t *, CUlibrary, const char *);
+	CUresult (*ctx_get)(CUcontext *);
 } idrv;
 
 static pthread_once_t idrv_once = PTHREAD_ONCE_INIT;
@@ -112,6 +124,7 @@ static void idrv_load(void)
 	devrt_driver_sym_into(&idrv.dev_attr, "cuDeviceGetAttribute");
 	devrt_driver_sym_into(&idrv.mod_global, "cuModuleGetGlobal_v2");
 	devrt_driver_sym_into(&idrv.lib_global, "cuLibraryGetGlobal");
+	devrt_driver_sym_into(&idrv.ctx_get, "cuCtxGetCurrent");
 }
 
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
@@ -146,10 +159,38 @@ static __u32 sm_arch(void)
 #define RD_SLOTS (1U << 16)
 #define RD_MAX (RD_SLOTS / 4 * 3)
 
+struct lib_bind;
+
 struct rd_slot {
 	void *key;
 	void *val;
+	struct lib_bind *lib;   /* a library's CUkernel: bound per context */
 };
+
+/*
+ * The contexts a patched library's twin was bound in (its global set to
+ * that context's region), or failed to be.  Published entries never
+ * change; lookups read them without a lock.  Never freed: a launch may
+ * still hold one after its module's unload (a few hundred bytes per
+ * patched library).
+ */
+#define LIB_CTXS 32
+
+struct lib_bind {
+	void *orig;             /* the program's CUlibrary (records) */
+	void *twin;             /* the twin; NULL once unloaded (inj_lock) */
+	__u64 size, version;    /* the probe set's region */
+	__u8 *init;             /* its initial contents (NULL once unloaded) */
+	size_t init_len;
+	__u32 n;                /* entries below, published (release) */
+	struct {
+		CUcontext ctx;
+		struct devrt_region *region; /* other contexts' (the load's: the module's) */
+		int ok;
+	} c[LIB_CTXS];
+};
+
+static void *lib_twin(struct lib_bind *b, void *orig, void *twin);
 
 static struct rd_slot rd_tab[RD_SLOTS];
 static __u32 rd_keys;
@@ -160,24 +201,45 @@ static inline __u32 rd_hash(const void *p)
 	return (__u32)devrt_ptr_mix(p) & (RD_SLOTS - 1);
 }
 
-void *devrt_inject_lookup(void *fn)
+/* The twin of fn (NULL if none) and, for a library's CUkernel, its
+ * binding. */
+static void *rd_find(void *fn, struct lib_bind **lib)
 {
 	__u32 i;
-	void *k, *v;
+	void *k;
 
 	for (i = rd_hash(fn);; i = (i + 1) & (RD_SLOTS - 1)) {
 		k = __atomic_load_n(&rd_tab[i].key, __ATOMIC_ACQUIRE);
 		if (!k)
-			return fn;
+			return NULL;
 		if (k == fn) {
-			v = __atomic_load_n(&rd_tab[i].val, __ATOMIC_ACQUIRE);
-			return v ? v : fn;
+			*lib = __atomic_load_n(&rd_tab[i].lib, __ATOMIC_ACQUIRE);
+			return __atomic_load_n(&rd_tab[i].val, __ATOMIC_ACQUIRE);
 		}
 	}
 }
 
+void *devrt_inject_lookup(void *fn)
+{
+	struct lib_bind *lib;
+	void *v = rd_find(fn, &lib);
+
+	if (!v)
+		return fn;
+	return lib ? lib_twin(lib, fn, v) : v;
+}
+
+/* The twin whatever the context (settings, which name a device). */
+static void *inject_twin(void *fn)
+{
+	struct lib_bind *lib;
+	void *v = rd_find(fn, &lib);
+
+	return v ? v : fn;
+}
+
 /* Caller holds inj_lock.  val NULL clears key.  -1 if the table is full. */
-static int rd_set(void *key, void *val)
+static int rd_set(void *key, void *val, struct lib_bind *lib)
 {
 	__u32 i;
 	void *old;
@@ -185,6 +247,9 @@ static int rd_set(void *key, void *val)
 	for (i = rd_hash(key);; i = (i + 1) & (RD_SLOTS - 1)) {
 		if (rd_tab[i].key == key) {
 			old = rd_tab[i].val;
+			if (val)
+				__atomic_store_n(&rd_tab[i].lib, lib,
+						 __ATOMIC_RELEASE);
 			__atomic_store_n(&rd_tab[i].val, val, __ATOMIC_RELEASE);
 			if (old && !val)
 				__atomic_sub_fetch(&devrt_inj_live, 1,
@@ -202,6 +267,7 @@ static int rd_set(void *key, void *val)
 	if (rd_keys >= RD_MAX)
 		return -1;
 	rd_keys++;
+	__atomic_store_n(&rd_tab[i].lib, lib, __ATOMIC_RELAXED);
 	__atomic_store_n(&rd_tab[i].val, val, __ATOMIC_RELAXED);
 	__atomic_store_n(&rd_tab[i].key, key, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&devrt_inj_live, 1, __ATOMIC_RELEASE);
@@ -217,7 +283,9 @@ struct inj_mod {
 	int lib;                /* CUlibrary handles */
 	__u32 nkeys;
 	void **keys;            /* redirected originals */
+	__u8 *kernel_key;       /* per pair of keys before publish: a CUkernel's */
 	struct devrt_region *region; /* the shared region, or NULL */
+	struct lib_bind *lb;    /* a library with a region: its contexts */
 };
 
 static struct inj_mod *mods;
@@ -237,10 +305,28 @@ static void patched_unload(struct inj_mod *m)
 
 static void mod_free(struct inj_mod *m)
 {
+	struct lib_bind *b = m->lb;
+	__u32 i, n = 0;
+
+	if (b) {
+		pthread_mutex_lock(&inj_lock);
+		b->twin = NULL;	/* no more bindings */
+		n = b->n;
+		pthread_mutex_unlock(&inj_lock);
+	}
 	/* The twin first: no launch of it may run on a freed region. */
 	patched_unload(m);
 	devrt_region_put(m->region);
 	m->region = NULL;
+	for (i = 0; b && i < n; i++) {
+		devrt_region_put(b->c[i].region);
+		b->c[i].region = NULL;
+	}
+	if (b) {
+		free(b->init);
+		b->init = NULL;
+	}
+	free(m->kernel_key);
 	free(m->keys);
 	free(m);
 }
@@ -263,22 +349,23 @@ static void emit(struct inj_try *x, __u32 outcome, __u32 reason)
 	devrt_ring_write(e, sizeof(*e));
 }
 
-/* Writes dptr into the patched module's __gpuext_shared. */
-static int region_bind(struct inj_mod *m, CUdeviceptr dptr, CUresult *res,
-		       const char **step)
+/* Writes dptr into the patched module's (lib: library's) __gpuext_shared,
+ * in the current context. */
+static int region_bind(int lib, void *patched, CUdeviceptr dptr,
+		       CUresult *res, const char **step)
 {
 	htod_fn htod = (htod_fn)devrt_real(DEVRT_SYM_cuMemcpyHtoD_v2);
 	CUdeviceptr g = 0;
 	size_t gsize = 0;
 
 	*step = "driver: no cuModuleGetGlobal";
-	if (!htod || !(m->lib ? (void *)idrv.lib_global : (void *)idrv.mod_global))
+	if (!htod || !(lib ? (void *)idrv.lib_global : (void *)idrv.mod_global))
 		return -1;
-	*step = m->lib ? "cuLibraryGetGlobal" : "cuModuleGetGlobal";
-	*res = m->lib ? idrv.lib_global(&g, &gsize, m->patched,
-					GPUEXT_INJ_SHARED_GLOBAL) :
-			idrv.mod_global(&g, &gsize, m->patched,
-					GPUEXT_INJ_SHARED_GLOBAL);
+	*step = lib ? "cuLibraryGetGlobal" : "cuModuleGetGlobal";
+	*res = lib ? idrv.lib_global(&g, &gsize, patched,
+				     GPUEXT_INJ_SHARED_GLOBAL) :
+		     idrv.mod_global(&g, &gsize, patched,
+				     GPUEXT_INJ_SHARED_GLOBAL);
 	if (*res != CUDA_SUCCESS)
 		return -1;
 	if (gsize != sizeof(dptr)) {
@@ -303,7 +390,8 @@ static int resolve(struct inj_mod *m, const char *names, __u32 n,
 	/* A library kernel is launched by its CUkernel or by the CUfunction
 	 * of the current context: both are keys (two pairs per kernel). */
 	m->keys = calloc((size_t)n * 4, sizeof(void *));
-	if (!m->keys || (m->lib ? !get_kern : !get_fn))
+	m->kernel_key = calloc((size_t)n * 2, 1);
+	if (!m->keys || !m->kernel_key || (m->lib ? !get_kern : !get_fn))
 		return -1;
 	for (i = 0; i < n; i++, s += strlen(s) + 1) {
 		void *o = NULL, *p = NULL;
@@ -315,6 +403,7 @@ static int resolve(struct inj_mod *m, const char *names, __u32 n,
 					get_fn((CUfunction *)&p, m->patched, s);
 		if (*res != CUDA_SUCCESS || !o || !p)
 			return -1;
+		m->kernel_key[m->nkeys / 2] = (__u8)m->lib;
 		m->keys[m->nkeys++] = o;
 		m->keys[m->nkeys++] = p;
 		if (m->lib && kern_fn) {
@@ -338,9 +427,10 @@ static int publish(struct inj_mod *m)
 
 	pthread_mutex_lock(&inj_lock);
 	for (i = 0; i < m->nkeys; i += 2) {
-		if (rd_set(m->keys[i], m->keys[i + 1])) {
+		if (rd_set(m->keys[i], m->keys[i + 1],
+			   m->kernel_key[i / 2] ? m->lb : NULL)) {
 			for (j = 0; j < i; j += 2)
-				rd_set(m->keys[j], NULL);
+				rd_set(m->keys[j], NULL, NULL);
 			pthread_mutex_unlock(&inj_lock);
 			return -1;
 		}
@@ -353,6 +443,127 @@ static int publish(struct inj_mod *m)
 	mods = m;
 	pthread_mutex_unlock(&inj_lock);
 	return 0;
+}
+
+static CUcontext current_ctx(void)
+{
+	CUcontext ctx = NULL;
+
+	if (!idrv.ctx_get || idrv.ctx_get(&ctx) != CUDA_SUCCESS)
+		return NULL;
+	return ctx;
+}
+
+/* A library's bindings: bound in the load's context (the module's region),
+ * if one was current. */
+static struct lib_bind *lib_bind_new(struct inj_mod *m,
+				     const struct devrt_inj_answer *a)
+{
+	struct lib_bind *b = calloc(1, sizeof(*b));
+
+	if (!b || !idrv.ctx_get ||
+	    !(b->init = malloc(a->init_len ? a->init_len : 1))) {
+		free(b);
+		return NULL;
+	}
+	memcpy(b->init, a->init, a->init_len);
+	b->init_len = a->init_len;
+	b->orig = m->orig;
+	b->twin = m->patched;
+	b->size = a->shared_size;
+	b->version = a->probe_version;
+	if (m->region) {
+		b->c[0].ctx = current_ctx();
+		b->c[0].ok = 1;
+		b->n = 1;
+	}
+	return b;
+}
+
+/*
+ * First launch of a patched library's kernel in context ctx: make or find
+ * ctx's region and set the twin's global there.  Once per library and
+ * context (the outcome is kept, a failure too); a record says how it went.
+ */
+static void *lib_bind_ctx(struct lib_bind *b, CUcontext ctx, void *orig,
+			  void *twin)
+{
+	struct devrt_region *g = NULL;
+	const char *step = "too many contexts";
+	CUresult r = CUDA_SUCCESS;
+	struct inj_try x;
+	int shared = 0, ok = 0;
+	__u32 i, n;
+
+	memset(&x, 0, sizeof(x));
+	x.t0 = devrt_now();
+	devrt_t.busy++;
+	pthread_mutex_lock(&inj_lock);
+	n = b->n;
+	for (i = 0; i < n; i++) {
+		if (b->c[i].ctx == ctx) {
+			ok = b->c[i].ok;
+			pthread_mutex_unlock(&inj_lock);
+			devrt_t.busy--;
+			return ok ? twin : orig;
+		}
+	}
+	if (!b->twin || n == LIB_CTXS) {
+		pthread_mutex_unlock(&inj_lock);
+		devrt_t.busy--;
+		return orig;
+	}
+	g = devrt_region_get(b->size, b->version, b->init, b->init_len,
+			     &shared, &r, &step);
+	ok = g && !region_bind(1, b->twin, devrt_region_dptr(g), &r, &step);
+	if (!ok) {
+		devrt_region_put(g);
+		g = NULL;
+	}
+	b->c[n].ctx = ctx;
+	b->c[n].region = g;
+	b->c[n].ok = ok;
+	__atomic_store_n(&b->n, n + 1, __ATOMIC_RELEASE);
+	x.ev.kind = GPUEXT_KIND_INJECT;
+	x.ev.source = GPUEXT_SOURCE_DEVRT;
+	x.ev.flags = GPUEXT_IF_LIBRARY | GPUEXT_IF_OTHER_CONTEXT |
+		     (shared ? GPUEXT_IF_REGION_SHARED : 0);
+	x.ev.pid = (__u32)devrt.pid;
+	x.ev.tid = devrt_tid();
+	x.ev.module = (__u64)(uintptr_t)b->orig;
+	x.ev.patched = (__u64)(uintptr_t)b->twin;
+	x.ev.shared_dptr = g ? devrt_region_dptr(g) : 0;
+	x.ev.shared_size = g ? devrt_region_size(g) : 0;
+	x.ev.sm_arch = sm_arch();
+	pthread_mutex_unlock(&inj_lock);
+	if (ok) {
+		emit(&x, GPUEXT_INJ_OUT_PATCHED, GPUEXT_INJ_R_NONE);
+	} else {
+		x.ev.cuda_result = r;
+		snprintf(x.ev.text, sizeof(x.ev.text), "%s", step);
+		emit(&x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_SHARED);
+	}
+	devrt_t.busy--;
+	return ok ? twin : orig;
+}
+
+/*
+ * The function a launch of a patched library's kernel runs in the current
+ * context: its twin where the twin is bound, else the original.  One
+ * driver call (cuCtxGetCurrent) and a scan of at most LIB_CTXS entries.
+ */
+static void *lib_twin(struct lib_bind *b, void *orig, void *twin)
+{
+	CUcontext ctx = NULL;
+	__u32 i, n;
+
+	if (idrv.ctx_get(&ctx) != CUDA_SUCCESS || !ctx)
+		return orig;	/* the launch fails as the program's own */
+	n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n; i++)
+		if (b->c[i].ctx == ctx)
+			return b->c[i].ok ? twin : orig;
+	return lib_bind_ctx(b, ctx, orig, twin);
 }
 
 static int socket_present(void)
@@ -398,7 +609,9 @@ static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
 		emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_LOAD);
 		return;
 	}
-	if (a->shared_size) {
+	if (a->shared_size && !(lib && !current_ctx())) {
+		/* (A library loaded with no context current is bound in each
+		 * context at its first launch there: lib_twin.) */
 		const char *step = "";
 		int shared = 0;
 
@@ -410,7 +623,7 @@ static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
 			if (shared)
 				e->flags |= GPUEXT_IF_REGION_SHARED;
 		}
-		if (!m->region || region_bind(m, dptr, &r, &step)) {
+		if (!m->region || region_bind(m->lib, m->patched, dptr, &r, &step)) {
 			e->cuda_result = r;
 			snprintf(e->text, sizeof(e->text), "%s", step);
 			mod_free(m);
@@ -422,6 +635,11 @@ static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
 		e->cuda_result = r;
 		mod_free(m);
 		emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_FUNCTION);
+		return;
+	}
+	if (lib && a->shared_size && !(m->lb = lib_bind_new(m, a))) {
+		mod_free(m);
+		emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_NO_MEMORY);
 		return;
 	}
 	if (publish(m)) {
@@ -546,7 +764,7 @@ void devrt_inject_unload(void *mod)
 	}
 	if (m)
 		for (i = 0; i < m->nkeys; i++)
-			rd_set(m->keys[i], NULL);
+			rd_set(m->keys[i], NULL, NULL);
 	pthread_mutex_unlock(&inj_lock);
 	if (m) {
 		devrt_t.busy++;
@@ -575,7 +793,7 @@ static void drop(void *orig_key, CUresult twin, const char *what)
 	}
 	if (m)
 		for (i = 0; i < m->nkeys; i++)
-			rd_set(m->keys[i], NULL);
+			rd_set(m->keys[i], NULL, NULL);
 	pthread_mutex_unlock(&inj_lock);
 	if (!m || __atomic_load_n(&devrt.state, __ATOMIC_ACQUIRE) != DEVRT_ACTIVE)
 		return;
@@ -695,7 +913,7 @@ DEVRT_EXPORT CUresult sym params					\
 	r_ = real_ real_args;						\
 	if (r_ != CUDA_SUCCESS || !__atomic_load_n(&devrt_inj_live,	\
 						   __ATOMIC_RELAXED) ||	\
-	    (twin_ = devrt_inject_lookup((void *)(key))) == (void *)(key)) \
+	    (twin_ = inject_twin((void *)(key))) == (void *)(key))	\
 		return r_;						\
 	devrt_t.busy++;							\
 	t_ = real_ twin_args;						\

@@ -22,6 +22,11 @@
  *     cuMemHostRegister where the driver allows it (a tmpfs directory:
  *     since Linux 6.5 other file-backed pages refuse long-term pins; a
  *     pageable copy also works, only slower);
+ *     The file has one more page, after the region's: at its end, struct
+ *     gpuext_devmaps_info names the context's device (ordinal and UUID),
+ *     so the collector can tell the GPUs of one process apart (a process
+ *     has a region per context: one per GPU it launches patched kernels
+ *     on).  The copies never reach that page;
  *   - cuMemAlloc of the same size, filled from the file on a stream of
  *     devrt's own (CU_STREAM_NON_BLOCKING: never ordered with the
  *     program's streams, the legacy one included).
@@ -80,6 +85,8 @@ struct devrt_region {
 
 static struct {
 	CUresult (*ctx_get)(CUcontext *);
+	CUresult (*ctx_get_device)(CUdevice *);
+	CUresult (*dev_uuid)(CUuuid *, CUdevice);
 	CUresult (*ctx_push)(CUcontext);
 	CUresult (*ctx_pop)(CUcontext *);
 	CUresult (*alloc)(CUdeviceptr *, size_t);
@@ -106,6 +113,10 @@ static void rdrv_load(void)
 	const char *e = getenv("GPUEXT_DEVRT_PROBE_SYNC_MS");
 
 	devrt_driver_sym_into(&rdrv.ctx_get, "cuCtxGetCurrent");
+	devrt_driver_sym_into(&rdrv.ctx_get_device, "cuCtxGetDevice");
+	devrt_driver_sym_into(&rdrv.dev_uuid, "cuDeviceGetUuid_v2");
+	if (!rdrv.dev_uuid)
+		devrt_driver_sym_into(&rdrv.dev_uuid, "cuDeviceGetUuid");
 	devrt_driver_sym_into(&rdrv.ctx_push, "cuCtxPushCurrent_v2");
 	devrt_driver_sym_into(&rdrv.ctx_pop, "cuCtxPopCurrent_v2");
 	devrt_driver_sym_into(&rdrv.alloc, "cuMemAlloc_v2");
@@ -225,6 +236,33 @@ static int sync_start(void)
 	return 0;
 }
 
+/* The trailer page's record: the current context's device. */
+static int write_info(int fd, const struct devrt_region *g)
+{
+	struct gpuext_devmaps_info in;
+	CUdevice dev = -1;
+	CUuuid u;
+
+	memset(&in, 0, sizeof(in));
+	in.magic = GPUEXT_DEVMAPS_INFO_MAGIC;
+	in.version = GPUEXT_DEVMAPS_INFO_VERSION;
+	in.size = sizeof(in);
+	in.region_len = g->len;
+	in.ctx = (__u64)(uintptr_t)g->ctx;
+	if (rdrv.ctx_get_device && rdrv.ctx_get_device(&dev) == CUDA_SUCCESS) {
+		in.device = dev;
+		if (rdrv.dev_uuid && rdrv.dev_uuid(&u, dev) == CUDA_SUCCESS) {
+			memcpy(in.uuid, u.bytes, sizeof(in.uuid));
+			in.flags |= GPUEXT_DMI_UUID;
+		}
+	} else {
+		in.device = -1;
+	}
+	return pwrite(fd, &in, sizeof(in),
+		      (off_t)(g->len + GPUEXT_DEVMAPS_TRAILER - sizeof(in))) ==
+			       (ssize_t)sizeof(in) ? 0 : -1;
+}
+
 struct devrt_region *devrt_region_get(__u64 size, __u64 version,
 				      const __u8 *init, size_t init_len,
 				      int *shared, CUresult *res,
@@ -292,7 +330,8 @@ struct devrt_region *devrt_region_get(__u64 size, __u64 version,
 		g->path[0] = '\0';
 		goto fail;
 	}
-	if (ftruncate(fd, (off_t)g->len) < 0) {
+	if (ftruncate(fd, (off_t)(g->len + GPUEXT_DEVMAPS_TRAILER)) < 0 ||
+	    write_info(fd, g) < 0) {
 		close(fd);
 		goto fail;
 	}

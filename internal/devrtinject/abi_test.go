@@ -84,6 +84,10 @@ func TestLayoutMatchesBTF(t *testing.T) {
 			"total_ns": evOffTotalNS, "ptx_len": evOffPTXLen, "outcome": evOffOutcome,
 			"reason": evOffReason, "sm_arch": evOffSMArch, "kernels": evOffKernels,
 			"cuda_result": evOffCUDAResult, "sha256": evOffSHA256, "text": evOffText}},
+		{"gpuext_devmaps_info", DeviceInfoSize, map[string]uint32{
+			"magic": diOffMagic, "version": diOffVersion, "size": diOffSize,
+			"region_len": diOffRegionLen, "device": diOffDevice, "flags": diOffFlags,
+			"uuid": diOffUUID, "ctx": diOffCtx}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,22 +125,28 @@ func TestConstantsMatchHeader(t *testing.T) {
 	hdr, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "..", "bpf", "include", "gpuext_abi.h"))
 	require.NoError(t, err)
 	want := map[string]string{
-		"GPUEXT_INJ_REQ_MAGIC":      "0x51524a47U",
-		"GPUEXT_INJ_RESP_MAGIC":     "0x53524a47U",
-		"GPUEXT_INJ_VERSION":        "2",
-		"GPUEXT_INJ_MAX_INIT":       "(1U << 20)",
-		"GPUEXT_INJ_MAX_PTX":        "(64U << 20)",
-		"GPUEXT_INJ_MAX_NAMES":      "(4U << 20)",
-		"GPUEXT_INJ_MAX_KERNELS":    "65536",
-		"GPUEXT_INJ_MAX_REASON":     "1024",
-		"GPUEXT_INJ_MAX_SHARED":     "(1ULL << 30)",
-		"GPUEXT_INJ_SOCK_NAME":      `"` + SocketName + `"`,
-		"GPUEXT_INJ_SHARED_GLOBAL":  `"` + SharedGlobal + `"`,
-		"GPUEXT_KIND_INJECT":        "8",
-		"GPUEXT_INJ_RF_CACHED":      "(1U << 0)",
-		"GPUEXT_IF_COLLECTOR_CACHE": "(1U << 0)",
-		"GPUEXT_IF_LIBRARY":         "(1U << 1)",
-		"GPUEXT_IF_REGION_SHARED":   "(1U << 2)",
+		"GPUEXT_INJ_REQ_MAGIC":        "0x51524a47U",
+		"GPUEXT_INJ_RESP_MAGIC":       "0x53524a47U",
+		"GPUEXT_INJ_VERSION":          "2",
+		"GPUEXT_INJ_MAX_INIT":         "(1U << 20)",
+		"GPUEXT_INJ_MAX_PTX":          "(64U << 20)",
+		"GPUEXT_INJ_MAX_NAMES":        "(4U << 20)",
+		"GPUEXT_INJ_MAX_KERNELS":      "65536",
+		"GPUEXT_INJ_MAX_REASON":       "1024",
+		"GPUEXT_INJ_MAX_SHARED":       "(1ULL << 30)",
+		"GPUEXT_INJ_SOCK_NAME":        `"` + SocketName + `"`,
+		"GPUEXT_INJ_SHARED_GLOBAL":    `"` + SharedGlobal + `"`,
+		"GPUEXT_KIND_INJECT":          "8",
+		"GPUEXT_INJ_RF_CACHED":        "(1U << 0)",
+		"GPUEXT_IF_COLLECTOR_CACHE":   "(1U << 0)",
+		"GPUEXT_IF_LIBRARY":           "(1U << 1)",
+		"GPUEXT_IF_REGION_SHARED":     "(1U << 2)",
+		"GPUEXT_IF_OTHER_CONTEXT":     "(1U << 3)",
+		"GPUEXT_DEVMAPS_INFO_MAGIC":   "0x4f464e49U",
+		"GPUEXT_DEVMAPS_INFO_VERSION": "1",
+		"GPUEXT_DEVMAPS_INFO_SIZE":    "64",
+		"GPUEXT_DEVMAPS_TRAILER":      "4096",
+		"GPUEXT_DMI_UUID":             "(1U << 0)",
 	}
 	got := map[string]string{}
 	for _, line := range strings.Split(string(hdr), "\n") {

@@ -75,6 +75,9 @@ const (
 	FlagCollectorCache = 1 << 0 // the collector answered from its cache
 	FlagLibrary        = 1 << 1 // Module and Patched are CUlibrary handles
 	FlagRegionShared   = 1 << 2 // the region was made for an earlier module
+	// FlagOtherContext: not a load but a patched library's binding to
+	// another context, at the first launch of one of its kernels there.
+	FlagOtherContext = 1 << 3
 )
 
 // Event is struct gpuext_inject_event: what devrt did with one module load.

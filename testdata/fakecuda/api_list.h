@@ -48,6 +48,7 @@
 	D(cuMemHostUnregister)			\
 	D(cuMemHostGetDevicePointer_v2)	\
 	D(cuCtxGetDevice)			\
+	D(cuDeviceGetUuid_v2)			\
 	D(cuDeviceGetAttribute)		\
 	D(cuStreamCreate)			\
 	D(cuStreamDestroy_v2)			\

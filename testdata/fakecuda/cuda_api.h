@@ -71,6 +71,8 @@ CUresult cuMemHostUnregister(void *p);
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p,
 				      unsigned int Flags);
 CUresult cuCtxGetDevice(CUdevice *device);
+typedef struct { char bytes[16]; } CUuuid;
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev);
 CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev);
 CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
 			    const char *name);

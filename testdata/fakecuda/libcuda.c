@@ -827,6 +827,10 @@ static CUresult launch_check(CUfunction f, unsigned int gx, unsigned int gy,
 
 	if (r)
 		return r;
+	/* A CUkernel is launched as its function in the current context
+	 * (same sequence number), as the driver does since CUDA 12. */
+	if (handle_kind(f) == HK_KERNEL)
+		f = handle_make(HK_FUNCTION, handle_seq(f));
 	if (handle_kind(f) != HK_FUNCTION)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!gx || !gy || !gz || !bx || !by || !bz)
@@ -1370,6 +1374,8 @@ struct fc_kernel {
 	unsigned long long launches;
 };
 
+#define FC_MAX_CTX_GLOBALS 8
+
 struct fc_mod {
 	void *handle;			/* CUmodule or CUlibrary */
 	int lib, unloaded;
@@ -1377,9 +1383,17 @@ struct fc_mod {
 	struct fc_kernel kernels[FC_MAX_KERNELS];
 	int has_shared;
 	unsigned int maxntid;		/* the smallest .maxntid (0: none) */
-	CUdeviceptr shared;		/* the global, once asked for */
-	unsigned long long shared_val;
-	size_t shared_dev;		/* device allocation it pointed into then */
+	/* __gpuext_shared, once asked for: a module's in its context, a
+	 * library's in each context it was asked for in (as the driver
+	 * loads a library into every context it is used in) */
+	struct fc_global {
+		CUcontext ctx;
+		CUdeviceptr shared;
+		unsigned long long val;	/* what was copied into it */
+		size_t dev;		/* device allocation it pointed into then */
+		unsigned long long launches;	/* of the module's kernels there */
+	} g[FC_MAX_CTX_GLOBALS];
+	unsigned int ng;
 };
 
 struct fc_hostreg {
@@ -1514,6 +1528,22 @@ static int mod_kernel(const void *handle, const char *name, enum hkind kind,
 	return r;
 }
 
+/* m's global in the current context (made if make), or NULL.  Caller
+ * holds fc_mod_lock. */
+static struct fc_global *mod_ctx_global(struct fc_mod *m, int make)
+{
+	CUcontext ctx = t_ctx_depth ? t_ctx_stack[t_ctx_depth - 1] : NULL;
+	unsigned int i;
+
+	for (i = 0; i < m->ng; i++)
+		if (m->g[i].ctx == ctx)
+			return &m->g[i];
+	if (!make || m->ng == FC_MAX_CTX_GLOBALS)
+		return NULL;
+	m->g[m->ng].ctx = ctx;
+	return &m->g[m->ng++];
+}
+
 static CUresult mod_global(CUdeviceptr *dptr, size_t *bytes,
 			   const void *handle, const char *name)
 {
@@ -1526,10 +1556,12 @@ static CUresult mod_global(CUdeviceptr *dptr, size_t *bytes,
 	pthread_mutex_lock(&fc_mod_lock);
 	m = mod_find(handle);
 	if (m && m->has_shared && !strcmp(name, FC_SHARED_NAME)) {
-		if (!m->shared && dev_alloc(&g, 8, MK_DEVICE) == CUDA_SUCCESS)
-			m->shared = g;
-		if (m->shared) {
-			*dptr = m->shared;
+		struct fc_global *x = mod_ctx_global(m, 1);
+
+		if (x && !x->shared && dev_alloc(&g, 8, MK_DEVICE) == CUDA_SUCCESS)
+			x->shared = g;
+		if (x && x->shared) {
+			*dptr = x->shared;
 			if (bytes)
 				*bytes = 8;
 			r = CUDA_SUCCESS;
@@ -1583,9 +1615,15 @@ static void mod_global_write(CUdeviceptr dst, const void *src, size_t n)
 	for (i = 0; i < fc_nmods; i++) {
 		struct fc_mod *m = fc_mods[i];
 
-		if (m->shared && dst == m->shared && n == 8) {
-			memcpy(&m->shared_val, src, 8);
-			m->shared_dev = dev_alloc_size(m->shared_val);
+		unsigned int k;
+
+		for (k = 0; k < m->ng; k++) {
+			struct fc_global *x = &m->g[k];
+
+			if (x->shared && dst == x->shared && n == 8) {
+				memcpy(&x->val, src, 8);
+				x->dev = dev_alloc_size(x->val);
+			}
 		}
 	}
 	pthread_mutex_unlock(&fc_mod_lock);
@@ -1600,19 +1638,23 @@ static long long fc_probe_off = -2;
  * launch of a kernel whose module's __gpuext_shared holds a pointer to
  * backed device memory: add 1 to the 64-bit word at that offset from it.
  */
-static void probe_effect(const struct fc_mod *m)
+static void probe_effect(struct fc_mod *m)
 {
+	struct fc_global *x = mod_ctx_global(m, 0);
 	unsigned long long *w;
+
+	if (x)
+		x->launches++;
 
 	if (fc_probe_off == -2) {
 		const char *e = getenv("FAKECUDA_PROBE_COUNTER");
 
 		fc_probe_off = e && *e ? strtoll(e, NULL, 0) : -1;
 	}
-	if (fc_probe_off < 0 || !m->shared_val)
+	if (fc_probe_off < 0 || !x || !x->val)
 		return;
 	pthread_mutex_lock(&fc_mem_lock);
-	w = (unsigned long long *)dev_mem(m->shared_val + (CUdeviceptr)fc_probe_off, 8);
+	w = (unsigned long long *)dev_mem(x->val + (CUdeviceptr)fc_probe_off, 8);
 	if (w)
 		__atomic_add_fetch(w, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fc_mem_lock);
@@ -1661,18 +1703,29 @@ static void write_launches(void)
 		struct fc_mod *m = fc_mods[i];
 
 		for (k = 0; k < m->nkernels; k++) {
+			unsigned int c;
+
 			if (!m->kernels[k].handle)
 				continue;
+			/* shared: the global in the first context asked for it;
+			 * contexts: each context's, with the launches of the
+			 * module's kernels made there */
 			fprintf(f, "{\"module\":\"%p\",\"lib\":%s,\"unloaded\":%s,"
 				"\"name\":\"%s\",\"handle\":\"%p\",\"launches\":%llu,"
 				"\"patched\":%s,\"shared\":\"0x%llx\","
-				"\"shared_device\":%zu}\n",
+				"\"shared_device\":%zu,\"contexts\":[",
 				m->handle, m->lib ? "true" : "false",
 				m->unloaded ? "true" : "false",
 				m->kernels[k].name, m->kernels[k].handle,
 				m->kernels[k].launches,
-				m->has_shared ? "true" : "false", m->shared_val,
-				m->shared_dev);
+				m->has_shared ? "true" : "false", m->g[0].val,
+				m->g[0].dev);
+			for (c = 0; c < m->ng; c++)
+				fprintf(f, "%s{\"ctx\":\"%p\",\"shared\":\"0x%llx\","
+					"\"launches\":%llu}", c ? "," : "",
+					(void *)m->g[c].ctx, m->g[c].val,
+					m->g[c].launches);
+			fprintf(f, "]}\n");
 		}
 	}
 	fclose(f);
@@ -1796,6 +1849,22 @@ FC_API CUresult cuCtxGetDevice(CUdevice *device)
 	if (!device)
 		return CUDA_ERROR_INVALID_VALUE;
 	*device = 0;
+	return CUDA_SUCCESS;
+}
+
+/* The device's UUID: "fakecuda-gpu" and the ordinal, big-endian. */
+FC_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+	CUresult r;
+
+	ENTER(cuDeviceGetUuid_v2);
+	if ((r = need_init()))
+		return r;
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return CUDA_ERROR_INVALID_DEVICE;
+	memcpy(uuid->bytes, "fakecuda-gpu\0\0\0\0", 16);
 	return CUDA_SUCCESS;
 }
 
@@ -3293,6 +3362,7 @@ static const struct proc_entry fc_procs[] = {
 	PROC("cuMemHostUnregister", 4000, cuMemHostUnregister),
 	PROC("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),
 	PROC("cuCtxGetDevice", 2000, cuCtxGetDevice),
+	PROC("cuDeviceGetUuid", 11040, cuDeviceGetUuid_v2),
 	PROC("cuFuncSetAttribute", 9000, cuFuncSetAttribute),
 	PROC("cuKernelSetAttribute", 12000, cuKernelSetAttribute),
 	PROC("cuDeviceGetAttribute", 2000, cuDeviceGetAttribute),

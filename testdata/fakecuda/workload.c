@@ -217,6 +217,15 @@
  *   cuLibraryUnload 1; teardown.  The JSON's "handles" are the handles the
  *   program got.
  *
+ * inject-contexts [N=10]
+ *   A library used in two contexts, as the CUDA runtime uses a program's
+ *   fat binary on two GPUs: setup; cuLibraryLoadData 1 (add_kernel PTX),
+ *   cuLibraryGetKernel 1; N x cuLaunchKernel of the CUkernel in the
+ *   primary context; cuCtxCreate_v2 1 (a second context, made current);
+ *   3N launches there; cuCtxPopCurrent_v2 1; N more in the primary
+ *   context; cuCtxSynchronize 1; cuLibraryUnload 1; cuCtxDestroy_v2 1;
+ *   teardown.  "handles" has the library, kernel and both contexts.
+ *
  * all
  *   launch-storm 100, alloc-leak, copies, errors, runtime 10, procaddr 10 in
  *   sequence, in one process; the JSON has the sums and each part in
@@ -1413,6 +1422,12 @@ static void sc_every_api(struct run *r)
 	CU(r, CUDA_SUCCESS, cuMemHostUnregister, (void *)host_reg);
 	if (CU(r, CUDA_SUCCESS, cuCtxGetDevice, &dev))
 		EXPECT(r, dev == 0);
+	{
+		CUuuid u;
+
+		if (CU(r, CUDA_SUCCESS, cuDeviceGetUuid_v2, &u, dev))
+			EXPECT(r, !memcmp(u.bytes, "fakecuda-gpu", 12));
+	}
 	if (CU(r, CUDA_SUCCESS, cuDeviceGetAttribute, &v, 75, dev))
 		EXPECT(r, v == 9);
 	CU(r, CUDA_SUCCESS, cuFuncSetAttribute, f, 8, 64 * 1024);
@@ -1843,6 +1858,49 @@ static void sc_inject(struct run *r)
 	teardown(r);
 }
 
+/*
+ * inject-contexts [N=10]: one library's kernel launched by its CUkernel in
+ * two contexts (2N launches in the primary one, 3N in a second), as the
+ * CUDA runtime launches a program's kernels on each GPU.
+ */
+static void sc_inject_contexts(struct run *r)
+{
+	CUcontext primary = NULL, other = NULL, popped = NULL;
+	unsigned long i, n = r->args[0];
+	struct vecadd_args k;
+	CUlibrary lib = NULL;
+	CUkernel kern = NULL;
+
+	setup(r);
+	vecadd_args_init(&k);
+	CU(r, CUDA_SUCCESS, cuCtxGetCurrent, &primary);
+	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, lib_ptx, NULL, NULL, 0,
+	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
+	for (i = 0; i < n; i++)
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, (CUfunction)kern, 2, 1, 1,
+		   64, 1, 1, 0, NULL, k.params, NULL);
+	CU(r, CUDA_SUCCESS, cuCtxCreate_v2, &other, 0, 0);
+	for (i = 0; i < 3 * n; i++)
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, (CUfunction)kern, 2, 1, 1,
+		   64, 1, 1, 0, NULL, k.params, NULL);
+	CU(r, CUDA_SUCCESS, cuCtxPopCurrent_v2, &popped);
+	for (i = 0; i < n; i++)
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, (CUfunction)kern, 2, 1, 1,
+		   64, 1, 1, 0, NULL, k.params, NULL);
+	add(&r->launches, 5 * n);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	if (getenv("WORKLOAD_INJECT_HOLD_MS"))
+		usleep(1000 * (useconds_t)atoi(getenv("WORKLOAD_INJECT_HOLD_MS")));
+	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
+	CU(r, CUDA_SUCCESS, cuCtxDestroy_v2, other);
+	extra_appendf(r, ",\"handles\":{\"lib\":\"%p\",\"kern\":\"%p\","
+		      "\"primary\":\"%p\",\"other\":\"%p\",\"popped\":\"%p\"}",
+		      (void *)lib, (void *)kern, (void *)primary, (void *)other,
+		      (void *)popped);
+	teardown(r);
+}
+
 static const struct scenario scenarios[] = {
 	{ "launch-storm", sc_launch_storm, 1, { 1000 } },
 	{ "alloc-leak", sc_alloc_leak, 0, { 0 } },
@@ -1862,6 +1920,7 @@ static const struct scenario scenarios[] = {
 	{ "every-api", sc_every_api, 0, { 0 } },
 	{ "timed", sc_timed, 1, { 8 } },
 	{ "inject", sc_inject, 1, { 10 } },
+	{ "inject-contexts", sc_inject_contexts, 1, { 10 } },
 };
 
 /* The parts of "all", with their arguments. */

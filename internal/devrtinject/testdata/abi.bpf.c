@@ -12,6 +12,7 @@ const struct gpuext_inj_req *unused_req __attribute__((unused));
 const struct gpuext_inj_resp *unused_resp __attribute__((unused));
 const struct gpuext_inj_init *unused_init __attribute__((unused));
 const struct gpuext_inject_event *unused_event __attribute__((unused));
+const struct gpuext_devmaps_info *unused_devmaps_info __attribute__((unused));
 const enum gpuext_inj_status *unused_status __attribute__((unused));
 const enum gpuext_inj_image *unused_image __attribute__((unused));
 const enum gpuext_inj_outcome *unused_outcome __attribute__((unused));
