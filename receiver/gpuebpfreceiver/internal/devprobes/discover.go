@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
@@ -525,8 +526,25 @@ func (s *Source) retry(c *claim, key fileKey, fd int, host bool, name string, st
 		return
 	}
 	s.disc.open[c.path] = openFile{dirfd: dfd, name: name, key: key}
-	s.regions[c.path] = &region{r: r, tr: proberegion.NewTracker(), pid: c.owner, drops: map[string]uint64{}}
+	s.regions[c.path] = &region{r: r, tr: proberegion.NewTracker(), pid: c.owner, dev: s.regionDevice(f, fst.Size, c.path),
+		drops: map[string]uint64{}}
 	s.proc(c.owner).regions++
+}
+
+// regionDevice is the hw.id of the GPU devrt's record at the end of the
+// region file names, or "" (no record, or one without a UUID). A broken
+// record costs only the name: the region is read all the same.
+func (s *Source) regionDevice(f *os.File, size int64, path string) string {
+	d, ok, err := devrtinject.ReadDeviceInfo(f, size)
+	if err != nil {
+		s.log.Warn("device probe region: its device record is unreadable; its data names no GPU",
+			zap.String("path", path), zap.Error(err))
+		return ""
+	}
+	if !ok {
+		return ""
+	}
+	return d.HWID()
 }
 
 // regionGone tells whether the region at path lost its file (devrt

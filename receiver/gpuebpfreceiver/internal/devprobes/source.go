@@ -32,6 +32,9 @@ const (
 	histScheduleDelay = "gpu.kernel.block.schedule.delay"
 	histLaunchLatency = "gpu.kernel.launch.latency"
 	attrKernelName    = "gpu.cuda.kernel.name"
+	// attrHWID names the GPU of a region's data ("GPU-<uuid>", as the NVML
+	// source's hw.id): a resource attribute beside process.pid.
+	attrHWID = "hw.id"
 )
 
 // RegionPattern matches devrt's region files in a directory.
@@ -105,6 +108,7 @@ type region struct {
 	r     *proberegion.Region
 	tr    *proberegion.Tracker
 	pid   uint32
+	dev   string // the GPU's hw.id (the file's device record), "" if it names none
 	drops map[string]uint64
 }
 
@@ -116,8 +120,18 @@ type proc struct {
 	// noRegion: it had no region at the last emission either (devrt's
 	// launch records made it, or brought it back after its last region
 	// went): dropped at the next emission that still finds none.
-	noRegion  bool
-	matcher   *proberegion.LaunchMatcher
+	noRegion bool
+	// matcher and latency are the process's: devrt's launch records do
+	// not say which GPU a launch went to.
+	matcher *proberegion.LaunchMatcher
+	latency map[string]*histogram.Histogram
+	// gpus: what each of its GPUs' regions said, by hw.id (a process has
+	// a region per context, a context per GPU; SM ids are per GPU).
+	gpus map[string]*gpuStats
+}
+
+// gpuStats is what the probes saw of one process on one GPU, cumulative.
+type gpuStats struct {
 	blocks    map[string]int64
 	smBlocks  map[uint32]int64
 	smBusy    map[uint32]float64
@@ -126,7 +140,17 @@ type proc struct {
 	occ       map[uint32]float64
 	dropped   map[string]int64
 	delay     map[string]*histogram.Histogram
-	latency   map[string]*histogram.Histogram
+}
+
+// gpu is p's stats of GPU dev (hw.id, "" for regions that name none).
+func (p *proc) gpu(dev string) *gpuStats {
+	g := p.gpus[dev]
+	if g == nil {
+		g = &gpuStats{blocks: map[string]int64{}, smBlocks: map[uint32]int64{}, smBusy: map[uint32]float64{},
+			occ: map[uint32]float64{}, dropped: map[string]int64{}, delay: map[string]*histogram.Histogram{}}
+		p.gpus[dev] = g
+	}
+	return g
 }
 
 // New compiles the probe set; an unusable one (a probe the verifier
@@ -215,7 +239,7 @@ func (s *Source) Shutdown() {
 	for _, path := range paths {
 		rg := s.regions[path]
 		if p := s.procs[rg.pid]; p != nil {
-			s.finishRuns(p, rg.tr.Flush())
+			s.finishRuns(p, rg.dev, rg.tr.Flush())
 			if p.regions--; p.regions <= 0 {
 				p.retire = true
 			}
@@ -252,6 +276,14 @@ func (s *Source) HandleInject(pid uint32, rec []byte) error {
 	var e devrtinject.Event
 	if err := devrtinject.DecodeEvent(rec, &e); err != nil {
 		return err
+	}
+	if e.Flags&devrtinject.FlagOtherContext != 0 {
+		// not a load: a patched library bound in another context (GPU)
+		if e.Outcome != devrtinject.OutPatched {
+			s.log.Debug("devrt could not bind a patched library in another context; its kernels run there uninstrumented",
+				zap.Uint32("pid", pid), zap.String("step", e.Text), zap.Int32("cuda_result", e.CUDAResult))
+		}
+		return nil
 	}
 	s.mu.Lock()
 	s.modules[e.Outcome]++
@@ -301,9 +333,7 @@ func (s *Source) proc(pid uint32) *proc {
 	p := s.procs[pid]
 	if p == nil {
 		p = &proc{pid: pid, matcher: proberegion.NewLaunchMatcher(),
-			blocks: map[string]int64{}, smBlocks: map[uint32]int64{}, smBusy: map[uint32]float64{},
-			occ: map[uint32]float64{}, dropped: map[string]int64{},
-			delay: map[string]*histogram.Histogram{}, latency: map[string]*histogram.Histogram{}}
+			latency: map[string]*histogram.Histogram{}, gpus: map[string]*gpuStats{}}
 		s.procs[pid] = p
 	}
 	p.retire = false
@@ -346,7 +376,11 @@ func (s *Source) Poll() {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	sms := map[uint32][]proberegion.SMLoad{}
+	type pidGPU struct {
+		pid uint32
+		dev string
+	}
+	sms := map[pidGPU][]proberegion.SMLoad{}
 	for _, path := range paths {
 		rg := s.regions[path]
 		gone := s.regionGone(path)
@@ -354,9 +388,10 @@ func (s *Source) Poll() {
 		snap, err := rg.r.Read()
 		p := s.proc(rg.pid)
 		s.consume(p, rg, &snap)
-		sms[rg.pid] = append(sms[rg.pid], rg.tr.SMs(snap.SMs).SMs...)
+		k := pidGPU{rg.pid, rg.dev}
+		sms[k] = append(sms[k], rg.tr.SMs(snap.SMs).SMs...)
 		if err != nil || gone || ended {
-			s.finishRuns(p, rg.tr.Flush())
+			s.finishRuns(p, rg.dev, rg.tr.Flush())
 			_ = rg.r.Close()
 			delete(s.regions, path)
 			s.release(path, ended && err == nil, err != nil) // removed if the process ended without unloading the module
@@ -368,14 +403,14 @@ func (s *Source) Poll() {
 			}
 		}
 	}
-	for pid, loads := range sms {
-		p := s.procs[pid]
+	for k, loads := range sms {
+		g := s.procs[k.pid].gpu(k.dev)
 		b := proberegion.Balance(loads)
 		for _, l := range b.SMs {
-			p.smBlocks[l.SM] = addSat(p.smBlocks[l.SM], mulSat(l.Blocks, s.sample))
-			p.smBusy[l.SM] += float64(l.LaneNS) / 32 / 1e9 * float64(s.sample)
+			g.smBlocks[l.SM] = addSat(g.smBlocks[l.SM], mulSat(l.Blocks, s.sample))
+			g.smBusy[l.SM] += float64(l.LaneNS) / 32 / 1e9 * float64(s.sample)
 		}
-		p.interval = proberegion.Balance(append(p.interval, b.SMs...)).SMs // summed per SM: bounded
+		g.interval = proberegion.Balance(append(g.interval, b.SMs...)).SMs // summed per SM: bounded
 	}
 }
 
@@ -401,7 +436,8 @@ func (s *Source) kernelName(id uint64) string {
 }
 
 func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
-	s.finishRuns(p, rg.tr.Blocks(snap.Blocks, snap.BlockHead, s.opts.Now()))
+	g := p.gpu(rg.dev)
+	s.finishRuns(p, rg.dev, rg.tr.Blocks(snap.Blocks, snap.BlockHead, s.opts.Now()))
 	if len(snap.Launches) > 0 {
 		p.matcher.Device(snap.Launches)
 	}
@@ -415,34 +451,36 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
 		h.Record(s.cfg.LaunchLatency.Buckets, float64(l.NS)/1e9)
 	}
 	for _, o := range rg.tr.Occupancy(snap.Occupancy) {
-		p.occ[o.SM] = o.Warps * float64(s.sample) // in bucket order: the newest stays
+		g.occ[o.SM] = o.Warps * float64(s.sample) // in bucket order: the newest stays
 	}
 	for m, d := range snap.Drops {
 		if d > rg.drops[m] {
-			p.dropped[m] = addSat(p.dropped[m], d-rg.drops[m])
+			g.dropped[m] = addSat(g.dropped[m], d-rg.drops[m])
 		}
 		rg.drops[m] = d
 	}
 	if snap.Bad > 0 {
-		p.dropped["bad_record"] = addSat(p.dropped["bad_record"], uint64(snap.Bad))
+		g.dropped["bad_record"] = addSat(g.dropped["bad_record"], uint64(snap.Bad))
 	}
 }
 
-func (s *Source) finishRuns(p *proc, runs []proberegion.Run) {
+// finishRuns takes the launches of p on GPU dev whose blocks are all in.
+func (s *Source) finishRuns(p *proc, dev string, runs []proberegion.Run) {
+	g := p.gpu(dev)
 	for i := range runs {
 		run := &runs[i]
 		name := s.kernelName(run.KernelID)
-		p.blocks[name] = addSat(p.blocks[name], mulSat(uint64(len(run.Blocks)), s.sample))
-		h := p.delay[name]
+		g.blocks[name] = addSat(g.blocks[name], mulSat(uint64(len(run.Blocks)), s.sample))
+		h := g.delay[name]
 		if h == nil {
 			h = histogram.New(s.cfg.ScheduleDelay.Buckets)
-			p.delay[name] = h
+			g.delay[name] = h
 		}
 		for _, d := range run.Delays() {
 			h.RecordN(s.cfg.ScheduleDelay.Buckets, float64(d)/1e9, s.sample)
 		}
 		if s.cfg.Spans && s.nspans < maxSpansHeld {
-			s.appendSpan(p, name, run)
+			s.appendSpan(p, dev, name, run)
 		}
 	}
 }
@@ -462,9 +500,12 @@ func (s *Source) gpuTime(p *proc, ns uint64) (pcommon.Timestamp, bool) {
 	return pcommon.Timestamp(mono + wall), true
 }
 
-func (s *Source) appendSpan(p *proc, name string, run *proberegion.Run) {
+func (s *Source) appendSpan(p *proc, dev, name string, run *proberegion.Run) {
 	rs := s.spans.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutInt("process.pid", int64(p.pid))
+	if dev != "" {
+		rs.Resource().Attributes().PutStr(attrHWID, dev)
+	}
 	if s.opts.HostName != "" {
 		rs.Resource().Attributes().PutStr("host.name", s.opts.HostName)
 	}
@@ -554,41 +595,48 @@ func (s *Source) Metrics() pmetric.Metrics {
 	}
 	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
 	type hist struct {
-		res pcommon.Resource
-		p   *proc
+		res            pcommon.Resource
+		delay, latency map[string]*histogram.Histogram
 	}
 	var hists []hist
 	for _, pid := range pids {
 		p := s.procs[pid]
-		for _, k := range sortedKeys(p.blocks) {
-			s.mb.RecordGpuKernelBlocksDataPoint(now, p.blocks[k], k)
+		devs := sortedKeys(p.gpus)
+		if len(devs) == 0 {
+			devs = []string{""} // the process's own resource: its latencies
 		}
-		for _, sm := range sortedKeys(p.smBlocks) {
-			s.mb.RecordGpuKernelSmBlocksDataPoint(now, p.smBlocks[sm], int64(sm))
-			s.mb.RecordGpuKernelSmBusyDataPoint(now, p.smBusy[sm], int64(sm))
+		for _, dev := range devs {
+			var delay, latency map[string]*histogram.Histogram
+			if g := p.gpus[dev]; g != nil {
+				s.recordGPU(now, g)
+				delay = g.delay
+			}
+			rb := s.mb.NewResourceBuilder()
+			rb.SetProcessPid(int64(pid))
+			if s.opts.HostName != "" {
+				rb.SetHostName(s.opts.HostName)
+			}
+			res := rb.Emit()
+			if dev != "" {
+				res.Attributes().PutStr(attrHWID, dev)
+			}
+			s.mb.EmitForResource(metadata.WithResource(res))
+			if len(devs) == 1 {
+				latency = p.latency
+			}
+			if len(delay)+len(latency) > 0 {
+				hists = append(hists, hist{res, delay, latency})
+			}
 		}
-		if b := proberegion.Balance(p.interval); b.Imbalance > 0 {
-			p.imbalance = b.Imbalance // over the collection interval
-		}
-		p.interval = p.interval[:0]
-		if p.imbalance > 0 {
-			s.mb.RecordGpuKernelSmImbalanceDataPoint(now, p.imbalance)
-		}
-		for _, sm := range sortedKeys(p.occ) {
-			s.mb.RecordGpuWarpOccupancyDataPoint(now, p.occ[sm], int64(sm))
-		}
-		for _, m := range sortedKeys(p.dropped) {
-			s.mb.RecordGpuDevrtProbesDroppedDataPoint(now, p.dropped[m], m)
-		}
-		rb := s.mb.NewResourceBuilder()
-		rb.SetProcessPid(int64(pid))
-		if s.opts.HostName != "" {
-			rb.SetHostName(s.opts.HostName)
-		}
-		res := rb.Emit()
-		s.mb.EmitForResource(metadata.WithResource(res))
-		if len(p.delay)+len(p.latency) > 0 {
-			hists = append(hists, hist{res, p})
+		if len(devs) > 1 && len(p.latency) > 0 {
+			// several GPUs: the process's launch latencies on a resource
+			// of the process alone
+			rb := s.mb.NewResourceBuilder()
+			rb.SetProcessPid(int64(pid))
+			if s.opts.HostName != "" {
+				rb.SetHostName(s.opts.HostName)
+			}
+			hists = append(hists, hist{res: rb.Emit(), latency: p.latency})
 		}
 		if p.retire || p.regions <= 0 && p.noRegion {
 			delete(s.procs, pid)
@@ -615,11 +663,35 @@ func (s *Source) Metrics() pmetric.Metrics {
 		sm.Scope().SetName(metadata.ScopeName)
 		ms := sm.Metrics()
 		appendHists(ms, histScheduleDelay, "Each thread block's start minus its launch's first block start (block_sched), by kernel.",
-			s.cfg.ScheduleDelay, h.p.delay, s.start, now)
+			s.cfg.ScheduleDelay, h.delay, s.start, now)
 		appendHists(ms, histLaunchLatency, "Launch call start to the launch's first block start (launch_latency, clock offset from devrt's timed launches), by kernel.",
-			s.cfg.LaunchLatency, h.p.latency, s.start, now)
+			s.cfg.LaunchLatency, h.latency, s.start, now)
 	}
 	return out
+}
+
+// recordGPU records one process's data points of one GPU.
+func (s *Source) recordGPU(now pcommon.Timestamp, g *gpuStats) {
+	for _, k := range sortedKeys(g.blocks) {
+		s.mb.RecordGpuKernelBlocksDataPoint(now, g.blocks[k], k)
+	}
+	for _, sm := range sortedKeys(g.smBlocks) {
+		s.mb.RecordGpuKernelSmBlocksDataPoint(now, g.smBlocks[sm], int64(sm))
+		s.mb.RecordGpuKernelSmBusyDataPoint(now, g.smBusy[sm], int64(sm))
+	}
+	if b := proberegion.Balance(g.interval); b.Imbalance > 0 {
+		g.imbalance = b.Imbalance // over the collection interval
+	}
+	g.interval = g.interval[:0]
+	if g.imbalance > 0 {
+		s.mb.RecordGpuKernelSmImbalanceDataPoint(now, g.imbalance)
+	}
+	for _, sm := range sortedKeys(g.occ) {
+		s.mb.RecordGpuWarpOccupancyDataPoint(now, g.occ[sm], int64(sm))
+	}
+	for _, m := range sortedKeys(g.dropped) {
+		s.mb.RecordGpuDevrtProbesDroppedDataPoint(now, g.dropped[m], m)
+	}
 }
 
 func appendHists(ms pmetric.MetricSlice, name, desc string, cfg histogram.Config, hs map[string]*histogram.Histogram, start, now pcommon.Timestamp) {

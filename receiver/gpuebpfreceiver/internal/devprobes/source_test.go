@@ -52,12 +52,30 @@ func newSource(t testing.TB, dir string) (*Source, *observer.ObservedLogs) {
 
 // mapRegion creates devrt's region file for pid and maps it as devrt does.
 func mapRegion(t testing.TB, s *Source, dir string, created int) []byte {
+	return mapRegionOn(t, s, dir, created, nil)
+}
+
+// mapRegionOn is mapRegion with devrt's device record after the region,
+// naming the GPU of UUID uuid (none: no record, as before devrt wrote it).
+func mapRegionOn(t testing.TB, s *Source, dir string, created int, uuid []byte) []byte {
 	size := (s.Set().Layout().Size + 4095) &^ 4095
 	p := filepath.Join(dir, "gpuext-devmaps-4242-"+strconv.Itoa(created)+".maps")
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	require.NoError(t, err)
 	defer f.Close()
-	require.NoError(t, f.Truncate(int64(size)))
+	if uuid != nil {
+		rec := make([]byte, devrtinject.DeviceInfoSize)
+		le := binary.LittleEndian
+		le.PutUint32(rec[0:], devrtinject.DeviceInfoMagic)
+		le.PutUint16(rec[4:], devrtinject.DeviceInfoVersion)
+		le.PutUint16(rec[6:], devrtinject.DeviceInfoSize)
+		le.PutUint64(rec[8:], size)
+		le.PutUint32(rec[20:], 1) // GPUEXT_DMI_UUID
+		copy(rec[24:], uuid)
+		_, err := f.WriteAt(rec, int64(size)+devrtinject.DeviceTrailer-devrtinject.DeviceInfoSize)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Truncate(int64(size)+map[bool]int64{true: devrtinject.DeviceTrailer}[uuid != nil]))
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = unix.Munmap(mem) })
@@ -85,9 +103,12 @@ func metrics(md pmetric.Metrics) map[string][]point {
 	out := map[string][]point{}
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
 		rm := md.ResourceMetrics().At(i)
-		var rpid any
+		var rpid, hwid any
 		if v, ok := rm.Resource().Attributes().Get("process.pid"); ok {
 			rpid = v.Int()
+		}
+		if v, ok := rm.Resource().Attributes().Get("hw.id"); ok {
+			hwid = v.Str()
 		}
 		for j := 0; j < rm.ScopeMetrics().Len(); j++ {
 			ms := rm.ScopeMetrics().At(j).Metrics()
@@ -97,6 +118,9 @@ func metrics(md pmetric.Metrics) map[string][]point {
 					a := attrs.AsRaw()
 					if rpid != nil {
 						a["pid"] = rpid
+					}
+					if hwid != nil {
+						a["hw.id"] = hwid
 					}
 					out[m.Name()] = append(out[m.Name()], point{a, v})
 				}
@@ -265,6 +289,52 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 
 // TestRegionBeingSized: devrt creates a region file, then sizes it; one
 // seen short while young and of a live process is tried again, not dropped.
+// TestRegionsOfTwoGPUs: one process, a region on each of two GPUs (devrt
+// makes one per context): each GPU's blocks, SMs and imbalance are its own,
+// under hw.id, and its block spans say which GPU ran them; SM 0 of one GPU
+// is not SM 0 of the other.
+func TestRegionsOfTwoGPUs(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := newSource(t, dir)
+	defer s.Shutdown()
+	uA := []byte{0x78, 0xfd, 0x69, 0x99, 0x84, 0xed, 0xc9, 0x79, 0x19, 0xd1, 0x8b, 0xe1, 0x5d, 0xe7, 0xc0, 0x8c}
+	uB := []byte{0x40, 0xc1, 0xf4, 0x41, 0xab, 0x03, 0x10, 0xa2, 0xd1, 0x95, 0x75, 0x7d, 0xf4, 0x61, 0xa8, 0xb4}
+	const gpuA, gpuB = "GPU-78fd6999-84ed-c979-19d1-8be15de7c08c", "GPU-40c1f441-ab03-10a2-d195-757df461a8b4"
+	memA := mapRegionOn(t, s, dir, 1, uA)
+	memB := mapRegionOn(t, s, dir, 2, uB)
+	require.NoError(t, probesim.Run(s.Set().Compiled(), memA, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4,
+		Blocks: probesim.Imbalanced(base, 16, 4), GridID: 1}))
+	require.NoError(t, probesim.Run(s.Set().Compiled(), memB, probesim.Launch{Kernel: "imbalanced", Grid: 8, Threads: 64, NSM: 2,
+		Blocks: probesim.Imbalanced(base, 8, 2), GridID: 1}))
+	s.Poll()
+	later := wall.Add(proberegion.QuietClose)
+	s.opts.Now = func() time.Time { return later }
+	s.Poll()
+	got := metrics(s.Metrics())
+	sm := func(gpu string, id int64) point {
+		return point{map[string]any{"gpu.sm.id": id, "pid": int64(pid), "hw.id": gpu}, 4}
+	}
+	require.Equal(t, []point{sm(gpuB, 0), sm(gpuB, 1), sm(gpuA, 0), sm(gpuA, 1), sm(gpuA, 2), sm(gpuA, 3)},
+		got["gpu.kernel.sm.blocks"])
+	blocks := map[any]float64{}
+	for _, p := range got["gpu.kernel.blocks"] {
+		blocks[p.attrs["hw.id"]] += p.value
+	}
+	require.Equal(t, map[any]float64{gpuA: 16, gpuB: 8}, blocks)
+	require.Len(t, got["gpu.kernel.sm.imbalance"], 2, "one per GPU")
+	spans, n := s.TakeSpans()
+	require.Equal(t, 2, n)
+	byGPU := map[string]int64{}
+	for i := 0; i < spans.ResourceSpans().Len(); i++ {
+		rs := spans.ResourceSpans().At(i)
+		h, ok := rs.Resource().Attributes().Get("hw.id")
+		require.True(t, ok)
+		b, _ := rs.ScopeSpans().At(0).Spans().At(0).Attributes().Get("gpu.kernel.blocks")
+		byGPU[h.Str()] = b.Int()
+	}
+	require.Equal(t, map[string]int64{gpuA: 16, gpuB: 8}, byGPU)
+}
+
 func TestRegionBeingSized(t *testing.T) {
 	dir := t.TempDir()
 	s, logs := newSource(t, dir)
