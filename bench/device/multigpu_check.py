@@ -35,16 +35,6 @@ def analyze(otel_path, run_path, base_path, ring_path=None):
         for k in KERNELS:
             check(g[k]["fnv"] == b[k]["fnv"], f"GPU {g['index']} {k}: output identical to the plain run")
     spans, points = otel(otel_path)
-    # the spans' resource attributes (process.pid, hw.id) under their own
-    for line in open(otel_path):
-        d = json.loads(line) if line.strip() else {}
-        for rs in d.get("resourceSpans", []):
-            res = {a["key"]: list(a["value"].values())[0] for a in rs.get("resource", {}).get("attributes", [])}
-            for ss in rs.get("scopeSpans", []):
-                for s in ss.get("spans", []):
-                    for t in spans:
-                        if t.get("spanId") == s.get("spanId"):
-                            t["attrs"] = dict(res, **t["attrs"])
     pid = str(run["pid"])
     mine = [s for s in spans if s["attrs"].get("process.pid", pid) in (pid, int(pid))]
     by = collections.Counter((s["attrs"].get("hw.id", "?"), s["name"]) for s in mine if s["name"].endswith(" blocks"))

@@ -134,9 +134,11 @@ def otel(path):
             continue
         d = json.loads(line)
         for rs in d.get("resourceSpans", []):
+            # the resource's (process.pid, hw.id) under the span's own
+            res = {a["key"]: list(a["value"].values())[0] for a in rs.get("resource", {}).get("attributes", [])}
             for ss in rs.get("scopeSpans", []):
                 for s in ss.get("spans", []):
-                    s["attrs"] = {a["key"]: list(a["value"].values())[0] for a in s.get("attributes", [])}
+                    s["attrs"] = dict(res, **{a["key"]: list(a["value"].values())[0] for a in s.get("attributes", [])})
                     spans.append(s)
         for rm in d.get("resourceMetrics", []):
             res = {a["key"]: list(a["value"].values())[0] for a in rm.get("resource", {}).get("attributes", [])}

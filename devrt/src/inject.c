@@ -554,10 +554,10 @@ static void *lib_bind_ctx(struct lib_bind *b, CUcontext ctx, void *orig,
  */
 static void *lib_twin(struct lib_bind *b, void *orig, void *twin)
 {
-	CUcontext ctx = NULL;
+	CUcontext ctx = current_ctx();
 	__u32 i, n;
 
-	if (idrv.ctx_get(&ctx) != CUDA_SUCCESS || !ctx)
+	if (!ctx)
 		return orig;	/* the launch fails as the program's own */
 	n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
 	for (i = 0; i < n; i++)

@@ -47,6 +47,25 @@ func (d DeviceInfo) HWID() string {
 	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
+// Encode is the record as devrt writes it: the last DeviceInfoSize bytes of
+// a region file of RegionLen + DeviceTrailer bytes (tests write region
+// files with it).
+func (d DeviceInfo) Encode() []byte {
+	b := make([]byte, DeviceInfoSize)
+	le := binary.LittleEndian
+	le.PutUint32(b[diOffMagic:], DeviceInfoMagic)
+	le.PutUint16(b[diOffVersion:], DeviceInfoVersion)
+	le.PutUint16(b[diOffSize:], DeviceInfoSize)
+	le.PutUint64(b[diOffRegionLen:], d.RegionLen)
+	le.PutUint32(b[diOffDevice:], uint32(d.Device))
+	if d.HasUUID {
+		le.PutUint32(b[diOffFlags:], deviceInfoUUID)
+		copy(b[diOffUUID:], d.UUID[:])
+	}
+	le.PutUint64(b[diOffCtx:], d.Ctx)
+	return b
+}
+
 // ReadDeviceInfo reads the device record of a region file of size bytes.
 // ok is false, with no error, for a file without one (devrt before the
 // record existed, or a file a test wrote): the region then names no

@@ -2,7 +2,6 @@ package devrtinject
 
 import (
 	"bytes"
-	"encoding/binary"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,18 +11,9 @@ import (
 // record after it.
 func devmapsFile(regionLen uint64, device int32, uuid []byte, ctx uint64) []byte {
 	f := make([]byte, regionLen+DeviceTrailer)
-	b := f[len(f)-DeviceInfoSize:]
-	le := binary.LittleEndian
-	le.PutUint32(b[diOffMagic:], DeviceInfoMagic)
-	le.PutUint16(b[diOffVersion:], DeviceInfoVersion)
-	le.PutUint16(b[diOffSize:], DeviceInfoSize)
-	le.PutUint64(b[diOffRegionLen:], regionLen)
-	le.PutUint32(b[diOffDevice:], uint32(device))
-	if uuid != nil {
-		le.PutUint32(b[diOffFlags:], deviceInfoUUID)
-		copy(b[diOffUUID:], uuid)
-	}
-	le.PutUint64(b[diOffCtx:], ctx)
+	d := DeviceInfo{RegionLen: regionLen, Device: device, HasUUID: uuid != nil, Ctx: ctx}
+	copy(d.UUID[:], uuid)
+	copy(f[len(f)-DeviceInfoSize:], d.Encode())
 	return f
 }
 

@@ -611,15 +611,7 @@ func (s *Source) Metrics() pmetric.Metrics {
 				s.recordGPU(now, g)
 				delay = g.delay
 			}
-			rb := s.mb.NewResourceBuilder()
-			rb.SetProcessPid(int64(pid))
-			if s.opts.HostName != "" {
-				rb.SetHostName(s.opts.HostName)
-			}
-			res := rb.Emit()
-			if dev != "" {
-				res.Attributes().PutStr(attrHWID, dev)
-			}
+			res := s.resource(pid, dev)
 			s.mb.EmitForResource(metadata.WithResource(res))
 			if len(devs) == 1 {
 				latency = p.latency
@@ -631,12 +623,7 @@ func (s *Source) Metrics() pmetric.Metrics {
 		if len(devs) > 1 && len(p.latency) > 0 {
 			// several GPUs: the process's launch latencies on a resource
 			// of the process alone
-			rb := s.mb.NewResourceBuilder()
-			rb.SetProcessPid(int64(pid))
-			if s.opts.HostName != "" {
-				rb.SetHostName(s.opts.HostName)
-			}
-			hists = append(hists, hist{res: rb.Emit(), latency: p.latency})
+			hists = append(hists, hist{res: s.resource(pid, ""), latency: p.latency})
 		}
 		if p.retire || p.regions <= 0 && p.noRegion {
 			delete(s.procs, pid)
@@ -668,6 +655,21 @@ func (s *Source) Metrics() pmetric.Metrics {
 			s.cfg.LaunchLatency, h.latency, s.start, now)
 	}
 	return out
+}
+
+// resource is the metrics resource of process pid on GPU dev ("": the
+// process alone).
+func (s *Source) resource(pid uint32, dev string) pcommon.Resource {
+	rb := s.mb.NewResourceBuilder()
+	rb.SetProcessPid(int64(pid))
+	if s.opts.HostName != "" {
+		rb.SetHostName(s.opts.HostName)
+	}
+	res := rb.Emit()
+	if dev != "" {
+		res.Attributes().PutStr(attrHWID, dev)
+	}
+	return res
 }
 
 // recordGPU records one process's data points of one GPU.

@@ -64,15 +64,9 @@ func mapRegionOn(t testing.TB, s *Source, dir string, created int, uuid []byte) 
 	require.NoError(t, err)
 	defer f.Close()
 	if uuid != nil {
-		rec := make([]byte, devrtinject.DeviceInfoSize)
-		le := binary.LittleEndian
-		le.PutUint32(rec[0:], devrtinject.DeviceInfoMagic)
-		le.PutUint16(rec[4:], devrtinject.DeviceInfoVersion)
-		le.PutUint16(rec[6:], devrtinject.DeviceInfoSize)
-		le.PutUint64(rec[8:], size)
-		le.PutUint32(rec[20:], 1) // GPUEXT_DMI_UUID
-		copy(rec[24:], uuid)
-		_, err := f.WriteAt(rec, int64(size)+devrtinject.DeviceTrailer-devrtinject.DeviceInfoSize)
+		d := devrtinject.DeviceInfo{RegionLen: size, HasUUID: true}
+		copy(d.UUID[:], uuid)
+		_, err := f.WriteAt(d.Encode(), int64(size)+devrtinject.DeviceTrailer-devrtinject.DeviceInfoSize)
 		require.NoError(t, err)
 	}
 	require.NoError(t, f.Truncate(int64(size)+map[bool]int64{true: devrtinject.DeviceTrailer}[uuid != nil]))
