@@ -141,18 +141,22 @@ enum gpuext_api {
 #define GPUEXT_F_NAME_TRUNC (1 << 3) /* the name filled the whole buffer */
 #define GPUEXT_F_READ_FAULT (1 << 4) /* a user-memory read failed */
 #define GPUEXT_F_NO_RETURN (1 << 5)  /* reported at entry: no result, end = start */
+#define GPUEXT_F_DEVICE_VALID (1 << 6) /* a launch's aux.launch.device is set (devrt,
+                                        * while device probes are in: launch latency
+                                        * is matched per GPU) */
 
 #define GPUEXT_NARGS 9
 #define GPUEXT_NAME_MAX 512
 
 /* Launch geometry, laid out like the first 40 bytes of CUlaunchConfig and of
  * cudaLaunchConfig_t (whose size_t dynamicSmemBytes has shared_mem as its low
- * half on little-endian). */
+ * half on little-endian). device is padding in both: devrt puts the launch's
+ * device there (any launch record, GPUEXT_F_DEVICE_VALID). */
 struct gpuext_launch_aux {
 	__u32 grid[3];
 	__u32 block[3];
 	__u32 shared_mem;
-	__u32 _pad;
+	__u32 device; /* ordinal of the current context's device at the launch */
 	__u64 stream;
 };
 

@@ -25,6 +25,11 @@ func TestDecodeInterpretsArguments(t *testing.T) {
 	const stack = FlagStackValid
 	withOut := func(ev Event, out uint64) Event { ev.Out = out; ev.Flags |= FlagOutValid; return ev }
 	withAux := func(ev Event, aux ...uint64) Event { copy(ev.Aux[:], aux); ev.Flags |= FlagAuxValid; return ev }
+	withDev := func(ev Event, dev uint32) Event {
+		ev.Aux[3] = ev.Aux[3]&0xffffffff | uint64(dev)<<32
+		ev.Flags |= FlagDeviceValid
+		return ev
+	}
 
 	tests := []struct {
 		name  string
@@ -43,6 +48,29 @@ func TestDecodeInterpretsArguments(t *testing.T) {
 		{"cuLaunchKernel without stack args", call(APICuLaunchKernel, 0, 0xf00, 1, 1, 1, 32, 1, 9, 9, 9), func(t *testing.T, e Event) {
 			require.Equal(t, [3]uint32{32, 1, 0}, e.Block)
 			require.Zero(t, e.Stream)
+		}},
+		{"cuLaunchKernel naming its device", withDev(call(APICuLaunchKernel, stack, 0xf00, 1, 1, 1, 32, 1, 1, 0, 0), 3), func(t *testing.T, e Event) {
+			require.Equal(t, int32(3), e.Device)
+			require.Equal(t, uint64(0xf00), e.Handle)
+		}},
+		{"cuLaunchKernel, device word without the flag", func() Event {
+			ev := call(APICuLaunchKernel, stack, 0xf00, 1, 1, 1, 32, 1, 1, 0, 0)
+			ev.Aux[3] = 3 << 32
+			return ev
+		}(), func(t *testing.T, e Event) {
+			require.Equal(t, int32(-1), e.Device)
+		}},
+		{"cuLaunchKernelEx naming its device", withDev(withAux(call(APICuLaunchKernelEx, 0, 0xc0f, 0xf01),
+			64|8<<32, 1|128<<32, 2|3<<32, 4096, 0x77), 1), func(t *testing.T, e Event) {
+			require.Equal(t, int32(1), e.Device)
+			require.Equal(t, uint32(4096), e.SharedMem, "the device is the high half")
+			require.Equal(t, uint64(0x77), e.Stream)
+		}},
+		{"cudaLaunchKernel naming device 0", withDev(call(APICudaLaunchKernel, stack, 0x401000, 1|1<<32, 1, 32|1<<32, 1, 0, 0, 0), 0), func(t *testing.T, e Event) {
+			require.Equal(t, int32(0), e.Device)
+		}},
+		{"the flag on a call that is not a launch", withDev(call(APICuMemFree, 0, 0xd0), 2), func(t *testing.T, e Event) {
+			require.Equal(t, int32(-1), e.Device)
 		}},
 		{"cuLaunchKernelEx", withAux(call(APICuLaunchKernelEx, 0, 0xc0f, 0xf01),
 			64|8<<32, 1|128<<32, 2|3<<32, 4096, 0x77), func(t *testing.T, e Event) {

@@ -280,6 +280,11 @@ func interpret(e *Event) {
 	case APICudaRegisterFunction:
 		e.Handle, e.Parent = a[1], a[0]
 	}
+	// devrt names a launch's device while device probes are in
+	// (struct gpuext_launch_aux.device, the high half of its fourth word).
+	if e.Flags&FlagDeviceValid != 0 && e.API.Class() == ClassLaunch {
+		e.Device = int32(hi32(e.Aux[3]))
+	}
 }
 
 func copy1D(e *Event, d Direction) {

@@ -77,6 +77,9 @@ const (
 	FlagNameTrunc  = 1 << 3
 	FlagReadFault  = 1 << 4
 	FlagNoReturn   = 1 << 5 // reported at entry (lean launch probes): no result, no duration
+	// FlagDeviceValid: a launch's device is in aux (devrt, while device
+	// probes are in).
+	FlagDeviceValid = 1 << 6
 )
 
 // Errors returned by Decode. Use errors.Is.
