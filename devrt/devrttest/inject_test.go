@@ -438,11 +438,14 @@ func TestInjectRegionMirror(t *testing.T) {
 }
 
 // TestInjectLibraryContexts: a library's CUkernel launched in two contexts,
-// as the CUDA runtime launches a program's kernels on two GPUs. The twin
-// is bound in each context to that context's own region (before, only in
-// the context of the load: elsewhere its global stayed 0 and the probes
-// did nothing), each region counts exactly its context's launches, and
-// each region file names its device.
+// as the CUDA runtime launches a program's kernels on two GPUs, and the
+// CUfunction cuKernelGetFunction gives in each. The twin is bound in each
+// context to that context's own region (before, only in the context of the
+// load: elsewhere its global stayed 0 and the probes did nothing), each
+// region counts exactly its context's launches, and each region file names
+// its device. The second context's function (its own handle there) is
+// redirected to the twin's function in that context: before, it ran the
+// original.
 func TestInjectLibraryContexts(t *testing.T) {
 	h := newHarness(t)
 	dir := shortSocketDir(t)
@@ -495,10 +498,19 @@ func TestInjectLibraryContexts(t *testing.T) {
 		require.NoError(t, err, name)
 		return v
 	}
-	require.Equal(t, map[uint64]uint64{ctx("primary"): 2 * injectN, ctx("other"): 3 * injectN}, byCtx,
+	require.NotEqual(t, ctx("fo"), ctx("fp"), "a function per context")
+	require.Equal(t, map[uint64]uint64{ctx("primary"): 3 * injectN, ctx("other"): 4 * injectN}, byCtx,
 		"one region per context, each with that context's launches of the twin")
 	orig, twin := ir.launchesOf("add_kernel")
-	require.Equal(t, [2]int{0, 5 * injectN}, [2]int{orig, twin}, "every launch ran the twin")
+	require.Equal(t, [2]int{0, 7 * injectN}, [2]int{orig, twin}, "every launch ran the twin")
+	devs := map[int32]int{}
+	for _, c := range ir.calls {
+		if c.API == ev.APICuLaunchKernel {
+			devs[c.Device]++
+		}
+	}
+	require.Equal(t, map[int32]int{0: 7 * injectN}, devs,
+		"with patched kernels live every launch record names its device (the fake's contexts are all device 0)")
 
 	var loads, binds []devrtinject.Event
 	for _, e := range ir.events {
@@ -510,7 +522,7 @@ func TestInjectLibraryContexts(t *testing.T) {
 	}
 	require.Len(t, loads, 1)
 	require.Equal(t, devrtinject.OutPatched, loads[0].Outcome)
-	require.Len(t, binds, 1, "one binding, at the first launch in the second context")
+	require.Len(t, binds, 1, "one binding, when the second context's function was asked for")
 	require.Equal(t, devrtinject.OutPatched, binds[0].Outcome)
 	require.Equal(t, uint16(devrtinject.FlagLibrary|devrtinject.FlagOtherContext), binds[0].Flags)
 	require.Equal(t, loads[0].Module, binds[0].Module)
@@ -622,6 +634,14 @@ func TestInjectFailsOpen(t *testing.T) {
 			for _, l := range ir.launches {
 				require.False(t, l.Patched, "no twin was left loaded: %+v", l)
 			}
+			launches := 0
+			for _, c := range ir.calls {
+				if c.API.Class() == ev.ClassLaunch {
+					launches++
+					require.Equal(t, int32(-1), c.Device, "nothing patched: no launch names its device (%s)", c.API)
+				}
+			}
+			require.NotZero(t, launches)
 			require.Len(t, ir.events, tc.records)
 			if tc.records == 0 {
 				return

@@ -204,7 +204,7 @@
 	H(cuLibraryLoadData, cuLibraryLoadData, CK_OUT(1), 0) \
 	X(cuModuleGetFunction, cuModuleGetFunction, CK_OUT(1) | CK_NAME(3), 0, (CUfunction *f, CUmodule m, const char *name), (f, m, name)) \
 	X(cuLibraryGetKernel, cuLibraryGetKernel, CK_OUT(1) | CK_NAME(3), 0, (CUkernel *k, CUlibrary l, const char *name), (k, l, name)) \
-	X(cuKernelGetFunction, cuKernelGetFunction, CK_OUT(1), 0, (CUfunction *f, CUkernel k), (f, k)) \
+	H(cuKernelGetFunction, cuKernelGetFunction, CK_OUT(1), 0) \
 	/* unloads: not reported; injection unloads the patched twin (inject.c) */ \
 	H(cuModuleUnload, NONE, 0, 0) \
 	H(cuLibraryUnload, NONE, 0, 0) \

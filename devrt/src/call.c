@@ -10,13 +10,15 @@
  * the out argument, the name, and writes one record.  Both sources write
  * the same bytes, so the collector decodes them with one decoder; the
  * differences are the source (GPUEXT_SOURCE_DEVRT), corr (devrt's call
- * number), cgroup_id (0: the collector knows the pid's cgroup), and the out
+ * number), cgroup_id (0: the collector knows the pid's cgroup), the out
  * value, which devrt reads only after a successful call (a failed call may
- * leave a pointer the driver never checked, which devrt must not touch).
+ * leave a pointer the driver never checked, which devrt must not touch),
+ * and, while device probes are in, a launch's device (aux.launch.device).
  */
 #include <string.h>
 
 #include "devrt.h"
+#include "inject.h"
 
 /* Off, or not started: start, or count a call devrt let pass. */
 static __attribute__((noinline)) int begin_slow(void)
@@ -153,6 +155,9 @@ DEVRT_HOT int devrt_begin(struct devrt_call *c, enum devrt_sym id,
 	if (s->ck & GPUEXT_CK_STACK)
 		e->flags |= GPUEXT_F_STACK_VALID;
 	read_aux(e, s->ck);
+	if ((s->df & DF_KERNEL) &&
+	    unlikely(__atomic_load_n(&devrt_inj_live, __ATOMIC_RELAXED)))
+		devrt_inject_launch_device(e);
 	e->corr = next_corr(t);
 	c->sym = s;
 	c->pair = NULL;

@@ -36,6 +36,12 @@
  * and writes its pointer into the twin's global in that context; a record
  * with GPUEXT_IF_OTHER_CONTEXT says how that went), else the original.
  *
+ * A library kernel's CUfunction is per context too: the one of the load's
+ * context is redirected with its CUkernel; one the program gets with
+ * cuKernelGetFunction in another context is redirected to the twin's
+ * function there when it is asked for (kernel_function), binding the twin
+ * in that context first.
+ *
  * cuModuleGetFunction is not touched: the program only ever sees original
  * handles.  cuModuleUnload / cuLibraryUnload of an original removes its
  * redirects, then unloads the patched twin and lets go of the region (the
@@ -125,6 +131,22 @@ static void idrv_load(void)
 	devrt_driver_sym_into(&idrv.mod_global, "cuModuleGetGlobal_v2");
 	devrt_driver_sym_into(&idrv.lib_global, "cuLibraryGetGlobal");
 	devrt_driver_sym_into(&idrv.ctx_get, "cuCtxGetCurrent");
+}
+
+/*
+ * A launch while patched kernels are live: the record names its device,
+ * so the collector pairs launch calls with the launch_latency probe's
+ * records of the same GPU (its regions name theirs).  One driver call.
+ */
+void devrt_inject_launch_device(struct gpuext_event *e)
+{
+	CUdevice dev;
+
+	if (__atomic_load_n(&devrt_inj_live, __ATOMIC_ACQUIRE) &&
+	    idrv.ctx_get_device && idrv.ctx_get_device(&dev) == CUDA_SUCCESS) {
+		e->aux.launch.device = (__u32)dev;
+		e->flags |= GPUEXT_F_DEVICE_VALID;
+	}
 }
 
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
@@ -566,6 +588,45 @@ static void *lib_twin(struct lib_bind *b, void *orig, void *twin)
 	return lib_bind_ctx(b, ctx, orig, twin);
 }
 
+/*
+ * The program asked for the CUfunction of kernel k in the current context
+ * (cuKernelGetFunction) and got fn.  In the load's context that function
+ * is redirected already (resolve); in any other it is a handle of its
+ * own, which the program may launch instead of k: if k has a twin bound
+ * here (bound now if it was not), fn is redirected to the twin's function
+ * in this context, and unloading or dropping the module clears it with
+ * the rest.  Any failure leaves fn running the original.
+ */
+static void kernel_function(CUkernel k, CUfunction fn)
+{
+	kern_fn_fn kern_fn = (kern_fn_fn)devrt_real(DEVRT_SYM_cuKernelGetFunction);
+	struct lib_bind *lib = NULL, *l2;
+	void *twin, *pf = NULL, **keys;
+	struct inj_mod *m;
+
+	if (!__atomic_load_n(&devrt_inj_live, __ATOMIC_RELAXED) || !fn ||
+	    (void *)fn == (void *)k || !kern_fn)
+		return;
+	twin = rd_find(k, &lib);
+	if (!twin || !lib || rd_find(fn, &l2))
+		return;	/* not a patched library's kernel, or known already */
+	devrt_t.busy++;
+	if (lib_twin(lib, k, twin) != twin ||
+	    kern_fn((CUfunction *)&pf, twin) != CUDA_SUCCESS || !pf)
+		goto out;
+	pthread_mutex_lock(&inj_lock);
+	for (m = mods; m && m->lb != lib; m = m->next)
+		;
+	if (m && (keys = realloc(m->keys, (m->nkeys + 1) * sizeof(*keys)))) {
+		m->keys = keys;
+		if (!rd_set(fn, pf, NULL))
+			m->keys[m->nkeys++] = fn;
+	}
+	pthread_mutex_unlock(&inj_lock);
+out:
+	devrt_t.busy--;
+}
+
 static int socket_present(void)
 {
 	struct stat st;
@@ -837,8 +898,9 @@ static inline __u64 w(const void *p) { return (__u64)(uintptr_t)p; }
 
 #define INJ_UNPAREN(...) __VA_ARGS__
 
-/* A reported load (as the generated wrappers do it), then injection. */
-#define LOAD_WRAPPER(sym, lib, params, names, argv, out, image)	\
+/* A reported call (as the generated wrappers do it), then, if it
+ * succeeded, after. */
+#define REPORTED_WRAPPER(sym, params, names, argv, after)		\
 DEVRT_EXPORT CUresult sym params					\
 {									\
 	__typeof__(&sym) real_ =					\
@@ -856,10 +918,16 @@ DEVRT_EXPORT CUresult sym params					\
 	} else {							\
 		r_ = real_ names;					\
 	}								\
-	if (r_ == CUDA_SUCCESS && out)					\
-		devrt_inject_module(GPUEXT_API_##sym, *out, image, lib); \
+	if (r_ == CUDA_SUCCESS)						\
+		after;							\
 	return r_;							\
 }
+
+/* A load, then injection. */
+#define LOAD_WRAPPER(sym, lib, params, names, argv, out, image)	\
+	REPORTED_WRAPPER(sym, params, names, argv,			\
+			 if (out) devrt_inject_module(GPUEXT_API_##sym,	\
+						      *out, image, lib))
 
 LOAD_WRAPPER(cuModuleLoadData, 0, (CUmodule *m, const void *image),
 	     (m, image), (w(m), w(image)), m, image)
@@ -876,6 +944,10 @@ LOAD_WRAPPER(cuLibraryLoadData, 1,
 	      unsigned int ln),
 	     (l, code, jo, jv, jn, lo, lv, ln),
 	     (w(l), w(code), w(jo), w(jv), jn, w(lo), w(lv), ln), l, code)
+
+/* A library kernel's function in the current context: redirected too. */
+REPORTED_WRAPPER(cuKernelGetFunction, (CUfunction *f, CUkernel k), (f, k),
+		 (w(f), w(k)), if (f) kernel_function(k, *f))
 
 /* Not reported (the uprobes do not probe them either): the patched twin
  * goes first, then the program's module. */

@@ -39,6 +39,9 @@ static inline CUfunction devrt_inject_fn(CUfunction f)
 
 void devrt_inject_refused(void *orig, CUresult twin, CUresult res);
 
+/* Names the device of a launch record while patched kernels are live. */
+void devrt_inject_launch_device(struct gpuext_event *e);
+
 /*
  * DEVRT_INJECT_CALL(sym, call) in a generated wrapper (wrappers.c) is the
  * real call.  For the launch rows below, whose CUfunction parameter is f,
@@ -85,7 +88,8 @@ void devrt_inject_refused(void *orig, CUresult twin, CUresult res);
 
 /* ---- module loads (inject.c) --------------------------------------------- */
 
-/* The wrappers of the loads and unloads (api_table.h rows H). */
+/* The wrappers of the loads, cuKernelGetFunction and the unloads (api_table.h
+ * rows H). */
 CUresult cuModuleLoadData(CUmodule *m, const void *image);
 CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n,
 			    CUjit_option *opts, void **vals);
@@ -93,6 +97,7 @@ CUresult cuModuleLoadFatBinary(CUmodule *m, const void *fatbin);
 CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *jo,
 			   void **jv, unsigned int jn, CUlibraryOption *lo,
 			   void **lv, unsigned int ln);
+CUresult cuKernelGetFunction(CUfunction *f, CUkernel k);
 CUresult cuModuleUnload(CUmodule m);
 CUresult cuLibraryUnload(CUlibrary l);
 /* Settings of an original, made on its twin too (inject.c). */

@@ -227,6 +227,7 @@ enum hkind {
 #define HANDLE_KIND_SHIFT	28
 #define HANDLE_SEQ_SHIFT	6
 #define HANDLE_SEQ_MASK	((1ULL << (HANDLE_KIND_SHIFT - HANDLE_SEQ_SHIFT)) - 1)
+#define HANDLE_CTX_MASK	((1ULL << HANDLE_SEQ_SHIFT) - 1)
 
 static unsigned long long fc_handle_seq;
 
@@ -260,9 +261,18 @@ static enum hkind handle_kind(const void *h)
 	off = v - HANDLE_BASE;
 	kind = off >> HANDLE_KIND_SHIFT;
 	if (kind == HK_NONE || kind >= HK_MAX ||
-	    (off & ((1ULL << HANDLE_SEQ_SHIFT) - 1)))
+	    ((off & HANDLE_CTX_MASK) && kind != HK_FUNCTION))
 		return HK_NONE;
 	return (enum hkind)kind;
+}
+
+/* A library kernel's CUfunction is per context, as in the driver: the
+ * function cuKernelGetFunction returns carries its context's tag in the low
+ * bits (0 in the primary context), and a launch of it in another context
+ * fails. */
+static unsigned long long handle_ctx_tag(const void *h)
+{
+	return ((uintptr_t)h - HANDLE_BASE) & HANDLE_CTX_MASK;
 }
 
 static unsigned long long handle_seq(const void *h)
@@ -298,6 +308,14 @@ static CUresult need_ctx(void)
 	if (!__atomic_load_n(&fc_initialized, __ATOMIC_ACQUIRE))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	return t_ctx_depth ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* The tag of the current context's functions (need_ctx first). */
+static unsigned long long ctx_tag(void)
+{
+	CUcontext c = t_ctx_stack[t_ctx_depth - 1];
+
+	return c == PRIMARY_CTX ? 0 : 1 + handle_seq(c) % HANDLE_CTX_MASK;
 }
 
 static CUresult ctx_push(CUcontext ctx)
@@ -831,7 +849,8 @@ static CUresult launch_check(CUfunction f, unsigned int gx, unsigned int gy,
 	 * (same sequence number), as the driver does since CUDA 12. */
 	if (handle_kind(f) == HK_KERNEL)
 		f = handle_make(HK_FUNCTION, handle_seq(f));
-	if (handle_kind(f) != HK_FUNCTION)
+	if (handle_kind(f) != HK_FUNCTION ||
+	    (handle_ctx_tag(f) && handle_ctx_tag(f) != ctx_tag()))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!gx || !gy || !gz || !bx || !by || !bz)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -2046,7 +2065,8 @@ FC_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
 	return CUDA_SUCCESS;
 }
 
-/* The function of a kernel in the current context: same seq, other kind. */
+/* The function of a kernel in the current context: same seq, other kind,
+ * the context's tag. */
 FC_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
 	CUresult r;
@@ -2058,7 +2078,8 @@ FC_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (handle_kind(kernel) != HK_KERNEL)
 		return CUDA_ERROR_INVALID_HANDLE;
-	*pFunc = handle_make(HK_FUNCTION, handle_seq(kernel));
+	*pFunc = (CUfunction)((char *)handle_make(HK_FUNCTION,
+						   handle_seq(kernel)) + ctx_tag());
 	return CUDA_SUCCESS;
 }
 

@@ -222,9 +222,13 @@
  *   fat binary on two GPUs: setup; cuLibraryLoadData 1 (add_kernel PTX),
  *   cuLibraryGetKernel 1; N x cuLaunchKernel of the CUkernel in the
  *   primary context; cuCtxCreate_v2 1 (a second context, made current);
- *   3N launches there; cuCtxPopCurrent_v2 1; N more in the primary
- *   context; cuCtxSynchronize 1; cuLibraryUnload 1; cuCtxDestroy_v2 1;
- *   teardown.  "handles" has the library, kernel and both contexts.
+ *   cuKernelGetFunction 1 there (that context's own CUfunction) and N
+ *   launches of it, then 3N of the CUkernel; cuCtxPopCurrent_v2 1; N more
+ *   of the CUkernel in the primary context, cuKernelGetFunction 1 and N
+ *   launches of that function; cuCtxSynchronize 1; cuLibraryUnload 1;
+ *   cuCtxDestroy_v2 1; teardown (7N launches: 3N in the primary context,
+ *   4N in the other).  "handles" has the library, kernel, both contexts
+ *   and both functions.
  *
  * all
  *   launch-storm 100, alloc-leak, copies, errors, runtime 10, procaddr 10 in
@@ -1860,12 +1864,14 @@ static void sc_inject(struct run *r)
 
 /*
  * inject-contexts [N=10]: one library's kernel launched by its CUkernel in
- * two contexts (2N launches in the primary one, 3N in a second), as the
- * CUDA runtime launches a program's kernels on each GPU.
+ * two contexts, as the CUDA runtime launches a program's kernels on each
+ * GPU, and by the CUfunction cuKernelGetFunction gives in each (3N
+ * launches in the primary context, 4N in a second).
  */
 static void sc_inject_contexts(struct run *r)
 {
 	CUcontext primary = NULL, other = NULL, popped = NULL;
+	CUfunction fo = NULL, fp = NULL;
 	unsigned long i, n = r->args[0];
 	struct vecadd_args k;
 	CUlibrary lib = NULL;
@@ -1881,6 +1887,10 @@ static void sc_inject_contexts(struct run *r)
 		CU(r, CUDA_SUCCESS, cuLaunchKernel, (CUfunction)kern, 2, 1, 1,
 		   64, 1, 1, 0, NULL, k.params, NULL);
 	CU(r, CUDA_SUCCESS, cuCtxCreate_v2, &other, 0, 0);
+	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &fo, kern);
+	for (i = 0; i < n; i++)
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, fo, 2, 1, 1, 64, 1, 1, 0,
+		   NULL, k.params, NULL);
 	for (i = 0; i < 3 * n; i++)
 		CU(r, CUDA_SUCCESS, cuLaunchKernel, (CUfunction)kern, 2, 1, 1,
 		   64, 1, 1, 0, NULL, k.params, NULL);
@@ -1888,16 +1898,21 @@ static void sc_inject_contexts(struct run *r)
 	for (i = 0; i < n; i++)
 		CU(r, CUDA_SUCCESS, cuLaunchKernel, (CUfunction)kern, 2, 1, 1,
 		   64, 1, 1, 0, NULL, k.params, NULL);
-	add(&r->launches, 5 * n);
+	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &fp, kern);
+	for (i = 0; i < n; i++)
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, fp, 2, 1, 1, 64, 1, 1, 0,
+		   NULL, k.params, NULL);
+	add(&r->launches, 7 * n);
 	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
 	if (getenv("WORKLOAD_INJECT_HOLD_MS"))
 		usleep(1000 * (useconds_t)atoi(getenv("WORKLOAD_INJECT_HOLD_MS")));
 	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
 	CU(r, CUDA_SUCCESS, cuCtxDestroy_v2, other);
 	extra_appendf(r, ",\"handles\":{\"lib\":\"%p\",\"kern\":\"%p\","
-		      "\"primary\":\"%p\",\"other\":\"%p\",\"popped\":\"%p\"}",
+		      "\"primary\":\"%p\",\"other\":\"%p\",\"popped\":\"%p\","
+		      "\"fo\":\"%p\",\"fp\":\"%p\"}",
 		      (void *)lib, (void *)kern, (void *)primary, (void *)other,
-		      (void *)popped);
+		      (void *)popped, (void *)fo, (void *)fp);
 	teardown(r);
 }
 
