@@ -75,15 +75,15 @@ func withLogger(set receiver.Settings, log *zap.Logger) receiver.Settings {
 
 // probesLaunched and probesExecuted pass devrt's launch calls and their
 // GPU timing to the device probes (launch latency).
-func (r *gpuReceiver) probesLaunched(pid uint32, kernel string, start uint64) {
+func (r *gpuReceiver) probesLaunched(pid uint32, kernel string, dev int32, start uint64) {
 	if r.probes != nil {
-		r.probes.Launch(pid, kernel, start)
+		r.probes.Launch(pid, kernel, dev, start)
 	}
 }
 
-func (r *gpuReceiver) probesExecuted(pid uint32, kernel string, callStart, gpuStart uint64) {
+func (r *gpuReceiver) probesExecuted(pid uint32, kernel string, dev int32, callStart, gpuStart uint64) {
 	if r.probes != nil {
-		r.probes.Timed(pid, kernel, callStart, gpuStart)
+		r.probes.Timed(pid, kernel, dev, callStart, gpuStart)
 	}
 }
 

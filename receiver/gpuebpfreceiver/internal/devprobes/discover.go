@@ -526,25 +526,27 @@ func (s *Source) retry(c *claim, key fileKey, fd int, host bool, name string, st
 		return
 	}
 	s.disc.open[c.path] = openFile{dirfd: dfd, name: name, key: key}
-	s.regions[c.path] = &region{r: r, tr: proberegion.NewTracker(), pid: c.owner, dev: s.regionDevice(f, fst.Size, c.path),
+	dev, ord := s.regionDevice(f, fst.Size, c.path)
+	s.regions[c.path] = &region{r: r, tr: proberegion.NewTracker(), pid: c.owner, dev: dev, ord: ord,
 		drops: map[string]uint64{}}
 	s.proc(c.owner).regions++
 }
 
 // regionDevice is the hw.id of the GPU devrt's record at the end of the
-// region file names, or "" (no record, or one without a UUID). A broken
-// record costs only the name: the region is read all the same.
-func (s *Source) regionDevice(f *os.File, size int64, path string) string {
+// region file names, or "" (no record, or one without a UUID), and the
+// GPU's ordinal in the process, or -1 (no record). A broken record costs
+// only the names: the region is read all the same.
+func (s *Source) regionDevice(f *os.File, size int64, path string) (string, int32) {
 	d, ok, err := devrtinject.ReadDeviceInfo(f, size)
 	if err != nil {
 		s.log.Warn("device probe region: its device record is unreadable; its data names no GPU",
 			zap.String("path", path), zap.Error(err))
-		return ""
+		return "", -1
 	}
 	if !ok {
-		return ""
+		return "", -1
 	}
-	return d.HWID()
+	return d.HWID(), d.Device
 }
 
 // regionGone tells whether the region at path lost its file (devrt

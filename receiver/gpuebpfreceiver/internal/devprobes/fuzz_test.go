@@ -106,9 +106,10 @@ func regionOps(t *testing.T, s *Source, mem []byte, b []byte, emit func()) {
 				return
 			}
 			start := le.Uint64(b)
-			s.Launch(pid, "imbalanced", start)
+			dev := int32(int8(b[2])) // -1 and small ordinals mostly; others are ignored
+			s.Launch(pid, "imbalanced", dev, start)
 			if start&1 != 0 {
-				s.Timed(pid, "imbalanced", start, start+uint64(b[1]))
+				s.Timed(pid, "imbalanced", dev, start, start+uint64(b[1]))
 			}
 			b = b[8:]
 		}

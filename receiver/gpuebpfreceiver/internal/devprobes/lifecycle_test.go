@@ -85,7 +85,7 @@ func TestProcessWithoutRegionIsForgotten(t *testing.T) {
 			patchCorpus(t, s)
 			for p := uint32(1000); p < 1010; p++ {
 				for i := range uint64(100) {
-					s.Launch(p, "imbalanced", 1_000_000+i)
+					s.Launch(p, "imbalanced", int32(i%3)-1, 1_000_000+i)
 				}
 			}
 			for range tc.emits {

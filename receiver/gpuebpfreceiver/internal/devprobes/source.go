@@ -109,6 +109,7 @@ type region struct {
 	tr    *proberegion.Tracker
 	pid   uint32
 	dev   string // the GPU's hw.id (the file's device record), "" if it names none
+	ord   int32  // the GPU's ordinal in the process (the same record), -1 if none
 	drops map[string]uint64
 }
 
@@ -121,13 +122,28 @@ type proc struct {
 	// launch records made it, or brought it back after its last region
 	// went): dropped at the next emission that still finds none.
 	noRegion bool
-	// matcher and latency are the process's: devrt's launch records do
-	// not say which GPU a launch went to.
-	matcher *proberegion.LaunchMatcher
-	latency map[string]*histogram.Histogram
+	// matchers pair launch calls with launch_latency's records, one per
+	// GPU, by device ordinal: devrt names each launch's device and each
+	// region's (-1: named none). Each GPU has its own %globaltimer, so its
+	// own clock offset too.
+	matchers map[int32]*proberegion.LaunchMatcher
 	// gpus: what each of its GPUs' regions said, by hw.id (a process has
 	// a region per context, a context per GPU; SM ids are per GPU).
 	gpus map[string]*gpuStats
+}
+
+// maxMatchers bounds a process's matchers (device ordinals it named).
+const maxMatchers = 64
+
+// matcher is p's launch matcher of the GPU of ordinal ord, or nil when
+// ord is not one (an ordinal below -1, or more GPUs than maxMatchers).
+func (p *proc) matcher(ord int32) *proberegion.LaunchMatcher {
+	m := p.matchers[ord]
+	if m == nil && ord >= -1 && len(p.matchers) < maxMatchers {
+		m = proberegion.NewLaunchMatcher()
+		p.matchers[ord] = m
+	}
+	return m
 }
 
 // gpuStats is what the probes saw of one process on one GPU, cumulative.
@@ -140,6 +156,7 @@ type gpuStats struct {
 	occ       map[uint32]float64
 	dropped   map[string]int64
 	delay     map[string]*histogram.Histogram
+	latency   map[string]*histogram.Histogram
 }
 
 // gpu is p's stats of GPU dev (hw.id, "" for regions that name none).
@@ -147,7 +164,8 @@ func (p *proc) gpu(dev string) *gpuStats {
 	g := p.gpus[dev]
 	if g == nil {
 		g = &gpuStats{blocks: map[string]int64{}, smBlocks: map[uint32]int64{}, smBusy: map[uint32]float64{},
-			occ: map[uint32]float64{}, dropped: map[string]int64{}, delay: map[string]*histogram.Histogram{}}
+			occ: map[uint32]float64{}, dropped: map[string]int64{}, delay: map[string]*histogram.Histogram{},
+			latency: map[string]*histogram.Histogram{}}
 		p.gpus[dev] = g
 	}
 	return g
@@ -239,7 +257,7 @@ func (s *Source) Shutdown() {
 	for _, path := range paths {
 		rg := s.regions[path]
 		if p := s.procs[rg.pid]; p != nil {
-			s.finishRuns(p, rg.dev, rg.tr.Flush())
+			s.finishRuns(p, rg, rg.tr.Flush())
 			if p.regions--; p.regions <= 0 {
 				p.retire = true
 			}
@@ -297,43 +315,44 @@ func (s *Source) HandleInject(pid uint32, rec []byte) error {
 }
 
 // Launch takes devrt's record of a launch call of kernel (mangled) by
-// process pid, started at start (CLOCK_MONOTONIC ns). Kernels the probes
-// were never put into are ignored.
-func (s *Source) Launch(pid uint32, kernel string, start uint64) {
+// process pid on the GPU of ordinal dev (-1: the record names none),
+// started at start (CLOCK_MONOTONIC ns). Kernels the probes were never put
+// into are ignored.
+func (s *Source) Launch(pid uint32, kernel string, dev int32, start uint64) {
 	id := ptx.KernelID(kernel)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := s.matcherProc(pid, id); p != nil {
-		p.matcher.Host(id, start)
+	if m := s.matcherOf(pid, id, dev); m != nil {
+		m.Host(id, start)
 	}
 }
 
-// Timed takes devrt's GPU timing of a launch of kernel: the call started
-// at callStart, the work at gpuStart (both CLOCK_MONOTONIC ns).
-func (s *Source) Timed(pid uint32, kernel string, callStart, gpuStart uint64) {
+// Timed takes devrt's GPU timing of a launch of kernel on GPU dev: the
+// call started at callStart, the work at gpuStart (both CLOCK_MONOTONIC
+// ns).
+func (s *Source) Timed(pid uint32, kernel string, dev int32, callStart, gpuStart uint64) {
 	id := ptx.KernelID(kernel)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := s.matcherProc(pid, id); p != nil {
-		p.matcher.Timed(id, callStart, gpuStart)
+	if m := s.matcherOf(pid, id, dev); m != nil {
+		m.Timed(id, callStart, gpuStart)
 	}
 }
 
-func (s *Source) matcherProc(pid uint32, id uint64) *proc {
+func (s *Source) matcherOf(pid uint32, id uint64, dev int32) *proberegion.LaunchMatcher {
 	if _, ok := s.set.KernelName(id); !ok {
 		return nil
 	}
 	if _, ok := s.set.Layout().Find(proberegion.MapLaunchRing); !ok {
 		return nil
 	}
-	return s.proc(pid)
+	return s.proc(pid).matcher(dev)
 }
 
 func (s *Source) proc(pid uint32) *proc {
 	p := s.procs[pid]
 	if p == nil {
-		p = &proc{pid: pid, matcher: proberegion.NewLaunchMatcher(),
-			latency: map[string]*histogram.Histogram{}, gpus: map[string]*gpuStats{}}
+		p = &proc{pid: pid, matchers: map[int32]*proberegion.LaunchMatcher{}, gpus: map[string]*gpuStats{}}
 		s.procs[pid] = p
 	}
 	p.retire = false
@@ -391,7 +410,7 @@ func (s *Source) Poll() {
 		k := pidGPU{rg.pid, rg.dev}
 		sms[k] = append(sms[k], rg.tr.SMs(snap.SMs).SMs...)
 		if err != nil || gone || ended {
-			s.finishRuns(p, rg.dev, rg.tr.Flush())
+			s.finishRuns(p, rg, rg.tr.Flush())
 			_ = rg.r.Close()
 			delete(s.regions, path)
 			s.release(path, ended && err == nil, err != nil) // removed if the process ended without unloading the module
@@ -437,16 +456,17 @@ func (s *Source) kernelName(id uint64) string {
 
 func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
 	g := p.gpu(rg.dev)
-	s.finishRuns(p, rg.dev, rg.tr.Blocks(snap.Blocks, snap.BlockHead, s.opts.Now()))
+	s.finishRuns(p, rg, rg.tr.Blocks(snap.Blocks, snap.BlockHead, s.opts.Now()))
+	m := p.matcher(rg.ord)
 	if len(snap.Launches) > 0 {
-		p.matcher.Device(snap.Launches)
+		m.Device(snap.Launches)
 	}
-	for _, l := range p.matcher.Take() {
+	for _, l := range m.Take() {
 		name := s.kernelName(l.KernelID)
-		h := p.latency[name]
+		h := g.latency[name]
 		if h == nil {
 			h = histogram.New(s.cfg.LaunchLatency.Buckets)
-			p.latency[name] = h
+			g.latency[name] = h
 		}
 		h.Record(s.cfg.LaunchLatency.Buckets, float64(l.NS)/1e9)
 	}
@@ -464,9 +484,9 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
 	}
 }
 
-// finishRuns takes the launches of p on GPU dev whose blocks are all in.
-func (s *Source) finishRuns(p *proc, dev string, runs []proberegion.Run) {
-	g := p.gpu(dev)
+// finishRuns takes the launches of p in region rg whose blocks are all in.
+func (s *Source) finishRuns(p *proc, rg *region, runs []proberegion.Run) {
+	g := p.gpu(rg.dev)
 	for i := range runs {
 		run := &runs[i]
 		name := s.kernelName(run.KernelID)
@@ -480,18 +500,22 @@ func (s *Source) finishRuns(p *proc, dev string, runs []proberegion.Run) {
 			h.RecordN(s.cfg.ScheduleDelay.Buckets, float64(d)/1e9, s.sample)
 		}
 		if s.cfg.Spans && s.nspans < maxSpansHeld {
-			s.appendSpan(p, dev, name, run)
+			s.appendSpan(p, rg, name, run)
 		}
 	}
 }
 
-// gpuTime converts a %globaltimer value to wall-clock time: through the
-// process's calibrated offset when known (see proberegion's launch
-// latency), else taken as is (NVIDIA's drivers start %globaltimer at the
-// host's Unix time; not guaranteed: spans then say gpu.clock.calibrated
-// false).
-func (s *Source) gpuTime(p *proc, ns uint64) (pcommon.Timestamp, bool) {
-	off, ok := p.matcher.Offset()
+// gpuTime converts a %globaltimer value of GPU ord to wall-clock time:
+// through that GPU's calibrated offset in the process when known (see
+// proberegion's launch latency), else taken as is (NVIDIA's drivers start
+// %globaltimer at the host's Unix time; not guaranteed: spans then say
+// gpu.clock.calibrated false).
+func (s *Source) gpuTime(p *proc, ord int32, ns uint64) (pcommon.Timestamp, bool) {
+	var off int64
+	ok := false
+	if m := p.matcher(ord); m != nil {
+		off, ok = m.Offset()
+	}
 	if !ok {
 		return pcommon.Timestamp(ns), false
 	}
@@ -500,11 +524,11 @@ func (s *Source) gpuTime(p *proc, ns uint64) (pcommon.Timestamp, bool) {
 	return pcommon.Timestamp(mono + wall), true
 }
 
-func (s *Source) appendSpan(p *proc, dev, name string, run *proberegion.Run) {
+func (s *Source) appendSpan(p *proc, rg *region, name string, run *proberegion.Run) {
 	rs := s.spans.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutInt("process.pid", int64(p.pid))
-	if dev != "" {
-		rs.Resource().Attributes().PutStr(attrHWID, dev)
+	if rg.dev != "" {
+		rs.Resource().Attributes().PutStr(attrHWID, rg.dev)
 	}
 	if s.opts.HostName != "" {
 		rs.Resource().Attributes().PutStr("host.name", s.opts.HostName)
@@ -524,8 +548,8 @@ func (s *Source) appendSpan(p *proc, dev, name string, run *proberegion.Run) {
 	sp.SetSpanID(sid)
 	sp.SetName(name + " blocks")
 	sp.SetKind(ptrace.SpanKindInternal)
-	st, cal := s.gpuTime(p, run.FirstStart)
-	en, _ := s.gpuTime(p, run.LastEnd)
+	st, cal := s.gpuTime(p, rg.ord, run.FirstStart)
+	en, _ := s.gpuTime(p, rg.ord, run.LastEnd)
 	sp.SetStartTimestamp(st)
 	sp.SetEndTimestamp(en)
 	var minD, maxD, sumD uint64
@@ -603,27 +627,19 @@ func (s *Source) Metrics() pmetric.Metrics {
 		p := s.procs[pid]
 		devs := sortedKeys(p.gpus)
 		if len(devs) == 0 {
-			devs = []string{""} // the process's own resource: its latencies
+			devs = []string{""} // the process's own resource
 		}
 		for _, dev := range devs {
 			var delay, latency map[string]*histogram.Histogram
 			if g := p.gpus[dev]; g != nil {
 				s.recordGPU(now, g)
-				delay = g.delay
+				delay, latency = g.delay, g.latency
 			}
 			res := s.resource(pid, dev)
 			s.mb.EmitForResource(metadata.WithResource(res))
-			if len(devs) == 1 {
-				latency = p.latency
-			}
 			if len(delay)+len(latency) > 0 {
 				hists = append(hists, hist{res, delay, latency})
 			}
-		}
-		if len(devs) > 1 && len(p.latency) > 0 {
-			// several GPUs: the process's launch latencies on a resource
-			// of the process alone
-			hists = append(hists, hist{res: s.resource(pid, ""), latency: p.latency})
 		}
 		if p.retire || p.regions <= 0 && p.noRegion {
 			delete(s.procs, pid)

@@ -52,19 +52,20 @@ func newSource(t testing.TB, dir string) (*Source, *observer.ObservedLogs) {
 
 // mapRegion creates devrt's region file for pid and maps it as devrt does.
 func mapRegion(t testing.TB, s *Source, dir string, created int) []byte {
-	return mapRegionOn(t, s, dir, created, nil)
+	return mapRegionOn(t, s, dir, created, nil, 0)
 }
 
 // mapRegionOn is mapRegion with devrt's device record after the region,
-// naming the GPU of UUID uuid (none: no record, as before devrt wrote it).
-func mapRegionOn(t testing.TB, s *Source, dir string, created int, uuid []byte) []byte {
+// naming the GPU of UUID uuid and ordinal ord (no uuid: no record, as
+// before devrt wrote it).
+func mapRegionOn(t testing.TB, s *Source, dir string, created int, uuid []byte, ord int32) []byte {
 	size := (s.Set().Layout().Size + 4095) &^ 4095
 	p := filepath.Join(dir, "gpuext-devmaps-4242-"+strconv.Itoa(created)+".maps")
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	require.NoError(t, err)
 	defer f.Close()
 	if uuid != nil {
-		d := devrtinject.DeviceInfo{RegionLen: size, HasUUID: true}
+		d := devrtinject.DeviceInfo{RegionLen: size, HasUUID: true, Device: ord}
 		copy(d.UUID[:], uuid)
 		_, err := f.WriteAt(d.Encode(), int64(size)+devrtinject.DeviceTrailer-devrtinject.DeviceInfoSize)
 		require.NoError(t, err)
@@ -134,6 +135,9 @@ func metrics(md pmetric.Metrics) map[string][]point {
 						dp := m.Histogram().DataPoints().At(d)
 						a := dp.Attributes().AsRaw()
 						a["pid"] = rpid
+						if hwid != nil {
+							a["hw.id"] = hwid
+						}
 						a["buckets"] = dp.BucketCounts().AsRaw()
 						a["sum"] = dp.Sum()
 						out[m.Name()] = append(out[m.Name()], point{a, float64(dp.Count())})
@@ -181,8 +185,8 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	// timing of it exactly at the first block.
 	blocks := probesim.Imbalanced(base, 16, 4)
 	hostStart := base - offset - 5000
-	s.Launch(pid, "imbalanced", hostStart)
-	s.Timed(pid, "imbalanced", hostStart, base-offset)
+	s.Launch(pid, "imbalanced", -1, hostStart) // a region without a device record: -1
+	s.Timed(pid, "imbalanced", -1, hostStart, base-offset)
 	require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4, Blocks: blocks, GridID: 0x2a}))
 	s.Poll()
 	require.Equal(t, 1, logs.FilterMessage("device probe region dropped").Len())
@@ -294,15 +298,28 @@ func TestRegionsOfTwoGPUs(t *testing.T) {
 	uA := []byte{0x78, 0xfd, 0x69, 0x99, 0x84, 0xed, 0xc9, 0x79, 0x19, 0xd1, 0x8b, 0xe1, 0x5d, 0xe7, 0xc0, 0x8c}
 	uB := []byte{0x40, 0xc1, 0xf4, 0x41, 0xab, 0x03, 0x10, 0xa2, 0xd1, 0x95, 0x75, 0x7d, 0xf4, 0x61, 0xa8, 0xb4}
 	const gpuA, gpuB = "GPU-78fd6999-84ed-c979-19d1-8be15de7c08c", "GPU-40c1f441-ab03-10a2-d195-757df461a8b4"
-	memA := mapRegionOn(t, s, dir, 1, uA)
-	memB := mapRegionOn(t, s, dir, 2, uB)
+	patchCorpus(t, s) // the kernels' names become known
+	memA := mapRegionOn(t, s, dir, 1, uA, 0)
+	memB := mapRegionOn(t, s, dir, 2, uB, 1)
 	require.NoError(t, probesim.Run(s.Set().Compiled(), memA, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4,
 		Blocks: probesim.Imbalanced(base, 16, 4), GridID: 1}))
 	require.NoError(t, probesim.Run(s.Set().Compiled(), memB, probesim.Launch{Kernel: "imbalanced", Grid: 8, Threads: 64, NSM: 2,
 		Blocks: probesim.Imbalanced(base, 8, 2), GridID: 1}))
+	// Each GPU has its own %globaltimer: B's reads 7 ms ahead of A's. The
+	// same kernel is launched on B first (9 µs before its first block),
+	// then on A (5 µs before); devrt timed both. Paired per GPU, each
+	// latency is exact; paired per process (as before), B's call went with
+	// A's first block and the other way round.
+	const offB = offset + 7_000_000
+	hA, hB := base-offset-5000, base-offB-9000
+	s.Launch(pid, "imbalanced", 1, hB)
+	s.Launch(pid, "imbalanced", 0, hA)
+	s.Timed(pid, "imbalanced", 1, hB, base-offB)
+	s.Timed(pid, "imbalanced", 0, hA, base-offset)
 	s.Poll()
 	later := wall.Add(proberegion.QuietClose)
 	s.opts.Now = func() time.Time { return later }
+	s.opts.Monotonic = func() uint64 { return uint64(later.UnixNano() - wallMono) }
 	s.Poll()
 	got := metrics(s.Metrics())
 	sm := func(gpu string, id int64) point {
@@ -316,17 +333,33 @@ func TestRegionsOfTwoGPUs(t *testing.T) {
 	}
 	require.Equal(t, map[any]float64{gpuA: 16, gpuB: 8}, blocks)
 	require.Len(t, got["gpu.kernel.sm.imbalance"], 2, "one per GPU")
+	lat := func(gpu string, bucket int, sum float64) point {
+		b := make([]uint64, 15)
+		b[bucket] = 1
+		return point{map[string]any{"gpu.cuda.kernel.name": "imbalanced", "pid": int64(pid), "hw.id": gpu,
+			"buckets": b, "sum": sum}, 1}
+	}
+	require.Equal(t, []point{lat(gpuB, 3, 9e-6), lat(gpuA, 2, 5e-6)}, roundSums(got["gpu.kernel.launch.latency"]),
+		"each GPU's launch, on its own resource: (5 µs, 10 µs] and (2 µs, 5 µs]")
 	spans, n := s.TakeSpans()
 	require.Equal(t, 2, n)
-	byGPU := map[string]int64{}
+	type span struct {
+		blocks int64
+		start  pcommon.Timestamp
+	}
+	byGPU := map[string]span{}
 	for i := 0; i < spans.ResourceSpans().Len(); i++ {
 		rs := spans.ResourceSpans().At(i)
 		h, ok := rs.Resource().Attributes().Get("hw.id")
 		require.True(t, ok)
-		b, _ := rs.ScopeSpans().At(0).Spans().At(0).Attributes().Get("gpu.kernel.blocks")
-		byGPU[h.Str()] = b.Int()
+		sp := rs.ScopeSpans().At(0).Spans().At(0)
+		b, _ := sp.Attributes().Get("gpu.kernel.blocks")
+		byGPU[h.Str()] = span{b.Int(), sp.StartTimestamp()}
 	}
-	require.Equal(t, map[string]int64{gpuA: 16, gpuB: 8}, byGPU)
+	require.Equal(t, map[string]span{
+		gpuA: {16, pcommon.Timestamp(int64(base-offset) + wallMono)},
+		gpuB: {8, pcommon.Timestamp(int64(base-offB) + wallMono)},
+	}, byGPU, "block counts, and each GPU's first block on the host clock through its own offset")
 }
 
 func TestRegionBeingSized(t *testing.T) {

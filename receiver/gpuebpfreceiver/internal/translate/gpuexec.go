@@ -49,6 +49,7 @@ type execLink struct {
 	valid   bool
 	dir     ev.Direction // the call's direction, refined from allocations
 	kernel  string       // mangled name of the kernel launched, if known
+	dev     int32        // the launch's device ordinal, -1 if devrt did not name it
 	traceID pcommon.TraceID
 	spanID  pcommon.SpanID // empty: the call made no span
 }
@@ -95,11 +96,11 @@ func (t *Translator) execLink(p *process, e *ev.Event) *execLink {
 		p.exec = &execState{copyDur: map[copyKey]*histogram.Histogram{}}
 	}
 	l := &p.exec.links[e.Corr&(execLinks-1)]
-	*l = execLink{corr: e.Corr, valid: true, dir: e.Direction}
+	*l = execLink{corr: e.Corr, valid: true, dir: e.Direction, dev: e.Device}
 	if e.API.Class() == ev.ClassLaunch {
 		l.kernel = t.kernelName(p, e)
 		if l.kernel != "" && t.hooks.Launched != nil {
-			t.hooks.Launched(p.pid, l.kernel, e.Start)
+			t.hooks.Launched(p.pid, l.kernel, e.Device, e.Start)
 		}
 	}
 	return l
@@ -188,7 +189,7 @@ func (t *Translator) execute(p *process, x *ev.GPUExec, link *execLink) {
 	dir := ev.DirNone
 	if x.API.Class() == ev.ClassLaunch {
 		if link != nil && link.kernel != "" && t.hooks.Executed != nil {
-			t.hooks.Executed(p.pid, link.kernel, x.CallStart, x.GPUStart)
+			t.hooks.Executed(p.pid, link.kernel, link.dev, x.CallStart, x.GPUStart)
 		}
 		observe(&p.exec.kernelDur, t.cfg.KernelExecution, x.API, dur)
 		observe(&p.exec.queueDelay, t.cfg.KernelQueueDelay, x.API, float64(x.QueueDelay())/1e9)

@@ -81,12 +81,13 @@ type Hooks struct {
 	// process comes after its exit): its state is kept until it does not.
 	Holding func(pid uint32) bool
 	// Launched, when set, gets each devrt launch call whose kernel name is
-	// known: the process, the mangled name and the call's start
-	// (CLOCK_MONOTONIC ns). Executed gets devrt's GPU timing of such a
-	// launch: the call's start and the work's start on the host clock.
-	// The device probes pair them with what ran inside the kernels.
-	Launched func(pid uint32, kernel string, start uint64)
-	Executed func(pid uint32, kernel string, callStart, gpuStart uint64)
+	// known: the process, the mangled name, the device ordinal devrt named
+	// (-1: none) and the call's start (CLOCK_MONOTONIC ns). Executed gets
+	// devrt's GPU timing of such a launch: the call's start and the work's
+	// start on the host clock. The device probes pair them with what ran
+	// inside the kernels, per GPU.
+	Launched func(pid uint32, kernel string, dev int32, start uint64)
+	Executed func(pid uint32, kernel string, dev int32, callStart, gpuStart uint64)
 }
 
 // SelfStats are the receiver's own counters that the translator does not
