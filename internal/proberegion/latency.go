@@ -16,10 +16,25 @@ import "sort"
 // conversion. Until one timed launch has been matched, nothing is
 // reported: there is no assumption about %globaltimer's epoch.
 //
-// Matching a device record to its launch call, per kernel: before the
-// offset is known, in order (the k-th record of a kernel is its k-th
-// launch); after, by time: the latest launch call of the kernel that
-// started before the block (older calls lost their device record).
+// Matching a device record to its launch call, per kernel (and per GPU:
+// one matcher each), is in order: the k-th record of a kernel is its k-th
+// launch. Launches queue (an asynchronous program enqueues many before the
+// GPU starts the first), so a block may start long after later calls of
+// its kernel; pairing it with the latest call before it (as until
+// 2026-11-23) dropped most launches of a queued pipeline and made the rest
+// look short. Once calibrated, a record whose oldest pending call started
+// after it lost its call and is dropped.
+//
+// Records lost on either side (a device ring that lapped, a host ring
+// that dropped) would shift the pairing for good; devrt's timed launches
+// catch and repair that. A timed call's work started at a known host time,
+// so its record must lie within Tolerance of it. When a pairing is found
+// to be off by more (Timed), or the device ring says it lost records
+// (Lost), the kernel's pairing is suspect: nothing is paired until the
+// next timed call still pending finds its record (the one nearest its
+// start, within Tolerance); the calls and records before those two are
+// dropped, and pairing goes on in order from there. A timed call whose
+// record is found also refreshes the offset (the clocks drift apart).
 
 // HostLaunch is a launch call of a kernel, as devrt reported it.
 type HostLaunch struct {
@@ -40,6 +55,16 @@ type pair struct {
 	gpu    uint64
 }
 
+// Tolerance bounds the distance between a timed call's GPU start (host
+// clock) and its record's first block (through the offset): the start
+// event is recorded just before the kernel on its stream, plus clock
+// conversion errors; a pairing off by more is taken for shifted.
+const Tolerance = 50_000 // ns
+
+// recentPairs is how many of a kernel's last pairs are kept for checking
+// against devrt's timing, which comes a poll after the call.
+const recentPairs = 256
+
 // LaunchMatcher pairs one process's launch calls with launch_latency's
 // records. Bounded: at most MaxPending of each kind per kernel, and
 // MaxKernels kernels with pending launches (beyond, the pending launches
@@ -52,6 +77,17 @@ type LaunchMatcher struct {
 	offset     int64                   // %globaltimer - CLOCK_MONOTONIC
 	calibrated bool
 	out        []Latency
+	// recent: each kernel's last pairs (call start -> first block,
+	// %globaltimer), for Timed's check.
+	recent map[uint64][]pair
+	// suspect: kernels whose pairing may be shifted, waiting for a timed
+	// call to realign them; lost: every kernel is (the device ring lost
+	// records of unknown kernels), until each realigns.
+	suspect map[uint64]bool
+	lostAll bool
+	synced  map[uint64]bool // realigned since lostAll was set
+	// Realigned counts the realignments, Shifted the pairings found off.
+	Realigned, Shifted uint64
 }
 
 // Bounds of a matcher's queues.
@@ -62,7 +98,8 @@ const (
 
 // NewLaunchMatcher returns an empty matcher.
 func NewLaunchMatcher() *LaunchMatcher {
-	return &LaunchMatcher{host: map[uint64][]HostLaunch{}, dev: map[uint64][]Launch{}}
+	return &LaunchMatcher{host: map[uint64][]HostLaunch{}, dev: map[uint64][]Launch{},
+		recent: map[uint64][]pair{}, suspect: map[uint64]bool{}, synced: map[uint64]bool{}}
 }
 
 // Offset is the calibrated %globaltimer - CLOCK_MONOTONIC, if known.
@@ -83,11 +120,13 @@ func (m *LaunchMatcher) Host(kernel uint64, start uint64) {
 
 // Timed adds devrt's GPU start (host clock) of the launch call of kernel
 // that started at callStart. The first one matched with a device record
-// calibrates the offset.
+// calibrates the offset; later ones check the pairing (and refresh the
+// offset) or, for a suspect kernel, realign it.
 func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart uint64) {
 	for i := range m.host[kernel] {
 		if h := &m.host[kernel][i]; h.Start == callStart {
 			h.GPUStart = gpuStart
+			m.match(kernel)
 			return
 		}
 	}
@@ -96,6 +135,84 @@ func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart uint64) {
 			m.calibrate(p.gpu, gpuStart)
 			return
 		}
+	}
+	for _, p := range m.recent[kernel] {
+		if p.host.Start != callStart {
+			continue
+		}
+		if d := int64(p.gpu) - m.offset - int64(gpuStart); d > Tolerance || d < -Tolerance {
+			m.Shifted++
+			m.suspect[kernel] = true // paired with another launch's record
+		} else {
+			m.offset = int64(p.gpu - gpuStart)
+		}
+		return
+	}
+}
+
+// Lost says the device ring lost records (of any kernel): every kernel's
+// pairing is suspect until it realigns.
+func (m *LaunchMatcher) Lost() {
+	if m.calibrated {
+		m.lostAll = true
+		clear(m.synced)
+	}
+}
+
+func (m *LaunchMatcher) isSuspect(kernel uint64) bool {
+	return m.suspect[kernel] || m.lostAll && !m.synced[kernel]
+}
+
+// realign looks for kernel's first pending timed call's record; true when
+// pairing may go on in order.
+func (m *LaunchMatcher) realign(kernel uint64) bool {
+	for {
+		hs, ds := m.host[kernel], m.dev[kernel]
+		j := -1
+		for i := range hs {
+			if hs[i].GPUStart != 0 {
+				j = i
+				break
+			}
+		}
+		if j < 0 {
+			return false // wait for a timed call
+		}
+		g := int64(hs[j].GPUStart)
+		best, bestD := -1, int64(Tolerance)+1
+		beyond := false
+		for i := range ds {
+			d := int64(ds[i].StartNS) - m.offset - g
+			if d < 0 {
+				d = -d
+			} else if d > Tolerance {
+				beyond = true
+				break // records are in order: none nearer after this one
+			}
+			if d < bestD {
+				best, bestD = i, d
+			}
+		}
+		if best >= 0 && (beyond || best < len(ds)-1) {
+			// the nearest is known (a later record is farther)
+			m.host[kernel], m.dev[kernel] = hs[j:], ds[best:]
+			delete(m.suspect, kernel)
+			if m.lostAll {
+				m.synced[kernel] = true
+			}
+			m.Realigned++
+			return true
+		}
+		if !beyond {
+			return false // its record may still come
+		}
+		// its record was lost: drop it and what came before, try the next
+		m.host[kernel] = hs[j+1:]
+		k := 0
+		for k < len(ds) && int64(ds[k].StartNS)-m.offset <= g+Tolerance {
+			k++
+		}
+		m.dev[kernel] = ds[k:]
 	}
 }
 
@@ -140,20 +257,19 @@ func (m *LaunchMatcher) emit(p pair) {
 }
 
 func (m *LaunchMatcher) match(kernel uint64) {
+	if m.calibrated && m.isSuspect(kernel) && !m.realign(kernel) {
+		m.forget(kernel)
+		return
+	}
 	for len(m.dev[kernel]) > 0 && len(m.host[kernel]) > 0 {
 		d := m.dev[kernel][0]
-		hs := m.host[kernel]
-		i := 0
-		if m.calibrated {
-			at := d.StartNS - uint64(m.offset)
-			i = sort.Search(len(hs), func(j int) bool { return hs[j].Start > at }) - 1
-			if i < 0 { // no call before it yet (or it lost its call): drop the record
-				m.dev[kernel] = m.dev[kernel][1:]
-				continue
-			}
+		h := m.host[kernel][0]
+		if m.calibrated && int64(h.Start) > int64(d.StartNS)-m.offset {
+			// every pending call started after the block: its call was lost
+			m.dev[kernel] = m.dev[kernel][1:]
+			continue
 		}
-		h := hs[i]
-		m.host[kernel] = hs[i+1:]
+		m.host[kernel] = m.host[kernel][1:]
 		m.dev[kernel] = m.dev[kernel][1:]
 		p := pair{kernel: kernel, host: h, gpu: d.StartNS}
 		if !m.calibrated && h.GPUStart != 0 {
@@ -162,6 +278,23 @@ func (m *LaunchMatcher) match(kernel uint64) {
 			continue
 		}
 		if m.calibrated {
+			off := int64(d.StartNS - h.GPUStart)
+			if h.GPUStart != 0 && (off-m.offset > Tolerance || m.offset-off > Tolerance) {
+				// a timed call paired with another launch's record: put
+				// both back and realign from the first timed call
+				m.Shifted++
+				m.suspect[kernel] = true
+				m.host[kernel] = append([]HostLaunch{h}, m.host[kernel]...)
+				m.dev[kernel] = append([]Launch{d}, m.dev[kernel]...)
+				if !m.realign(kernel) {
+					break
+				}
+				continue
+			}
+			if h.GPUStart != 0 {
+				m.offset = off // the clocks drift apart: follow them
+			}
+			m.remember(p)
 			m.emit(p)
 			continue
 		}
@@ -170,12 +303,29 @@ func (m *LaunchMatcher) match(kernel uint64) {
 			m.pairs = m.pairs[1:]
 		}
 	}
+	m.forget(kernel)
+}
+
+// forget drops kernel's empty queues.
+func (m *LaunchMatcher) forget(kernel uint64) {
 	if len(m.host[kernel]) == 0 {
 		delete(m.host, kernel)
 	}
 	if len(m.dev[kernel]) == 0 {
 		delete(m.dev, kernel)
 	}
+}
+
+// remember keeps p among its kernel's recent pairs (Timed checks them).
+func (m *LaunchMatcher) remember(p pair) {
+	if _, ok := m.recent[p.kernel]; !ok && len(m.recent) >= MaxKernels {
+		clear(m.recent)
+	}
+	r := append(m.recent[p.kernel], p)
+	if len(r) > recentPairs {
+		r = r[len(r)-recentPairs:]
+	}
+	m.recent[p.kernel] = r
 }
 
 // Take returns the latencies found since the last call.

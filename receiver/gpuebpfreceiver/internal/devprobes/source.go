@@ -457,11 +457,17 @@ func (s *Source) kernelName(id uint64) string {
 func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
 	g := p.gpu(rg.dev)
 	s.finishRuns(p, rg, rg.tr.Blocks(snap.Blocks, snap.BlockHead, s.opts.Now()))
-	m := p.matcher(rg.ord)
-	if len(snap.Launches) > 0 {
-		m.Device(snap.Launches)
+	var lats []proberegion.Latency
+	if m := p.matcher(rg.ord); m != nil { // nil: an ordinal no GPU has (a broken device record)
+		if snap.Drops[proberegion.MapLaunchRing] > rg.drops[proberegion.MapLaunchRing] {
+			m.Lost() // records before these were lost: realign each kernel
+		}
+		if len(snap.Launches) > 0 {
+			m.Device(snap.Launches)
+		}
+		lats = m.Take()
 	}
-	for _, l := range m.Take() {
+	for _, l := range lats {
 		name := s.kernelName(l.KernelID)
 		h := g.latency[name]
 		if h == nil {

@@ -362,6 +362,27 @@ func TestRegionsOfTwoGPUs(t *testing.T) {
 	}, byGPU, "block counts, and each GPU's first block on the host clock through its own offset")
 }
 
+// TestRegionOfNoOrdinal: a device record whose ordinal no GPU has (a
+// broken file) costs the region its launch latencies, nothing else.
+func TestRegionOfNoOrdinal(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := newSource(t, dir)
+	defer s.Shutdown()
+	patchCorpus(t, s)
+	mem := mapRegionOn(t, s, dir, 1, []byte("fakecuda-gpu"), -7)
+	require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 8, Threads: 64, NSM: 2,
+		Blocks: probesim.Imbalanced(base, 8, 2), GridID: 1}))
+	s.Launch(pid, "imbalanced", -7, base-offset-5000)
+	s.Poll()
+	later := wall.Add(proberegion.QuietClose)
+	s.opts.Now = func() time.Time { return later }
+	s.Poll()
+	got := metrics(s.Metrics())
+	require.Equal(t, []point{{map[string]any{"gpu.cuda.kernel.name": "imbalanced", "pid": int64(pid),
+		"hw.id": "GPU-66616b65-6375-6461-2d67-707500000000"}, 8}}, got["gpu.kernel.blocks"])
+	require.Empty(t, got["gpu.kernel.launch.latency"])
+}
+
 func TestRegionBeingSized(t *testing.T) {
 	dir := t.TempDir()
 	s, logs := newSource(t, dir)
