@@ -23,7 +23,8 @@ import "sort"
 // its kernel; pairing it with the latest call before it (as until
 // 2026-11-23) dropped most launches of a queued pipeline and made the rest
 // look short. Once calibrated, a record whose oldest pending call started
-// after it lost its call and is dropped.
+// after it (by more than Tolerance: the offset's own error) lost its call
+// and is dropped.
 //
 // Records lost on either side (a device ring that lapped, a host ring
 // that dropped) would shift the pairing for good; devrt's timed launches
@@ -264,8 +265,10 @@ func (m *LaunchMatcher) match(kernel uint64) {
 	for len(m.dev[kernel]) > 0 && len(m.host[kernel]) > 0 {
 		d := m.dev[kernel][0]
 		h := m.host[kernel][0]
-		if m.calibrated && int64(h.Start) > int64(d.StartNS)-m.offset {
-			// every pending call started after the block: its call was lost
+		if m.calibrated && int64(h.Start) > int64(d.StartNS)-m.offset+Tolerance {
+			// every pending call started well after the block: its call
+			// was lost (within Tolerance it is the offset's error: a
+			// short latency, paired as it is)
 			m.dev[kernel] = m.dev[kernel][1:]
 			continue
 		}

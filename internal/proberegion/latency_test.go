@@ -51,10 +51,15 @@ func TestLaunchMatcher(t *testing.T) {
 	m.Host(k, 55_000)
 	require.Equal(t, []Latency{{k, 55_000, 4_970}}, m.Take())
 
-	// A record older than every pending call lost its call: dropped.
-	m.Host(k, 90_000)
-	m.Device([]Launch{at(k, 80_000), at(k, 90_500)})
-	require.Equal(t, []Latency{{k, 90_000, 470}}, m.Take())
+	// A record well older than every pending call lost its call:
+	// dropped. One a little older (within Tolerance) is the offset's
+	// error on a short latency: paired.
+	m.Host(k, 190_000)
+	m.Device([]Launch{at(k, 80_000), at(k, 190_500)})
+	require.Equal(t, []Latency{{k, 190_000, 470}}, m.Take())
+	m.Host(k, 200_000)
+	m.Device([]Launch{at(k, 199_000)})
+	require.Equal(t, []Latency{{k, 200_000, -1030}}, m.Take())
 	require.Zero(t, m.Realigned+m.Shifted)
 }
 
