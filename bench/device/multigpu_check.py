@@ -6,9 +6,13 @@ a program that launches the same kernels on every GPU of one process.
 PASS/FAIL lines, exit 1 on any FAIL:
   - outputs identical to the uninstrumented run (FNV-1a of each output);
   - per GPU (hw.id = its UUID): one "<kernel> blocks" span per launch with
-    every block, for both kernels;
+    every block, for each kernel (mg_axpy: launched by the CUfunction of
+    that GPU's context, a handle of its own per GPU);
   - per GPU: gpu.kernel.sm.blocks over that GPU's SMs sums to the blocks
     launched there, and gpu.kernel.sm.imbalance of mg_imbalanced > 1;
+  - per GPU and kernel: one launch latency per launch, on that GPU's
+    resource, with a mean between 0 and 10 ms (paired per process, the
+    interleaved launches of two GPUs went with each other's blocks);
 and, with RING_JSONL (ringdump of the diagnosis run), what devrt did with
 each module load (inject records) and which launch calls it saw.
 """
@@ -19,7 +23,8 @@ import sys
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from probes_check import otel, value  # noqa: E402
 
-KERNELS = ("mg_vec_add", "mg_imbalanced")
+# mg_axpy is launched by the CUfunction of each GPU's context.
+KERNELS = ("mg_vec_add", "mg_imbalanced", "mg_axpy")
 
 
 def analyze(otel_path, run_path, base_path, ring_path=None):
@@ -34,6 +39,8 @@ def analyze(otel_path, run_path, base_path, ring_path=None):
     for g, b in zip(run["devices"], base["devices"]):
         for k in KERNELS:
             check(g[k]["fnv"] == b[k]["fnv"], f"GPU {g['index']} {k}: output identical to the plain run")
+    fns = [g.get("axpy_function") for g in run["devices"]]
+    check(len(set(fns)) == len(fns), f"a CUfunction of mg_axpy per GPU: {fns}")
     spans, points = otel(otel_path)
     pid = str(run["pid"])
     mine = [s for s in spans if s["attrs"].get("process.pid", pid) in (pid, int(pid))]
@@ -60,6 +67,19 @@ def analyze(otel_path, run_path, base_path, ring_path=None):
         imb = [p for p in points if p["name"] == "gpu.kernel.sm.imbalance" and p["attrs"].get("hw.id") == g["uuid"]
                and str(p["attrs"].get("process.pid")) == pid]
         check(imb and value(imb[-1]) > 1, f"GPU {g['index']}: SM imbalance {value(imb[-1]) if imb else 'none'}")
+    for g in run["devices"]:
+        for k in KERNELS:
+            lat = [p for p in points if p["name"] == "gpu.kernel.launch.latency" and p["attrs"].get("hw.id") == g["uuid"]
+                   and p["attrs"].get("gpu.cuda.kernel.name") == k and str(p["attrs"].get("process.pid")) == pid]
+            if not lat:
+                check(False, f"GPU {g['index']} {k}: no launch latency")
+                continue
+            h = max(lat, key=lambda p: int(p["timeUnixNano"]))
+            n = int(h["count"])
+            mean = float(h["sum"]) / max(1, n) * 1e6
+            print(f"INFO GPU {g['index']} {k}: launch latency buckets {h.get('bucketCounts')}")
+            check(n == g[k]["launches"] and 0 < mean < 10000,
+                  f"GPU {g['index']} {k}: {n} launch latencies of {g[k]['launches']} launches, mean {mean:.1f} µs")
     if ring_path:
         inj = collections.Counter()
         calls = collections.Counter()

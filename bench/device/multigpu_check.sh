@@ -3,16 +3,19 @@
 # (issue 7): bench/device/multigpu/rt_kernels.cu, built PTX-only by nvcc,
 # launches the same two kernels through the CUDA runtime on every visible
 # GPU, interleaved (cudaSetDevice between launches), as data-parallel code
-# does. The runtime loads its fat binary once, as a context-independent
-# library; each GPU runs it in a context of its own.
+# does, and a third through the driver (cuLaunchKernel) with the
+# CUfunction cuKernelGetFunction gave in each GPU's context. The runtime
+# loads its fat binary once, as a context-independent library; each GPU
+# runs it in a context of its own.
 #
 # Runs, on a machine with two or more GPUs (the nvidia-h200-x2 kind):
 #   1. the program alone (reference outputs);
-#   2. under devrt with the collector injecting block_sched and sm_load
-#      (warp level): outputs identical, and per GPU (hw.id) one block span
-#      per launch with every block, SM block counts summing to the blocks
-#      launched there, an SM imbalance for mg_imbalanced
-#      (multigpu_check.py);
+#   2. under devrt with the collector injecting block_sched, sm_load and
+#      launch_latency (warp level; 1 launch in 4 timed, for the clock
+#      offsets): outputs identical, and per GPU (hw.id) one block span per
+#      launch with every block, SM block counts summing to the blocks
+#      launched there, an SM imbalance for mg_imbalanced, a launch latency
+#      per launch (multigpu_check.py);
 #   3. the same with devrt's ring kept out of the collector's directory
 #      (GPUEXT_DEVRT_INJECT_SOCK names the collector's socket) and dumped
 #      by ringdump: what devrt did with each module load.
@@ -46,7 +49,7 @@ mkdir -p "$DIR" "$DIAG"
 status=0
 {
 	nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv,noheader
-	"$NVCC" -gencode arch=compute_90,code=compute_90 -o "$W/rt_kernels" bench/device/multigpu/rt_kernels.cu ||
+	"$NVCC" -gencode arch=compute_90,code=compute_90 -o "$W/rt_kernels" bench/device/multigpu/rt_kernels.cu -lcuda ||
 		{ echo "FAIL nvcc"; exit 1; }
 	"$W/rt_kernels" "$REPS" >"$OUT/run-base.json" || { echo "FAIL the plain run"; exit 1; }
 	cat >"$W/col.yaml" <<YAML
@@ -64,9 +67,11 @@ receivers:
     devrt:
       directories: [$DIR]
       poll_interval: 20ms
+      sample_every: 4
+      sample_min_interval: 0s
       probes:
         enabled: true
-        probes: [block_sched, sm_load]
+        probes: [block_sched, sm_load, launch_latency]
         mode: warp
 exporters:
   file:
