@@ -1,6 +1,9 @@
 package proberegion
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // Launch latency is host enqueue -> first block start: the launch call's
 // start (devrt's call record, CLOCK_MONOTONIC) against launch_latency's
@@ -35,7 +38,7 @@ import "sort"
 // next timed call still pending finds its record (the one nearest its
 // start, within Tolerance); the calls and records before those two are
 // dropped, and pairing goes on in order from there. A timed call whose
-// record is found also refreshes the offset (the clocks drift apart).
+// record is found also refreshes the offset (refresh: the clocks drift).
 
 // HostLaunch is a launch call of a kernel, as devrt reported it.
 type HostLaunch struct {
@@ -62,6 +65,9 @@ type pair struct {
 // conversion errors; a pairing off by more is taken for shifted.
 const Tolerance = 50_000 // ns
 
+// offsetWindow is how many timed launches the offset is the least of.
+const offsetWindow = 64
+
 // recentPairs is how many of a kernel's last pairs are kept for checking
 // against devrt's timing, which comes a poll after the call.
 const recentPairs = 256
@@ -87,6 +93,7 @@ type LaunchMatcher struct {
 	suspect map[uint64]bool
 	lostAll bool
 	synced  map[uint64]bool // realigned since lostAll was set
+	offs    []int64         // the last timed launches' offsets (refresh)
 	// Realigned counts the realignments, Shifted the pairings found off.
 	Realigned, Shifted uint64
 }
@@ -145,7 +152,7 @@ func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart uint64) {
 			m.Shifted++
 			m.suspect[kernel] = true // paired with another launch's record
 		} else {
-			m.offset = int64(p.gpu - gpuStart)
+			m.refresh(int64(p.gpu - gpuStart))
 		}
 		return
 	}
@@ -245,7 +252,8 @@ func (m *LaunchMatcher) calibrate(gpu, gpuStartHost uint64) {
 	if m.calibrated {
 		return
 	}
-	m.offset, m.calibrated = int64(gpu-gpuStartHost), true
+	m.refresh(int64(gpu - gpuStartHost))
+	m.calibrated = true
 	for _, p := range m.pairs {
 		m.emit(p)
 	}
@@ -295,7 +303,7 @@ func (m *LaunchMatcher) match(kernel uint64) {
 				continue
 			}
 			if h.GPUStart != 0 {
-				m.offset = off // the clocks drift apart: follow them
+				m.refresh(off)
 			}
 			m.remember(p)
 			m.emit(p)
@@ -317,6 +325,21 @@ func (m *LaunchMatcher) forget(kernel uint64) {
 	if len(m.dev[kernel]) == 0 {
 		delete(m.dev, kernel)
 	}
+}
+
+// refresh takes one timed launch's first block %globaltimer minus its GPU
+// start on the host clock. The start event is recorded on the stream before
+// the kernel, so that is the offset plus the event-to-block gap, never less
+// (but for conversion errors of tens of ns): the offset is the least of the
+// last offsetWindow, which follows the clocks' drift and not each launch's
+// gap (the last one's alone made a kernel's latencies read a few µs
+// negative on an H200).
+func (m *LaunchMatcher) refresh(off int64) {
+	m.offs = append(m.offs, off)
+	if len(m.offs) > offsetWindow {
+		m.offs = m.offs[len(m.offs)-offsetWindow:]
+	}
+	m.offset = slices.Min(m.offs)
 }
 
 // remember keeps p among its kernel's recent pairs (Timed checks them).

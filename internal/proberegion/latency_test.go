@@ -40,26 +40,30 @@ func TestLaunchMatcher(t *testing.T) {
 	}
 	m.Device([]Launch{at(k, 20_000), at(k, 30_000)})
 	require.Equal(t, []Latency{{k, 10_000, 10_000}, {k, 10_100, 19_900}}, m.Take())
-	// A record that comes before its call waits for it; a timed call's
-	// record refreshes the offset (here 30 ns: the clocks drift), and its
-	// latency is then its timing's.
+	// A record that comes before its call waits for it. A timed call's
+	// record refreshes the offset, the least of the recent ones (the start
+	// event comes before the block by a gap of its own): 30 ns more than
+	// the offset leaves it, 30 ns less takes it.
 	m.Timed(k, 10_300, 50_000-30)
 	m.Device([]Launch{at(k, 40_000), at(k, 50_000), at(k, 60_000)})
-	require.Equal(t, []Latency{{k, 10_200, 29_800}, {k, 10_300, 39_670}}, m.Take())
+	require.Equal(t, []Latency{{k, 10_200, 29_800}, {k, 10_300, 39_700}}, m.Take())
 	o, _ = m.Offset()
-	require.Equal(t, int64(off+80), o)
+	require.Equal(t, int64(off+50), o)
 	m.Host(k, 55_000)
-	require.Equal(t, []Latency{{k, 55_000, 4_970}}, m.Take())
+	m.Timed(k, 55_000, 60_000+30)
+	require.Equal(t, []Latency{{k, 55_000, 5_000}}, m.Take()) // paired before its timing came
+	o, _ = m.Offset()
+	require.Equal(t, int64(off+20), o)
 
 	// A record well older than every pending call lost its call:
 	// dropped. One a little older (within Tolerance) is the offset's
 	// error on a short latency: paired.
 	m.Host(k, 190_000)
 	m.Device([]Launch{at(k, 80_000), at(k, 190_500)})
-	require.Equal(t, []Latency{{k, 190_000, 470}}, m.Take())
+	require.Equal(t, []Latency{{k, 190_000, 530}}, m.Take())
 	m.Host(k, 200_000)
 	m.Device([]Launch{at(k, 199_000)})
-	require.Equal(t, []Latency{{k, 200_000, -1030}}, m.Take())
+	require.Equal(t, []Latency{{k, 200_000, -970}}, m.Take())
 	require.Zero(t, m.Realigned+m.Shifted)
 }
 
@@ -91,11 +95,11 @@ func TestLaunchMatcherRealigns(t *testing.T) {
 	m.Device([]Launch{at(150_000), at(250_000)})
 	require.Empty(t, m.Take())
 	m.Timed(k, 100_100, 150_000-200)
-	require.Equal(t, []Latency{{k, 100_100, 49_700}, {k, 100_200, 149_600}}, m.Take())
+	require.Equal(t, []Latency{{k, 100_100, 49_900}, {k, 100_200, 149_800}}, m.Take())
 	require.Equal(t, [2]uint64{1, 0}, [2]uint64{m.Realigned, m.Shifted})
-	m.Host(k, 300_000) // in order again, the offset refreshed by 200 ns
+	m.Host(k, 300_000) // in order again
 	m.Device([]Launch{at(301_000)})
-	require.Equal(t, []Latency{{k, 300_000, 800}}, m.Take())
+	require.Equal(t, []Latency{{k, 300_000, 1000}}, m.Take())
 
 	// The host ring lost a call (A): B took A's record, C B's. B's timing
 	// shows it; the kernel is suspect until a later timed call (D)
