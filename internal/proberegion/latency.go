@@ -115,14 +115,7 @@ func (m *LaunchMatcher) Offset() (int64, bool) { return m.offset, m.calibrated }
 
 // Host adds a launch call of kernel.
 func (m *LaunchMatcher) Host(kernel uint64, start uint64) {
-	if _, ok := m.host[kernel]; !ok && len(m.host) >= MaxKernels {
-		clear(m.host)
-	}
-	q := append(m.host[kernel], HostLaunch{Start: start})
-	if len(q) > MaxPending {
-		q = q[len(q)-MaxPending:]
-	}
-	m.host[kernel] = q
+	push(m.host, kernel, HostLaunch{Start: start}, MaxPending)
 	m.match(kernel)
 }
 
@@ -228,14 +221,7 @@ func (m *LaunchMatcher) realign(kernel uint64) bool {
 func (m *LaunchMatcher) Device(ls []Launch) {
 	touched := map[uint64]bool{}
 	for _, l := range ls {
-		if _, ok := m.dev[l.KernelID]; !ok && len(m.dev) >= MaxKernels {
-			clear(m.dev)
-		}
-		q := append(m.dev[l.KernelID], l)
-		if len(q) > MaxPending {
-			q = q[len(q)-MaxPending:]
-		}
-		m.dev[l.KernelID] = q
+		push(m.dev, l.KernelID, l, MaxPending)
 		touched[l.KernelID] = true
 	}
 	ks := make([]uint64, 0, len(touched))
@@ -343,15 +329,19 @@ func (m *LaunchMatcher) refresh(off int64) {
 }
 
 // remember keeps p among its kernel's recent pairs (Timed checks them).
-func (m *LaunchMatcher) remember(p pair) {
-	if _, ok := m.recent[p.kernel]; !ok && len(m.recent) >= MaxKernels {
-		clear(m.recent)
+func (m *LaunchMatcher) remember(p pair) { push(m.recent, p.kernel, p, recentPairs) }
+
+// push appends v to kernel's queue in q, keeping its newest n; a new
+// kernel beyond MaxKernels forgets every queue first.
+func push[T any](q map[uint64][]T, kernel uint64, v T, n int) {
+	if _, ok := q[kernel]; !ok && len(q) >= MaxKernels {
+		clear(q)
 	}
-	r := append(m.recent[p.kernel], p)
-	if len(r) > recentPairs {
-		r = r[len(r)-recentPairs:]
+	r := append(q[kernel], v)
+	if len(r) > n {
+		r = r[len(r)-n:]
 	}
-	m.recent[p.kernel] = r
+	q[kernel] = r
 }
 
 // Take returns the latencies found since the last call.
