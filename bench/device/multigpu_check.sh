@@ -42,6 +42,7 @@ cleanup() {
 	rm -rf "$DIR" "$DIAG" "$W"
 }
 trap cleanup EXIT
+. bench/device/probes_config.sh
 for f in "$D/otelcol-gpu" "$D/devrt/libgpuext-devrt.so" "$D/devrt/ringdump"; do
 	[ -e "$f" ] || { echo "missing $f: build first (see the top of $0)"; exit 1; }
 done
@@ -52,43 +53,7 @@ status=0
 	"$NVCC" -gencode arch=compute_90,code=compute_90 -o "$W/rt_kernels" bench/device/multigpu/rt_kernels.cu -lcuda ||
 		{ echo "FAIL nvcc"; exit 1; }
 	"$W/rt_kernels" "$REPS" >"$OUT/run-base.json" || { echo "FAIL the plain run"; exit 1; }
-	cat >"$W/col.yaml" <<YAML
-receivers:
-  gpuebpf:
-    collection_interval: 500ms
-    spans:
-      flush_interval: 200ms
-    cuda:
-      enabled: false
-    nvml:
-      enabled: false
-    uvm:
-      enabled: false
-    devrt:
-      directories: [$DIR]
-      poll_interval: 20ms
-      sample_every: 4
-      sample_min_interval: 0s
-      probes:
-        enabled: true
-        probes: [block_sched, sm_load, launch_latency]
-        mode: warp
-exporters:
-  file:
-    path: $OUT/otel-multigpu.jsonl
-    flush_interval: 200ms
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    traces:
-      receivers: [gpuebpf]
-      exporters: [file]
-    metrics:
-      receivers: [gpuebpf]
-      exporters: [file]
-YAML
+	probes_collector_config "$DIR" "block_sched, sm_load, launch_latency" warp 1 "$OUT/otel-multigpu.jsonl" >"$W/col.yaml"
 	"$D/otelcol-gpu" --config "$W/col.yaml" >"$OUT/collector-multigpu.log" 2>&1 &
 	COL=$!
 	for _ in $(seq 100); do [ -S "$DIR/gpuext-inject.sock" ] && break; sleep 0.1; done

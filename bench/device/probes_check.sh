@@ -72,47 +72,9 @@ fi
 TPTX=$ROOT/devrt/ptx/testdata/corpus/triton_add.ptx
 
 # collector_config PROBE MODE: devrt only, the probe, a file exporter.
+. bench/device/probes_config.sh
 collector_config() {
-	cat <<YAML
-receivers:
-  gpuebpf:
-    collection_interval: 500ms
-    spans:
-      flush_interval: 200ms
-    cuda:
-      enabled: false
-    nvml:
-      enabled: false
-    uvm:
-      enabled: false
-    devrt:
-      directories: [$DIR]
-      poll_interval: 20ms
-      sample_every: 4
-      sample_min_interval: 0s
-      probes:
-        enabled: true
-        probes: [$1]
-        mode: $2
-        block_sample: $BLOCK_SAMPLE
-exporters:
-  file:
-    path: $OUT/otel-$1-$2.jsonl
-    flush_interval: 200ms
-service:
-  telemetry:
-    logs:
-      level: info
-    metrics:
-      level: none
-  pipelines:
-    traces:
-      receivers: [gpuebpf]
-      exporters: [file]
-    metrics:
-      receivers: [gpuebpf]
-      exporters: [file]
-YAML
+	probes_collector_config "$DIR" "$1" "$2" "$BLOCK_SAMPLE" "$OUT/otel-$1-$2.jsonl"
 }
 
 status=0

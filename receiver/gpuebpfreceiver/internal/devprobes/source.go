@@ -519,7 +519,7 @@ func (s *Source) finishRuns(p *proc, rg *region, runs []proberegion.Run) {
 func (s *Source) gpuTime(p *proc, ord int32, ns uint64) (pcommon.Timestamp, bool) {
 	var off int64
 	ok := false
-	if m := p.matcher(ord); m != nil {
+	if m := p.matchers[ord]; m != nil { // none yet: not calibrated
 		off, ok = m.Offset()
 	}
 	if !ok {

@@ -1,0 +1,48 @@
+# Sourced by the device-probe checks (probes_check.sh, multigpu_check.sh).
+#
+# probes_collector_config DIR PROBES MODE BLOCK_SAMPLE FILE: a collector
+# config with devrt alone (its rings and injection socket in DIR), the
+# device probes PROBES ("a, b") at MODE (warp, thread), 1 launch in 4
+# timed (launch latency's clock offset), spans and metrics to FILE.
+probes_collector_config() {
+	cat <<YAML
+receivers:
+  gpuebpf:
+    collection_interval: 500ms
+    spans:
+      flush_interval: 200ms
+    cuda:
+      enabled: false
+    nvml:
+      enabled: false
+    uvm:
+      enabled: false
+    devrt:
+      directories: [$1]
+      poll_interval: 20ms
+      sample_every: 4
+      sample_min_interval: 0s
+      probes:
+        enabled: true
+        probes: [$2]
+        mode: $3
+        block_sample: $4
+exporters:
+  file:
+    path: $5
+    flush_interval: 200ms
+service:
+  telemetry:
+    logs:
+      level: info
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [gpuebpf]
+      exporters: [file]
+    metrics:
+      receivers: [gpuebpf]
+      exporters: [file]
+YAML
+}
