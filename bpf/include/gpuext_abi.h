@@ -1165,14 +1165,24 @@ struct gpuext_gpuring_rec {
 };
 
 /*
- * GPUEXT_GPURING_CHECK: h = len * MIX; then h = (h ^ w) * MIX for each
- * 8-byte little-endian word w of the payload (the last one zero-padded);
- * then h = (h ^ seq) * MIX; check = h >> 32. seq comes last: a writer
- * hashes its payload while it waits for the ring index, and one multiply
- * follows. A torn read (one write's header over another's payload) passes
- * it with probability 2^-32.
+ * GPUEXT_GPURING_CHECK: the sum, modulo 2^32, of len * KEY(0), seq's low
+ * and high 32 bits times KEY(1) and KEY(2), and each 32-bit little-endian
+ * half j of the payload (the last one zero-padded) times KEY(3 + j). The
+ * terms are independent: a writer sums its payload's while it waits for
+ * the ring index, and two multiply-adds follow. A torn read (one write's
+ * header over another's payload) passes only if the differences of the
+ * halves it mixed up, each times its key, sum to zero: never for one
+ * half, with probability about 2^-32 otherwise. GPUEXT_GPURING_KEY(i):
+ * (i + 1) * 0x9e3779b9 through murmur3's 32-bit finaliser, made odd.
  */
-#define GPUEXT_GPURING_MIX 0x9e3779b97f4a7c15ULL
+#define GPUEXT_GPURING_FMIX1(x) ((__u32)(((x) ^ ((x) >> 16)) * 0x85ebca6bU))
+#define GPUEXT_GPURING_FMIX2(x) ((__u32)(((x) ^ ((x) >> 13)) * 0xc2b2ae35U))
+#define GPUEXT_GPURING_KEY(i)                                                  \
+	((__u32)((GPUEXT_GPURING_FMIX2(GPUEXT_GPURING_FMIX1(                  \
+		  (__u32)(((__u32)(i) + 1U) * 0x9e3779b9U))) ^                 \
+		  (GPUEXT_GPURING_FMIX2(GPUEXT_GPURING_FMIX1(                  \
+			  (__u32)(((__u32)(i) + 1U) * 0x9e3779b9U))) >> 16)) | \
+		 1U))
 
 /* Records and map values of the shipped probes (bpf/device/). */
 

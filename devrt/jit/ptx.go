@@ -857,28 +857,35 @@ func (g *gen) copyBytes(acc memAccess, src, dst, dsp string, doff, n int) {
 // hash can be taken before the record's slot is known.
 func (g *gen) stackPayload(acc memAccess) bool { return g.sregs && acc.k == kStack }
 
-// hashRecord sets %gt11 to the check hash of a ring record's n-byte payload
-// at src (acc), short of its seq (gpumap.RecCheck). With dst it also
-// copies the payload to the 16-aligned slot dst+RecHeaderSize, folding each
-// 8-byte word as it goes (a word copied in pieces is assembled in %gt10);
-// without (dst "") it only reads, ahead of the slot's index.
+// hashRecord sets %gw6 and %gw7 to the sums of a ring record's n-byte
+// payload's terms at src (acc), its length's included, short of seq's
+// (gpumap.RecCheck): the low halves of its 8-byte words in %gw6, the high
+// ones in %gw7, two chains of independent multiply-adds. With dst it also
+// copies the payload to the 16-aligned slot dst+RecHeaderSize, adding
+// each word as it goes (a word copied in pieces is assembled in %gt10);
+// without (dst "") it only reads, ahead of the slot's index. %gw4 and
+// %gw5 hold a word's halves.
 func (g *gen) hashRecord(acc memAccess, src, dst string, n int) {
-	g.f("mov.b64 %%gt11, %#x;", uint64(n)*uint64(gpumap.RecMix))
+	g.f("mov.b32 %%gw6, %d;", uint32(n)*gpumap.RecKey(0))
+	g.f("mov.b32 %%gw7, 0;")
 	fold := func(o, w int) { // the piece at payload offset o of w bytes is in %gt0
+		word := "%gt0"
 		switch {
 		case w == 8:
-			g.f("xor.b64 %%gt11, %%gt11, %%gt0;")
 		case o%8 == 0:
 			g.f("mov.b64 %%gt10, %%gt0;")
 		default:
 			g.f("shl.b64 %%gt0, %%gt0, %d;", 8*(o%8))
 			g.f("or.b64 %%gt10, %%gt10, %%gt0;")
 		}
+		if w < 8 {
+			word = "%gt10"
+		}
 		if end := (o+w)%8 == 0 || o+w == n; end { // pieces never cross a word
-			if w < 8 {
-				g.f("xor.b64 %%gt11, %%gt11, %%gt10;")
-			}
-			g.f("mul.lo.u64 %%gt11, %%gt11, %#x;", uint64(gpumap.RecMix))
+			i := uint32(o / 8)
+			g.f("mov.b64 {%%gw4, %%gw5}, %s;", word)
+			g.f("mad.lo.u32 %%gw6, %%gw4, %d, %%gw6;", gpumap.RecKey(3+2*i))
+			g.f("mad.lo.u32 %%gw7, %%gw5, %d, %%gw7;", gpumap.RecKey(4+2*i))
 		}
 	}
 	g.copyPieces(acc, src, dst, ".global", gpumap.RecHeaderSize, n, true, fold)
@@ -1283,12 +1290,13 @@ func (g *gen) call(i int, in Insn) error {
 		} else {
 			g.hashRecord(ci.args[1], "%gr2", "%gt2", int(ci.size))
 		}
-		g.f("shl.b64 %%gt5, %%gt1, 1;") // seq
-		g.f("xor.b64 %%gt11, %%gt11, %%gt5;")
-		g.f("mul.lo.u64 %%gt11, %%gt11, %#x;", uint64(gpumap.RecMix))
-		g.f("shr.u64 %%gt11, %%gt11, 32;")
-		g.f("shl.b64 %%gt11, %%gt11, 32;")
-		g.f("or.b64 %%gt11, %%gt11, %d;", ci.size) // len | check << 32
+		g.f("shl.b64 %%gt5, %%gt1, 1;") // seq: its two terms
+		g.f("mov.b64 {%%gw4, %%gw5}, %%gt5;")
+		g.f("mad.lo.u32 %%gw6, %%gw4, %d, %%gw6;", gpumap.RecKey(1))
+		g.f("mad.lo.u32 %%gw7, %%gw5, %d, %%gw7;", gpumap.RecKey(2))
+		g.f("add.u32 %%gw6, %%gw6, %%gw7;")
+		g.f("mov.b32 %%gw4, %d;", ci.size)
+		g.f("mov.b64 %%gt11, {%%gw4, %%gw6};") // len | check << 32
 		g.f("st.global.v2.u64 [%%gt2+%d], {%%gt5, %%gt11};", gpumap.RecSeq)
 		g.f("mov.b64 %%gr0, 0;")
 	default:

@@ -16,6 +16,29 @@ use another PTX form, so one jit_ablation run compares them:
   nobar: the kernel's entry without the per-block init and its bar.sync
         (wrong results: what the init and the barrier cost)
   relaxednobar: both
+  onestore: the ring record's header store only, no payload stores
+        (timing only: what the three payload stores cost)
+  nostores: the ring record's index taken, nothing stored (timing only)
+  red4: each of the record's four 16-byte stores a red.global.add of its
+        first word instead (timing only: is a reduction at the block's end
+        cheaper than a store)
+  onestorenohead: onestore and nohead (one store, no atomic)
+  stconst: onestorenohead with the header's check replaced by its seq:
+        the store no longer waits for the end time, the start time or the
+        check's multiplies (timing only)
+  chkts: onestorenohead with the header's check the start time xor the
+        end time: the store waits for both reads, not for the multiplies
+        (timing only)
+  seqchk: the shipped record with its check the seq alone (timing only:
+        what the check's chain of 64-bit multiplies costs)
+  pchk: the shipped record with a check of 32-bit multiplies of the
+        payload's halves summed in four independent chains, then one
+        mix (timing only: a check the payload's part of which is ready
+        before the ring index returns, and short after it)
+  coop: the record written by four lanes of the warp in one 16-byte
+        store each (one request for the 64-byte slot) after the warp
+        reconverges, instead of four stores by the leader (timing only:
+        assumes the exit's warp has lanes 0-3 active, as the vecadds do)
 usage: variants.py SRC DST [PROBES [FORMS]]
        (default ab_store,ab_load,sm_load,block_sched,warp_occupancy and gpu,weak)
 """
@@ -58,6 +81,91 @@ FORMS["relaxed"] = [("atom.acq_rel.cta.shared", "atom.shared")]
 FORMS["nobar"] = [(re.compile(r"call\s+__gpuext_block_init;"), ""),
                   (re.compile(r"\{[^{}]*\}\s*(\$GXI\d+_END:\s*)?bar\.sync\s+0;"), ""), (re.compile(r"bar\.sync\s+0;"), "")]
 FORMS["relaxednobar"] = FORMS["relaxed"] + FORMS["nobar"]
+RSTORE = r"\t\tst\.global\.v2\.u64 \t\[%gt2\+{}\], \{{[^}}]*\}};\n"
+FORMS["onestore"] = [(re.compile(RSTORE.format("(?:16|32|48)")), "")]
+FORMS["nostores"] = [(re.compile(RSTORE.format("(?:0|16|32|48)")), "")]
+DONE = re.compile(r"\$GX\d+_DONE_i\d+:\n(?:[^\n]*\n){3}\t\tmov\.b64 \t%gr0, \{%gw0, %gw1\};\n")
+
+
+def coop(t):
+    """Moves each ring record's four stores out of the leader's branch."""
+    out, n = [], 0
+    while True:
+        m = re.search(RSTORE.format("16"), t)
+        if not m:
+            return "".join(out) + t
+        init = t.rfind("\t\tmov.b64 \t%gbase, 0;\n", 0, m.start())
+        head = re.compile(RSTORE.format("0")).search(t, m.end())
+        d = DONE.search(t, head.end())
+        body = t[init:head.end()]
+        body = re.sub(RSTORE.format("(?:16|32|48)"), "", body)
+        body = re.sub(RSTORE.format("0"), "\t\tmov.b64 \t%gt13, 1;\n", body)
+        body = body.replace("\t\tmov.b64 \t%gbase, 0;\n", "\t\tmov.b64 \t%gbase, 0;\n\t\tmov.b64 \t%gt13, 0;\n", 1)
+        sh = "".join(f"\t\tmov.b64 \t{{%cw0, %cw1}}, {r};\n\t\tshfl.sync.idx.b32 \t%cw0, %cw0, %glead, 31, %gmask;\n"
+                     f"\t\tshfl.sync.idx.b32 \t%cw1, %cw1, %glead, 31, %gmask;\n\t\tmov.b64 \t{r}, {{%cw0, %cw1}};\n"
+                     for r in ["%gt2", "%gt5", "%gt11", "%gs54", "%gs55", "%gs56", "%gs57", "%gs58", "%gs59"])
+        sel = "".join(f"\t\tsetp.eq.u32 \t%cq1, %cw2, {k};\n\t\t@%cq1 mov.b64 \t%gt5, %gs{52 + 2 * k};\n"
+                      f"\t\t@%cq1 mov.b64 \t%gt11, %gs{53 + 2 * k};\n" for k in (1, 2, 3))
+        ins = ("\t\t{\n\t\t.reg .b32 %cw<3>;\n\t\t.reg .b64 %cd0;\n\t\t.reg .pred %cq<2>;\n"
+               "\t\tmov.b64 \t{%cw0, %cw1}, %gt13;\n\t\tshfl.sync.idx.b32 \t%cw0, %cw0, %glead, 31, %gmask;\n"
+               f"\t\tsetp.eq.u32 \t%cq0, %cw0, 0;\n\t\t@%cq0 bra \t$GXC_SKIP{n};\n" + sh +
+               "\t\tmov.u32 \t%cw2, %laneid;\n" + sel +
+               "\t\tmul.wide.u32 \t%cd0, %cw2, 16;\n\t\tadd.s64 \t%cd0, %cd0, %gt2;\n"
+               "\t\tsetp.lt.u32 \t%cq1, %cw2, 4;\n\t\t@%cq1 st.global.v2.u64 \t[%cd0], {%gt5, %gt11};\n"
+               f"$GXC_SKIP{n}:\n\t\t}}\n")
+        out.append(t[:init] + body + t[head.end():d.end()] + ins)
+        t = t[d.end():]
+        n += 1
+
+
+FORMS["coop"] = [coop]
+FORMS["red4"] = [(re.compile(r"st\.global\.v2\.u64 \t\[%gt2\+(\d+)\], \{(%\w+), %\w+\};"),
+                  r"red.global.add.u64 \t[%gt2+\1], \2;")]
+FORMS["onestorenohead"] = FORMS["onestore"] + FORMS["nohead"]
+FORMS["chkts"] = FORMS["onestorenohead"] + [
+    (re.compile(r"(\t\tst\.global\.v2\.u64 \t\[%gt2\+0\]), \{%gt5, %gt11\};"),
+     r"\t\txor.b64 \t%gt11, %gs56, %gs57;\n\1, {%gt5, %gt11};")]
+# the early hash of a payload in registers (while the index's atom.add is in flight)
+EARLY = re.compile(r"\t\t\tmov\.b64 \t%gt11, 0x[0-9a-f]+;\n((?:\t\t\t(?:mov|xor|mul)\.[^\n]*\n)+)(?=\t\t\tmov\.b64 \t\{%xlo)")
+HEADER = re.compile(r"(\t\tshl\.b64 \t%gt5, %gt1, 1;\n)\t\txor\.b64 \t%gt11, %gt11, %gt5;\n\t\tmul\.lo\.u64[^\n]*\n"
+                    r"\t\tshr\.u64 \t%gt11, %gt11, 32;\n\t\tshl\.b64 \t%gt11, %gt11, 32;\n(\t\tor\.b64 \t%gt11, %gt11, \d+;\n)")
+
+
+def pchk(t, seqonly=False):
+    out = []
+    while True:
+        m = EARLY.search(t)
+        if not m:
+            return "".join(out) + t
+        words = re.findall(r"mov\.b64 \t%gt\d+, (%gs\d+);", m.group(1))
+        h = HEADER.search(t, m.end())
+        if seqonly:
+            chk = "\t\tmov.b64 \t%gt11, %gt5;\n\t\tshl.b64 \t%gt11, %gt11, 32;\n"
+        else:
+            regs = words + ["%gt5"]
+            n = 2 * len(regs)
+            c = ["\t\t{\n", f"\t\t.reg .b32 %ph<{n}>;\n", "\t\t.reg .b32 %pa<5>;\n"]
+            c += [f"\t\tmov.b64 \t{{%ph{2 * i}, %ph{2 * i + 1}}}, {r};\n" for i, r in enumerate(regs)]
+            k = [(0x9E3779B1 + 0x7F4A7C15 * j) & 0xFFFFFFFF | 1 for j in range(n)]
+            for j in range(n):
+                if j < 4:
+                    c.append(f"\t\tmul.lo.u32 \t%pa{j}, %ph{j}, {k[j]};\n")
+                else:
+                    c.append(f"\t\tmad.lo.u32 \t%pa{j % 4}, %ph{j}, {k[j]}, %pa{j % 4};\n")
+            c += ["\t\tadd.u32 \t%pa0, %pa0, %pa1;\n", "\t\tadd.u32 \t%pa2, %pa2, %pa3;\n",
+                  "\t\tadd.u32 \t%pa0, %pa0, %pa2;\n", "\t\tshr.u32 \t%pa4, %pa0, 16;\n",
+                  "\t\txor.b32 \t%pa0, %pa0, %pa4;\n", "\t\tmul.lo.u32 \t%pa0, %pa0, 0x85ebca6b;\n",
+                  "\t\tshr.u32 \t%pa4, %pa0, 13;\n", "\t\txor.b32 \t%pa0, %pa0, %pa4;\n",
+                  "\t\tmov.b64 \t%gt11, {0, %pa0};\n", "\t\t}\n"]
+            chk = "".join(c)
+        out.append(t[:m.start()] + t[m.end():h.start()] + h.group(1) + chk + h.group(2))
+        t = t[h.end():]
+
+
+FORMS["pchk"] = [pchk]
+FORMS["seqchk"] = [lambda t: pchk(t, True)]
+FORMS["stconst"] = FORMS["onestorenohead"] + [
+    (re.compile(r"(\t\tst\.global\.v2\.u64 \t\[%gt2\+0\]), \{%gt5, %gt11\};"), r"\1, {%gt5, %gt5};")]
 
 
 def main(src, dst, probes, forms):
@@ -72,7 +180,11 @@ def main(src, dst, probes, forms):
         for form in forms:
             subs = FORMS[form]
             t = text
-            for a, b in subs:
+            for sub in subs:
+                if callable(sub):
+                    t = sub(t)
+                    continue
+                a, b = sub
                 t = a.sub(b, t) if isinstance(a, re.Pattern) else t.replace(a, b)
             w = dict(v, name=f"{v['name']}~{form}", ptx=v["ptx"].replace(".ptx", f".{form}.ptx"))
             open(os.path.join(dst, w["ptx"]), "w").write(t)

@@ -25,9 +25,9 @@ func TestLayoutMatchesBTF(t *testing.T) {
 	btftest.Struct(t, spec.Types, "gpuext_gpuhash_bucket", BucketHeaderSize, map[string]uint32{"state": 0, "_pad": 4})
 	btftest.Struct(t, spec.Types, "gpuext_gpuring_rec", RecHeaderSize,
 		map[string]uint32{"seq": RecSeq, "len": RecLen, "check": RecCheckOff})
-	var mix uint64
-	require.NoError(t, spec.Variables["gpuext_gpuring_mix"].Get(&mix))
-	require.Equal(t, uint64(RecMix), mix, "GPUEXT_GPURING_MIX")
+	var keys [5]uint32
+	require.NoError(t, spec.Variables["gpuext_gpuring_keys"].Get(&keys))
+	require.Equal(t, [5]uint32{RecKey(0), RecKey(1), RecKey(2), RecKey(3), RecKey(40)}, keys, "GPUEXT_GPURING_KEY")
 
 	enum := func(name, prefix string) map[string]uint64 {
 		var e *btf.Enum

@@ -338,20 +338,39 @@ func (m Map) RingOutputSM(r Region, sm uint64, data []byte) (int64, error) {
 func RecCommitted(n uint64) uint64 { return n << 1 }
 
 // RecCheck is the check word of a ring record of seq seq and payload
-// payload: the high half of h, where h = len(payload) * RecMix, then h =
-// (h ^ x) * RecMix for x = each 8-byte little-endian word of the payload
-// (the last one zero-padded), then for x = seq. seq comes last so that a
-// writer can hash its payload while it waits for its slot: only one
-// multiply follows the ring index's atomic. A record whose stores are
-// only partly visible (the ring slot's previous record's payload under
-// this one's seq, or the reverse) fails it but for a 2^-32 chance.
+// payload (GPUEXT_GPURING_CHECK): the sum, modulo 2^32, of len(payload)
+// times RecKey(0), seq's low and high 32 bits times RecKey(1) and
+// RecKey(2), and each 32-bit little-endian half j of the payload (the
+// last one zero-padded) times RecKey(3+j). Its terms are independent, so
+// a writer sums its payload's while it waits for its slot and adds seq's
+// two after: two multiply-adds follow the ring index's atomic, where a
+// chain of 64-bit multiplies through every word cost block_sched a tenth
+// of a short memory-bound kernel's time (bench/device/ablation, pchk). A
+// record whose stores are only partly visible (the slot's previous
+// record's words under this one's seq, or the reverse) passes only if
+// the differences of the halves it mixed up, each times its key, sum to
+// zero modulo 2^32: never for one half, about 2^-32 otherwise.
 func RecCheck(seq uint64, payload []byte) uint32 {
-	h := uint64(len(payload)) * RecMix
-	for o := 0; o < len(payload); o += 8 {
-		var w [8]byte
-		copy(w[:], payload[o:])
-		h = (h ^ binary.LittleEndian.Uint64(w[:])) * RecMix
+	h := uint32(len(payload))*RecKey(0) + uint32(seq)*RecKey(1) + uint32(seq>>32)*RecKey(2)
+	for j := 0; 4*j < len(payload); j++ {
+		var w [4]byte
+		copy(w[:], payload[4*j:])
+		h += binary.LittleEndian.Uint32(w[:]) * RecKey(uint32(3+j))
 	}
-	h = (h ^ seq) * RecMix
-	return uint32(h >> 32)
+	return h
+}
+
+// RecKey is RecCheck's key of term i (GPUEXT_GPURING_KEY): (i+1) times
+// the golden ratio's 32 bits, through murmur3's finaliser, made odd (so
+// that a term that differs in one half always changes the sum). Keys with
+// no simple relation between them keep differences that follow a
+// pattern (consecutive timestamps, block indexes) from cancelling out.
+func RecKey(i uint32) uint32 {
+	x := (i + 1) * 0x9e3779b9
+	x ^= x >> 16
+	x *= 0x85ebca6b
+	x ^= x >> 13
+	x *= 0xc2b2ae35
+	x ^= x >> 16
+	return x | 1
 }

@@ -91,9 +91,6 @@ const (
 	RecSeq      = 0
 	RecLen      = 8
 	RecCheckOff = 12
-	// RecMix is the odd multiplier of RecCheck's hash
-	// (GPUEXT_GPURING_MIX).
-	RecMix = 0x9e3779b97f4a7c15
 	// BucketHeaderSize is struct gpuext_gpuhash_bucket (state, pad).
 	BucketHeaderSize = 8
 

@@ -282,25 +282,31 @@ func TestRing(t *testing.T) {
 }
 
 func TestRecCheck(t *testing.T) {
-	mix := func(h, x uint64) uint64 { return (h ^ x) * RecMix }
-	size := func(n uint64) uint64 { return n * uint64(RecMix) }
+	k := RecKey
 	for _, tc := range []struct {
 		name    string
 		seq     uint64
 		payload []byte
 		want    uint32
 	}{
-		{"empty", 2, nil, uint32(mix(size(0), 2) >> 32)},
-		{"one word", 4, []byte{1, 0, 0, 0, 0, 0, 0, 0}, uint32(mix(mix(size(8), 1), 4) >> 32)},
-		{"padded", 4, []byte{1, 2, 3}, uint32(mix(mix(size(3), 0x030201), 4) >> 32)},
-		{"two words", 6, []byte{1, 0, 0, 0, 0, 0, 0, 0, 9}, uint32(mix(mix(mix(size(9), 1), 9), 6) >> 32)},
-		{"exact", 2, []byte{1, 0, 0, 0, 0, 0, 0, 0}, 0x1e0607b3}, // by hand
+		{"empty", 2, nil, 2 * k(1)},
+		{"one word", 4, []byte{1, 0, 0, 0, 0, 0, 0, 0}, 8*k(0) + 4*k(1) + 1*k(3)},
+		{"padded", 4, []byte{1, 2, 3}, 3*k(0) + 4*k(1) + 0x030201*k(3)},
+		{"two words", 6, []byte{1, 0, 0, 0, 7, 0, 0, 0, 9}, 9*k(0) + 6*k(1) + 1*k(3) + 7*k(4) + 9*k(5)},
+		{"seq's high half", 1<<33 | 2, nil, 2*k(1) + 2*k(2)},
+		// by hand (python, from the definition in gpuext_abi.h)
+		{"exact", 2, []byte{1, 0, 0, 0, 0, 0, 0, 0}, 0x5c075e1d},
+		{"exact, two words", 5<<32 | 6, []byte{1, 0, 0, 0, 0, 0, 0, 0, 9}, 0x1ed8837e},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, RecCheck(tc.seq, tc.payload))
 		})
 	}
-	// What a torn read looks like fails it: another seq, length or word.
+	require.Equal(t, []uint32{0x92ca2f0f, 0x3cd6e3f3, 0x1b147dcd, 0x4c081dbf},
+		[]uint32{k(0), k(1), k(2), k(3)}, "keys by hand")
+	// What a torn read looks like fails it: another seq, length, word, or
+	// a whole 16-byte store of the slot's previous record (the same kernel
+	// a lap earlier: other block, times a fixed step later).
 	p := []byte("block_sched record, 48 bytes of payload........")
 	c := RecCheck(RecCommitted(8193), p)
 	require.NotEqual(t, c, RecCheck(RecCommitted(1), p))
@@ -308,6 +314,22 @@ func TestRecCheck(t *testing.T) {
 	q := append([]byte(nil), p...)
 	q[20] ^= 1
 	require.NotEqual(t, c, RecCheck(RecCommitted(8193), q))
+	rec := func(block, start, end, sm, grid uint64) []byte {
+		b := make([]byte, 48)
+		for i, w := range []uint64{7, block, start, end, sm | 256<<32, grid} {
+			binary.LittleEndian.PutUint64(b[8*i:], w)
+		}
+		return b
+	}
+	cur := rec(100, 5_000_000_000, 5_000_001_000, 17, 900)
+	for _, step := range []uint64{1, 2, 1000, 1 << 31, 1 << 32, 3 << 32} {
+		old := rec(100-step%64-1, 5_000_000_000-step, 5_000_001_000-step, 17+step%3+1, 900-step)
+		for o := 0; o < 48; o += 16 {
+			torn := append([]byte(nil), cur...)
+			copy(torn[o:o+16], old[o:o+16])
+			require.NotEqual(t, RecCheck(RecCommitted(8193), cur), RecCheck(RecCommitted(8193), torn), "step %d, store at %d", step, o)
+		}
+	}
 }
 
 func TestReadersRejectForeignRegions(t *testing.T) {

@@ -28,5 +28,9 @@ const enum gpuext_gpumap_limit *unused_limit __attribute__((unused));
 const enum gpuext_dev_helper *unused_helper __attribute__((unused));
 const enum gpuext_gpuhash_state *unused_state __attribute__((unused));
 
-/* The ring record check's multiplier, read back from .rodata by the test. */
-const volatile __u64 gpuext_gpuring_mix = GPUEXT_GPURING_MIX;
+/* Keys of the ring record check's terms, read back from .rodata by the test
+ * (len, seq's halves, the first and a later payload half). */
+const volatile __u32 gpuext_gpuring_keys[5] = {
+	GPUEXT_GPURING_KEY(0), GPUEXT_GPURING_KEY(1), GPUEXT_GPURING_KEY(2),
+	GPUEXT_GPURING_KEY(3), GPUEXT_GPURING_KEY(40),
+};
