@@ -37,12 +37,41 @@ const tscSkew = 1000
 // stream; devrt's GPU execution records must say so, link to their calls,
 // and show the queue: back-to-back work on one stream starts when the work
 // before it ends.
+//
+// devrt anchors the GPU's clock where it sees the anchor stream's write to
+// a page it maps for the device (cuStreamWriteValue32) when the driver has
+// stream memory operations, as the fake does; with the mark's fault
+// injected it takes the midpoint anchor. Both must read the fake's timeline
+// as exactly.
 func TestGPUExecutionTiming(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault string
+	}{{"marked anchor", ""}, {"midpoint anchor", "mark"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rg := checkGPUExecutionTiming(t, tc.fault)
+			require.Positive(t, anchors(rg))
+			if tc.fault == "" {
+				require.Equal(t, anchors(rg), rg.stats["cuStreamWriteValue32_v2"], "every anchor after its mark")
+				require.Equal(t, 1, rg.stats["cuMemHostRegister_v2"], "one page for the context's marks")
+			} else {
+				require.Zero(t, rg.stats["cuStreamWriteValue32_v2"])
+				require.Zero(t, rg.stats["cuMemHostRegister_v2"])
+			}
+		})
+	}
+}
+
+func checkGPUExecutionTiming(t *testing.T, fault string) *ring {
 	h := newHarness(t)
 	const n = 6
 	fake := []string{"FAKECUDA_KERNEL_NS=" + strconv.Itoa(kernelNS), "FAKECUDA_COPY_NS=" + strconv.Itoa(copyNS)}
 	plain := h.run(opts{env: fake}, "timed", strconv.Itoa(n))
-	r := h.run(opts{devrt: true, env: append(fake, "GPUEXT_DEVRT_SAMPLE=1")}, "timed", strconv.Itoa(n))
+	env := append(fake, "GPUEXT_DEVRT_SAMPLE=1")
+	if fault != "" {
+		env = append(env, "GPUEXT_DEVRT_FAULT_INJECT="+fault)
+	}
+	r := h.run(opts{devrt: true, env: env}, "timed", strconv.Itoa(n))
 	require.Equal(t, comparable(t, plain.raw), comparable(t, r.raw))
 	rg := r.only(t)
 	checkCalls(t, rg)
@@ -150,6 +179,7 @@ func TestGPUExecutionTiming(t *testing.T) {
 	require.Equal(t, 2*(3*n+4), rg.stats["cuEventRecord"]+rg.stats["cuEventRecord_ptsz"]-
 		anchors(rg), "two records per timed call, besides the anchors")
 	require.Equal(t, 2*n, rg.stats["cuEventRecord_ptsz"], "the _ptsz launches record on their stream kind")
+	return rg
 }
 
 // anchors is how many anchor events devrt recorded: each is followed by

@@ -120,7 +120,7 @@ static __u32 parse_classes(const char *s)
 	return out;
 }
 
-/* "ring,poller,events,procaddr,driver,disable-after=N" */
+/* "ring,poller,events,procaddr,driver,mark,disable-after=N" */
 static void parse_faults(struct devrt_config *c, const char *s)
 {
 	char buf[256], *tok, *save;
@@ -140,6 +140,8 @@ static void parse_faults(struct devrt_config *c, const char *s)
 			c->faults |= DEVRT_FAULT_PROCADDR;
 		else if (!strcmp(tok, "driver"))
 			c->faults |= DEVRT_FAULT_DRIVER;
+		else if (!strcmp(tok, "mark"))
+			c->faults |= DEVRT_FAULT_MARK;
 		else if (!strncmp(tok, "disable-after=", 14)) {
 			c->faults |= DEVRT_FAULT_DISABLE;
 			c->disable_after = strtoull(tok + 14, NULL, 10);

@@ -57,6 +57,9 @@ typedef int cudaDriverEntryPointQueryResult;
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
 #define CU_STREAM_NON_BLOCKING 0x1
 #define CU_EVENT_DEFAULT 0x0
+#define CU_MEMHOSTREGISTER_PORTABLE 0x1
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x2
+#define CU_STREAM_WRITE_VALUE_DEFAULT 0x0
 
 typedef struct CUmemLocation_st {
 	int type;

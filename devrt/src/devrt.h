@@ -103,6 +103,7 @@ enum {
 	DEVRT_FAULT_PROCADDR = 1 << 3, /* entry points are handed out unwrapped */
 	DEVRT_FAULT_DRIVER = 1 << 4,   /* the driver functions timing needs are missing */
 	DEVRT_FAULT_DISABLE = 1 << 5,  /* turn off after disable_after records */
+	DEVRT_FAULT_MARK = 1 << 6,     /* no marked anchor: the midpoint one */
 };
 
 struct devrt_config {
@@ -323,9 +324,19 @@ void devrt_resolve_init(void);
 	F(cuEventSynchronize, CUresult (*)(CUevent)) \
 	F(cuEventElapsedTime, CUresult (*)(float *, CUevent, CUevent))
 
+/* Used when the driver has them (NULL otherwise): the anchor's mark. */
+#define DEVRT_DRIVER_OPT_FNS(F) \
+	F(cuMemHostRegister_v2, CUresult (*)(void *, size_t, unsigned int)) \
+	F(cuMemHostUnregister, CUresult (*)(void *)) \
+	F(cuMemHostGetDevicePointer_v2, CUresult (*)(CUdeviceptr *, void *, unsigned int)) \
+	F(cuStreamWriteValue32_v2, CUresult (*)(CUstream, CUdeviceptr, __u32, unsigned int))
+
 enum devrt_drv_id {
 #define DEVRT_DRV_ID(name, type) DEVRT_DRV_##name,
 	DEVRT_DRIVER_FNS(DEVRT_DRV_ID)
+	DEVRT_NDRV_REQUIRED,
+	DEVRT_DRV_OPT_BEFORE_ = DEVRT_NDRV_REQUIRED - 1,
+	DEVRT_DRIVER_OPT_FNS(DEVRT_DRV_ID)
 #undef DEVRT_DRV_ID
 	DEVRT_NDRV
 };
@@ -333,6 +344,7 @@ enum devrt_drv_id {
 struct devrt_driver {
 #define DEVRT_DRV_PTR(name, type) __typeof__(type) name;
 	DEVRT_DRIVER_FNS(DEVRT_DRV_PTR)
+	DEVRT_DRIVER_OPT_FNS(DEVRT_DRV_PTR)
 #undef DEVRT_DRV_PTR
 };
 

@@ -34,6 +34,7 @@ __u64 devrt_drv_calls[DEVRT_NDRV];
 const char *const devrt_drv_names[DEVRT_NDRV] = {
 #define DEVRT_DRV_NAME(name, type) #name,
 	DEVRT_DRIVER_FNS(DEVRT_DRV_NAME)
+	DEVRT_DRIVER_OPT_FNS(DEVRT_DRV_NAME)
 #undef DEVRT_DRV_NAME
 };
 
@@ -258,7 +259,8 @@ void devrt_map_entry(const char *base, void **pfn)
 _Static_assert(sizeof(struct devrt_driver) == DEVRT_NDRV * sizeof(void *),
 	       "devrt_driver is an array of function pointers");
 
-/* The driver functions GPU execution timing needs.  -1 if one is missing. */
+/* The driver functions GPU execution timing needs (-1 if one is missing),
+ * and those it uses when the driver has them. */
 int devrt_driver_load(void)
 {
 	void *p;
@@ -268,7 +270,7 @@ int devrt_driver_load(void)
 		return -1;
 	for (i = 0; i < DEVRT_NDRV; i++) {
 		p = devrt_driver_sym(devrt_drv_names[i]);
-		if (!p)
+		if (!p && i < DEVRT_NDRV_REQUIRED)
 			return -1;
 		memcpy((char *)&devrt_drv + i * sizeof(void *), &p, sizeof(p));
 	}

@@ -15,15 +15,32 @@
  * cuEventElapsedTime.
  *
  * Event times are GPU times, readable only as float milliseconds between
- * two events.  Each context keeps an anchor event whose host time is known:
- * the poller records it on an idle stream of devrt's own, waits for it, and
- * takes the midpoint of the host clock read before the record and after the
- * wait; then
+ * two events.  Each context keeps an anchor event whose host time is known;
+ * then
  *     gpu_start = anchor_host + elapsed(anchor, start event)
  *     gpu_end   = gpu_start + elapsed(start event, end event)
- * A float holds 24 bits, so an elapsed time of t ms is exact to about
- * t * 60 ns / 1000 ms: the poller anchors again when the anchor is a second
- * old, and durations come from the pair itself (exact to well under a ns).
+ * The poller makes the anchor on an idle stream of devrt's own: the stream
+ * writes a word of a host page devrt mapped for the GPU
+ * (cuStreamWriteValue32), then records the anchor event.  The poller spins
+ * on the word and takes the clock when it sees it: the write reaches host
+ * memory a fraction of a microsecond after the GPU's front end issued it,
+ * and the event is stamped right after that, so the anchor's host time is
+ * late by the difference, well under a microsecond, and never early.
+ * Without stream memory operations, or when the word does not come within
+ * MARK_WAIT_NS, the anchor's host time is the midpoint of the clock read
+ * before a plain record and after waiting for it: off by half the
+ * difference between the submission's latency and the completion's, and
+ * early.  On an H100 that was more than a synchronous launch's whole
+ * latency: its work mapped before its call, and was clamped to it, for
+ * most launches timed (bench/device/probes_check.sh launch_latency with
+ * LOG_LEVEL=debug logs each timed launch's GPU start and call).
+ * The GPU's clock does not run at the host's rate (18 ppm apart on an
+ * H100 host: a second after an anchor, work mapped 18 µs off, and a
+ * launch's start before its call), so the poller anchors again when the
+ * anchor is ANCHOR_AGE_NS old: then the rate costs under a microsecond, as
+ * does a float's 24 bits of an elapsed time (t ms is exact to about
+ * t * 60 ns / 1000 ms).  Durations come from the pair itself (exact to
+ * well under a ns, but for the rate: 18 ns in a millisecond).
  *
  * The poller's own CUDA calls, and the event records made for a call, are
  * never reported: devrt_t.busy is set around them (for good in the poller).
@@ -35,13 +52,16 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "devrt.h"
 
 #define MAX_POOLS 16                  /* contexts timed per process */
-#define ANCHOR_AGE_NS 1000000000ULL   /* anchor again after a second */
+#define ANCHOR_AGE_NS 50000000ULL     /* anchor again after 50 ms */
 #define ANCHOR_TIGHT_NS 20000ULL      /* a record+sync slower than this: retry */
+#define MARK_WAIT_NS 2000000ULL       /* the anchor's mark comes within this */
+#define MARK_PAGE 4096
 #define FLUSH_WAIT_NS 500000000ULL    /* at exit: wait for running work */
 
 enum { PAIR_FREE, PAIR_ARMED, PAIR_PENDING };
@@ -70,7 +90,16 @@ struct pool {
 	CUevent anchor;
 	__u64 anchor_host; /* poller only */
 	__u64 anchor_at;   /* poller only; 0: none */
+	/* The anchor's mark (poller only): a word of a host page mapped for
+	 * the GPU, which the anchor stream sets to mark_gen just before the
+	 * anchor; mark_state MARK_*. */
+	volatile __u32 *mark;
+	CUdeviceptr mark_d;
+	__u32 mark_gen;
+	int mark_state;
 };
+
+enum { MARK_UNTRIED, MARK_ON, MARK_OFF };
 
 static struct pool pools[MAX_POOLS];
 static int timing;          /* OFF, UNKNOWN, STARTING, ON */
@@ -324,9 +353,9 @@ static __s64 ms_to_ns(float ms)
 	return (__s64)(ns < 0 ? ns - 0.5 : ns + 0.5);
 }
 
-/* A fresh anchor: an event on devrt's idle stream, its host time the
- * midpoint of the clock around record + wait.  Poller only. */
-static int anchor(struct pool *p)
+/* A fresh anchor without a mark: an event on devrt's idle stream, its host
+ * time the midpoint of the clock around record + wait.  Poller only. */
+static int anchor_midpoint(struct pool *p)
 {
 	__u64 t0 = 0, t1 = 0;
 	int tries;
@@ -343,6 +372,92 @@ static int anchor(struct pool *p)
 	p->anchor_host = t0 + (t1 - t0) / 2;
 	p->anchor_at = t1;
 	return 0;
+}
+
+/*
+ * The mark's page, once per pool: MARK_ON or MARK_OFF.  The page is
+ * devrt's own (mmap), registered with the driver, and never unmapped: a
+ * context the program destroys takes the registration with it, never
+ * memory the poller may still read.
+ */
+static int mark_setup(struct pool *p)
+{
+	void *h;
+
+	if ((devrt.cfg.faults & DEVRT_FAULT_MARK) ||
+	    !devrt_drv.cuMemHostRegister_v2 || !devrt_drv.cuMemHostUnregister ||
+	    !devrt_drv.cuMemHostGetDevicePointer_v2 ||
+	    !devrt_drv.cuStreamWriteValue32_v2)
+		return MARK_OFF;
+	h = mmap(NULL, MARK_PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (h == MAP_FAILED)
+		return MARK_OFF;
+	if (DRV(cuMemHostRegister_v2, h, MARK_PAGE,
+		CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP)) {
+		munmap(h, MARK_PAGE);
+		return MARK_OFF;
+	}
+	if (DRV(cuMemHostGetDevicePointer_v2, &p->mark_d, h, 0)) {
+		DRV(cuMemHostUnregister, h);
+		munmap(h, MARK_PAGE);
+		return MARK_OFF;
+	}
+	p->mark = h;
+	return MARK_ON;
+}
+
+/*
+ * A fresh anchor after the mark (see the top of the file): 0; 1 when the
+ * mark did not come within MARK_WAIT_NS (the anchor is then not used); -1
+ * on a driver error.
+ */
+static int anchor_marked(struct pool *p)
+{
+	__u32 gen = ++p->mark_gen;
+	__u64 t, deadline;
+
+	if (DRV(cuStreamWriteValue32_v2, p->anchor_stream, p->mark_d, gen,
+		CU_STREAM_WRITE_VALUE_DEFAULT) ||
+	    DRV(cuEventRecord, p->anchor, p->anchor_stream))
+		return -1;
+	deadline = devrt_now() + MARK_WAIT_NS;
+	for (;;) {
+		t = devrt_now();
+		if (__atomic_load_n(p->mark, __ATOMIC_ACQUIRE) == gen)
+			break;
+		if (t > deadline)
+			break;
+		__builtin_ia32_pause();
+	}
+	if (DRV(cuEventSynchronize, p->anchor))
+		return -1;
+	if (t > deadline)
+		return 1;
+	p->anchor_host = t;
+	p->anchor_at = devrt_now();
+	return 0;
+}
+
+/* A fresh anchor: after the mark when the driver can, else the midpoint. */
+static int anchor(struct pool *p)
+{
+	int r;
+
+	if (p->mark_state == MARK_UNTRIED)
+		p->mark_state = mark_setup(p);
+	if (p->mark_state == MARK_ON) {
+		r = anchor_marked(p);
+		if (r == 0)
+			return 0;
+		if (r < 0) {
+			/* No stream memory operations here: never again
+			 * for this context. */
+			devrt_debug("context %p: no marked anchor", (void *)p->ctx);
+			p->mark_state = MARK_OFF;
+		}
+	}
+	return anchor_midpoint(p);
 }
 
 /*

@@ -53,6 +53,7 @@
 	D(cuStreamCreate)			\
 	D(cuStreamDestroy_v2)			\
 	D(cuStreamQuery)			\
+	D(cuStreamWriteValue32_v2)		\
 	D(cuStreamSynchronize)			\
 	D(cuStreamSynchronize_ptsz)		\
 	D(cuStreamWaitEvent)			\

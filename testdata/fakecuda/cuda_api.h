@@ -86,6 +86,8 @@ CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val,
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
 CUresult cuStreamDestroy_v2(CUstream hStream);
 CUresult cuStreamQuery(CUstream hStream);
+CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr,
+				 unsigned int value, unsigned int flags);
 CUresult cuStreamSynchronize(CUstream hStream);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent,

@@ -640,7 +640,7 @@ static void event_set(CUevent e, unsigned long long ns)
 	unsigned long long seq = handle_seq(e);
 
 	pthread_mutex_lock(&fc_event_lock);
-	fc_events[seq % EVENT_SLOTS] = (struct event_slot){ seq, ns };
+	fc_events[seq % EVENT_SLOTS] = (struct event_slot){ .seq = seq, .ns = ns };
 	pthread_mutex_unlock(&fc_event_lock);
 }
 
@@ -677,7 +677,7 @@ static void stream_reset(CUstream s)
 	unsigned long long seq = handle_seq(s);
 
 	pthread_mutex_lock(&fc_event_lock);
-	fc_streams[seq % STREAM_SLOTS] = (struct stream_slot){ seq, 0 };
+	fc_streams[seq % STREAM_SLOTS] = (struct stream_slot){ .seq = seq };
 	pthread_mutex_unlock(&fc_event_lock);
 }
 
@@ -2215,6 +2215,35 @@ FC_API CUresult cuStreamQuery(CUstream hStream)
 	if (r == CUDA_SUCCESS && fc_async && stream_ready(hStream, 0) > now_ns())
 		r = CUDA_ERROR_NOT_READY;
 	return r;
+}
+
+/*
+ * cuStreamWriteValue32, as far as devrt's anchor uses it: a plain write of
+ * host memory registered for the device (the fake's device pointer of it
+ * is its host address) on a created stream.  The fake has nothing to do
+ * the write later: the call returns once it has landed, after the
+ * stream's work before it.
+ */
+FC_API CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr,
+					unsigned int value, unsigned int flags)
+{
+	CUresult r;
+
+	ENTER(cuStreamWriteValue32_v2);
+	if ((r = need_stream(stream)))
+		return r;
+	if (flags || !addr || (addr & 3) || stream == CU_STREAM_LEGACY ||
+	    stream == CU_STREAM_PER_THREAD || !stream)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc_mod_lock);
+	r = hostreg_size((uintptr_t)addr) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_unlock(&fc_mod_lock);
+	if (r)
+		return r;
+	if (fc_async)
+		wait_until(stream_ready(stream, 0));
+	__atomic_store_n((unsigned int *)(uintptr_t)addr, value, __ATOMIC_RELEASE);
+	return CUDA_SUCCESS;
 }
 
 FC_API CUresult cuStreamSynchronize(CUstream hStream)

@@ -1423,7 +1423,6 @@ static void sc_every_api(struct run *r)
 	if (CU(r, CUDA_SUCCESS, cuMemHostGetDevicePointer_v2, &gp,
 	       (void *)host_reg, 0))
 		EXPECT(r, gp == (CUdeviceptr)(uintptr_t)host_reg);
-	CU(r, CUDA_SUCCESS, cuMemHostUnregister, (void *)host_reg);
 	if (CU(r, CUDA_SUCCESS, cuCtxGetDevice, &dev))
 		EXPECT(r, dev == 0);
 	{
@@ -1440,6 +1439,12 @@ static void sc_every_api(struct run *r)
 	/* streams, events, launches, graphs */
 	CU(r, CUDA_SUCCESS, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
 	CU(r, CUDA_SUCCESS, cuStreamQuery, s);
+	/* a stream memory operation on the mapped host memory (what devrt's
+	 * anchor does) */
+	CU(r, CUDA_SUCCESS, cuStreamWriteValue32_v2, s,
+	   (CUdeviceptr)(uintptr_t)host_reg, 1, 0);
+	EXPECT(r, __atomic_load_n((unsigned int *)host_reg, __ATOMIC_ACQUIRE) == 1);
+	CU(r, CUDA_SUCCESS, cuMemHostUnregister, (void *)host_reg);
 	CU(r, CUDA_SUCCESS, cuEventCreate, &e0, CU_EVENT_DEFAULT);
 	CU(r, CUDA_SUCCESS, cuEventCreate, &e1, CU_EVENT_DEFAULT);
 	CU(r, CUDA_SUCCESS, cuEventRecord, e0, s);
