@@ -3,7 +3,8 @@
 # probes_collector_config DIR PROBES MODE BLOCK_SAMPLE FILE: a collector
 # config with devrt alone (its rings and injection socket in DIR), the
 # device probes PROBES ("a, b") at MODE (warp, thread), 1 launch in 4
-# timed (launch latency's clock offset), spans and metrics to FILE.
+# timed (launch latency's clock offset), spans and metrics to FILE; the
+# collector logs at LOG_LEVEL (default info; debug: each launch latency).
 probes_collector_config() {
 	cat <<YAML
 receivers:
@@ -34,7 +35,9 @@ exporters:
 service:
   telemetry:
     logs:
-      level: info
+      level: ${LOG_LEVEL:-info}
+      sampling:
+        enabled: false
     metrics:
       level: none
   pipelines:

@@ -19,6 +19,15 @@ import (
 // conversion. Until one timed launch has been matched, nothing is
 // reported: there is no assumption about %globaltimer's epoch.
 //
+// The GPU's clock does not run at the host's rate (18 ppm apart on an H100
+// host: the offset moves 18 µs a second), so the offset is not one number:
+// a launch's is the least of the timed launches' within OffsetSpan of its
+// call (each is the offset plus its own event-to-block gap), else the
+// nearest one's, and the tolerances below grow with the distance to it
+// (MaxDrift). A pair is reported once a timed launch at or after its call
+// has been seen (devrt's timings come a poll after the records they would
+// correct), or once it is MaxHold old (Expire, or newer calls).
+//
 // Matching a device record to its launch call, per kernel (and per GPU:
 // one matcher each), is in order: the k-th record of a kernel is its k-th
 // launch. Launches queue (an asynchronous program enqueues many before the
@@ -65,8 +74,26 @@ type pair struct {
 // conversion errors; a pairing off by more is taken for shifted.
 const Tolerance = 50_000 // ns
 
-// offsetWindow is how many timed launches the offset is the least of.
-const offsetWindow = 64
+// Bounds of the offset's samples (one per timed launch matched).
+const (
+	// OffsetSpan: the timed launches within this of a call make its
+	// offset (the clocks drift 0.9 µs in 50 ms at 18 ppm).
+	OffsetSpan = 50_000_000
+	// MaxDrift bounds the clocks' drift, in ns per second: a pairing
+	// check against a timed launch t ns away allows t*MaxDrift/1e9 more.
+	MaxDrift = 100_000
+	// MaxHold: a pair waits at most this long (host clock) for a timed
+	// launch after it.
+	MaxHold    = 1_000_000_000
+	maxSamples = 256
+)
+
+// sample is one timed launch's offset: its first block's %globaltimer
+// minus its work's start on the host clock, at its call's start.
+type sample struct {
+	at  uint64
+	off int64
+}
 
 // recentPairs is how many of a kernel's last pairs are kept for checking
 // against devrt's timing, which comes a poll after the call.
@@ -78,12 +105,12 @@ const recentPairs = 256
 // are forgotten: what a burst of distinct kernels without device records
 // can cost is MaxKernels * MaxPending * 16 bytes).
 type LaunchMatcher struct {
-	host       map[uint64][]HostLaunch // per kernel, by start
-	dev        map[uint64][]Launch     // per kernel, in ring order, not matched yet
-	pairs      []pair                  // matched, waiting for the offset
-	offset     int64                   // %globaltimer - CLOCK_MONOTONIC
-	calibrated bool
-	out        []Latency
+	host    map[uint64][]HostLaunch // per kernel, by start
+	dev     map[uint64][]Launch     // per kernel, in ring order, not matched yet
+	pairs   []pair                  // matched, waiting for a timed launch after them
+	samples []sample                // the timed launches' offsets, by call start
+	newest  uint64                  // the latest call start seen (the host clock, as far as calls tell)
+	out     []Latency
 	// recent: each kernel's last pairs (call start -> first block,
 	// %globaltimer), for Timed's check.
 	recent map[uint64][]pair
@@ -93,7 +120,6 @@ type LaunchMatcher struct {
 	suspect map[uint64]bool
 	lostAll bool
 	synced  map[uint64]bool // realigned since lostAll was set
-	offs    []int64         // the last timed launches' offsets (refresh)
 	// Realigned counts the realignments, Shifted the pairings found off.
 	Realigned, Shifted uint64
 }
@@ -110,14 +136,64 @@ func NewLaunchMatcher() *LaunchMatcher {
 		recent: map[uint64][]pair{}, suspect: map[uint64]bool{}, synced: map[uint64]bool{}}
 }
 
-// Offset is the calibrated %globaltimer - CLOCK_MONOTONIC, if known.
-func (m *LaunchMatcher) Offset() (int64, bool) { return m.offset, m.calibrated }
+// calibrated: a timed launch has been matched.
+func (m *LaunchMatcher) calibrated() bool { return len(m.samples) > 0 }
+
+// offsetAt is the offset for a call at host time t: the least of the
+// samples within OffsetSpan of t, else the nearest one's; dist is how far
+// that one is (0 within the span).
+func (m *LaunchMatcher) offsetAt(t uint64) (off int64, dist uint64) {
+	found := false
+	dist = ^uint64(0)
+	for _, x := range m.samples {
+		d := x.at - t
+		if t > x.at {
+			d = t - x.at
+		}
+		switch {
+		case d <= OffsetSpan:
+			if !found || x.off < off {
+				off = x.off
+			}
+			found, dist = true, 0
+		case !found && d < dist:
+			off, dist = x.off, d
+		}
+	}
+	return off, dist
+}
+
+// tolerance is Tolerance plus what the clocks may have drifted over dist.
+func tolerance(dist uint64) int64 {
+	return Tolerance + int64(min(dist, 1<<40)/1_000_000*MaxDrift/1000)
+}
+
+// Offset is %globaltimer - CLOCK_MONOTONIC around the %globaltimer value
+// gpu, if known.
+func (m *LaunchMatcher) Offset(gpu uint64) (int64, bool) {
+	if !m.calibrated() {
+		return 0, false
+	}
+	last := m.samples[len(m.samples)-1]
+	off, _ := m.offsetAt(uint64(int64(gpu) - last.off))
+	return off, true
+}
 
 // Host adds a launch call of kernel.
 func (m *LaunchMatcher) Host(kernel uint64, start uint64) {
 	push(m.host, kernel, HostLaunch{Start: start}, MaxPending)
+	m.newest = max(m.newest, start)
 	m.match(kernel)
+	m.release(0)
 }
+
+// Expire reports the pairs that waited MaxHold for a timed launch after
+// them, as of host time now.
+func (m *LaunchMatcher) Expire(now uint64) { m.release(now) }
+
+// Flush reports every pair waiting for a timed launch after it (no more
+// will come: the process's regions are gone).
+func (m *LaunchMatcher) Flush() { m.release(^uint64(0) - MaxHold) }
 
 // Timed adds devrt's GPU start (host clock) of the launch call of kernel
 // that started at callStart. The first one matched with a device record
@@ -131,30 +207,40 @@ func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart uint64) {
 			return
 		}
 	}
+	if !m.calibrated() {
+		for _, p := range m.pairs {
+			if p.kernel == kernel && p.host.Start == callStart {
+				m.refresh(callStart, int64(p.gpu-gpuStart))
+				return
+			}
+		}
+	}
+	check := func(p pair) {
+		off, dist := m.offsetAt(callStart)
+		if d := int64(p.gpu) - off - int64(gpuStart); d > tolerance(dist) || d < -tolerance(dist) {
+			m.shifted(kernel) // paired with another launch's record
+			return
+		}
+		m.refresh(callStart, int64(p.gpu-gpuStart))
+	}
 	for _, p := range m.pairs {
 		if p.kernel == kernel && p.host.Start == callStart {
-			m.calibrate(p.gpu, gpuStart)
+			check(p)
 			return
 		}
 	}
 	for _, p := range m.recent[kernel] {
-		if p.host.Start != callStart {
-			continue
+		if p.host.Start == callStart {
+			check(p)
+			return
 		}
-		if d := int64(p.gpu) - m.offset - int64(gpuStart); d > Tolerance || d < -Tolerance {
-			m.Shifted++
-			m.suspect[kernel] = true // paired with another launch's record
-		} else {
-			m.refresh(int64(p.gpu - gpuStart))
-		}
-		return
 	}
 }
 
 // Lost says the device ring lost records (of any kernel): every kernel's
 // pairing is suspect until it realigns.
 func (m *LaunchMatcher) Lost() {
-	if m.calibrated {
+	if m.calibrated() {
 		m.lostAll = true
 		clear(m.synced)
 	}
@@ -180,13 +266,15 @@ func (m *LaunchMatcher) realign(kernel uint64) bool {
 			return false // wait for a timed call
 		}
 		g := int64(hs[j].GPUStart)
-		best, bestD := -1, int64(Tolerance)+1
+		off, dist := m.offsetAt(hs[j].Start)
+		tol := tolerance(dist)
+		best, bestD := -1, tol+1
 		beyond := false
 		for i := range ds {
-			d := int64(ds[i].StartNS) - m.offset - g
+			d := int64(ds[i].StartNS) - off - g
 			if d < 0 {
 				d = -d
-			} else if d > Tolerance {
+			} else if d > tol {
 				beyond = true
 				break // records are in order: none nearer after this one
 			}
@@ -210,7 +298,7 @@ func (m *LaunchMatcher) realign(kernel uint64) bool {
 		// its record was lost: drop it and what came before, try the next
 		m.host[kernel] = hs[j+1:]
 		k := 0
-		for k < len(ds) && int64(ds[k].StartNS)-m.offset <= g+Tolerance {
+		for k < len(ds) && int64(ds[k].StartNS)-off <= g+tol {
 			k++
 		}
 		m.dev[kernel] = ds[k:]
@@ -234,32 +322,39 @@ func (m *LaunchMatcher) Device(ls []Launch) {
 	}
 }
 
-func (m *LaunchMatcher) calibrate(gpu, gpuStartHost uint64) {
-	if m.calibrated {
+// release reports the waiting pairs whose offset is known: a timed launch
+// at or after their call was seen, or (now, or the newest call, being
+// MaxHold past them) none will be waited for any longer.
+func (m *LaunchMatcher) release(now uint64) {
+	if !m.calibrated() || len(m.pairs) == 0 {
 		return
 	}
-	m.refresh(int64(gpu - gpuStartHost))
-	m.calibrated = true
+	last := m.samples[len(m.samples)-1].at
+	now = max(now, m.newest)
+	kept := m.pairs[:0]
 	for _, p := range m.pairs {
-		m.emit(p)
+		if p.host.Start > last && p.host.Start+MaxHold > now {
+			kept = append(kept, p)
+			continue
+		}
+		off, _ := m.offsetAt(p.host.Start)
+		m.out = append(m.out, Latency{KernelID: p.kernel, HostNS: p.host.Start,
+			NS: int64(p.gpu) - off - int64(p.host.Start)})
 	}
-	m.pairs = nil
-}
-
-func (m *LaunchMatcher) emit(p pair) {
-	m.out = append(m.out, Latency{KernelID: p.kernel, HostNS: p.host.Start,
-		NS: int64(p.gpu-uint64(m.offset)) - int64(p.host.Start)})
+	clear(m.pairs[len(kept):])
+	m.pairs = kept
 }
 
 func (m *LaunchMatcher) match(kernel uint64) {
-	if m.calibrated && m.isSuspect(kernel) && !m.realign(kernel) {
+	if m.calibrated() && m.isSuspect(kernel) && !m.realign(kernel) {
 		m.forget(kernel)
 		return
 	}
 	for len(m.dev[kernel]) > 0 && len(m.host[kernel]) > 0 {
 		d := m.dev[kernel][0]
 		h := m.host[kernel][0]
-		if m.calibrated && int64(h.Start) > int64(d.StartNS)-m.offset+Tolerance {
+		off, dist := m.offsetAt(h.Start)
+		if m.calibrated() && int64(h.Start) > int64(d.StartNS)-off+tolerance(dist) {
 			// every pending call started well after the block: its call
 			// was lost (within Tolerance it is the offset's error: a
 			// short latency, paired as it is)
@@ -269,18 +364,17 @@ func (m *LaunchMatcher) match(kernel uint64) {
 		m.host[kernel] = m.host[kernel][1:]
 		m.dev[kernel] = m.dev[kernel][1:]
 		p := pair{kernel: kernel, host: h, gpu: d.StartNS}
-		if !m.calibrated && h.GPUStart != 0 {
-			m.pairs = append(m.pairs, p)
-			m.calibrate(d.StartNS, h.GPUStart)
+		if !m.calibrated() && h.GPUStart != 0 {
+			m.hold(p)
+			m.refresh(h.Start, int64(d.StartNS-h.GPUStart))
 			continue
 		}
-		if m.calibrated {
-			off := int64(d.StartNS - h.GPUStart)
-			if h.GPUStart != 0 && (off-m.offset > Tolerance || m.offset-off > Tolerance) {
+		if m.calibrated() {
+			own := int64(d.StartNS - h.GPUStart)
+			if h.GPUStart != 0 && (own-off > tolerance(dist) || off-own > tolerance(dist)) {
 				// a timed call paired with another launch's record: put
 				// both back and realign from the first timed call
-				m.Shifted++
-				m.suspect[kernel] = true
+				m.shifted(kernel)
 				m.host[kernel] = append([]HostLaunch{h}, m.host[kernel]...)
 				m.dev[kernel] = append([]Launch{d}, m.dev[kernel]...)
 				if !m.realign(kernel) {
@@ -288,19 +382,40 @@ func (m *LaunchMatcher) match(kernel uint64) {
 				}
 				continue
 			}
-			if h.GPUStart != 0 {
-				m.refresh(off)
-			}
 			m.remember(p)
-			m.emit(p)
+			m.hold(p)
+			if h.GPUStart != 0 {
+				m.refresh(h.Start, own)
+			}
 			continue
 		}
-		m.pairs = append(m.pairs, p)
-		if len(m.pairs) > MaxPending {
-			m.pairs = m.pairs[1:]
-		}
+		m.hold(p)
 	}
 	m.forget(kernel)
+}
+
+// shifted: kernel's pairing was found off. It is suspect until a timed
+// call realigns it, and its pairs not reported yet, made in the same
+// order, are dropped.
+func (m *LaunchMatcher) shifted(kernel uint64) {
+	m.Shifted++
+	m.suspect[kernel] = true
+	m.pairs = slices.DeleteFunc(m.pairs, func(p pair) bool { return p.kernel == kernel })
+}
+
+// hold keeps a pair until its offset is known (release); the oldest go
+// beyond MaxPending (before calibration) or are reported with the offset
+// known so far (after).
+func (m *LaunchMatcher) hold(p pair) {
+	m.pairs = append(m.pairs, p)
+	if len(m.pairs) <= MaxPending {
+		return
+	}
+	if m.calibrated() {
+		m.release(m.pairs[0].host.Start + MaxHold)
+		return
+	}
+	m.pairs = m.pairs[1:]
 }
 
 // forget drops kernel's empty queues.
@@ -313,19 +428,25 @@ func (m *LaunchMatcher) forget(kernel uint64) {
 	}
 }
 
-// refresh takes one timed launch's first block %globaltimer minus its GPU
-// start on the host clock. The start event is recorded on the stream before
-// the kernel, so that is the offset plus the event-to-block gap, never less
-// (but for conversion errors of tens of ns): the offset is the least of the
-// last offsetWindow, which follows the clocks' drift and not each launch's
-// gap (the last one's alone made a kernel's latencies read a few µs
-// negative on an H200).
-func (m *LaunchMatcher) refresh(off int64) {
-	m.offs = append(m.offs, off)
-	if len(m.offs) > offsetWindow {
-		m.offs = m.offs[len(m.offs)-offsetWindow:]
+// refresh takes one timed launch's offset: its first block's %globaltimer
+// minus its GPU start on the host clock, at its call's start. The start
+// event is recorded on the stream before the kernel, so that is the offset
+// plus the event-to-block gap, never less (but for the anchor's error,
+// under a microsecond): offsetAt takes the least of those near a call,
+// which follows the clocks' drift and not each launch's gap (the last
+// one's alone made a kernel's latencies read a few µs negative on an H200;
+// the least of the last 64, tens of µs on an H100, whose clock drifts 18
+// µs a second from the host's). Then the pairs it settles are reported.
+func (m *LaunchMatcher) refresh(at uint64, off int64) {
+	i := len(m.samples)
+	for i > 0 && m.samples[i-1].at > at {
+		i--
 	}
-	m.offset = slices.Min(m.offs)
+	m.samples = slices.Insert(m.samples, i, sample{at, off})
+	if len(m.samples) > maxSamples {
+		m.samples = slices.Delete(m.samples, 0, len(m.samples)-maxSamples)
+	}
+	m.release(0)
 }
 
 // remember keeps p among its kernel's recent pairs (Timed checks them).

@@ -323,6 +323,9 @@ func (s *Source) Launch(pid uint32, kernel string, dev int32, start uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m := s.matcherOf(pid, id, dev); m != nil {
+		if s.log.Core().Enabled(zap.DebugLevel) {
+			s.log.Debug("launch call", zap.Uint32("pid", pid), zap.Int32("device", dev), zap.String("kernel", kernel), zap.Uint64("call_ns", start))
+		}
 		m.Host(id, start)
 	}
 }
@@ -335,6 +338,10 @@ func (s *Source) Timed(pid uint32, kernel string, dev int32, callStart, gpuStart
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m := s.matcherOf(pid, id, dev); m != nil {
+		if s.log.Core().Enabled(zap.DebugLevel) {
+			s.log.Debug("launch timed", zap.Uint32("pid", pid), zap.Int32("device", dev), zap.String("kernel", kernel),
+				zap.Uint64("call_ns", callStart), zap.Uint64("gpu_start_ns", gpuStart))
+		}
 		m.Timed(id, callStart, gpuStart)
 	}
 }
@@ -406,7 +413,10 @@ func (s *Source) Poll() {
 		ended := !gone && !s.opts.Alive(rg.pid)
 		snap, err := rg.r.Read()
 		p := s.proc(rg.pid)
-		s.consume(p, rg, &snap)
+		// the process's last region read for the last time: its launches
+		// waiting for a timed launch after them are reported now
+		last := (err != nil || gone || ended) && p.regions <= 1
+		s.consume(p, rg, &snap, last)
 		k := pidGPU{rg.pid, rg.dev}
 		sms[k] = append(sms[k], rg.tr.SMs(snap.SMs).SMs...)
 		if err != nil || gone || ended {
@@ -454,7 +464,7 @@ func (s *Source) kernelName(id uint64) string {
 	return fmt.Sprintf("kernel-%016x", id)
 }
 
-func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
+func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last bool) {
 	g := p.gpu(rg.dev)
 	s.finishRuns(p, rg, rg.tr.Blocks(snap.Blocks, snap.BlockHead, s.opts.Now()))
 	var lats []proberegion.Latency
@@ -463,12 +473,28 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot) {
 			m.Lost() // records before these were lost: realign each kernel
 		}
 		if len(snap.Launches) > 0 {
+			if s.log.Core().Enabled(zap.DebugLevel) {
+				for _, l := range snap.Launches {
+					s.log.Debug("launch record", zap.Uint32("pid", p.pid), zap.Int32("device", rg.ord),
+						zap.String("kernel", s.kernelName(l.KernelID)), zap.Uint64("first_block_ns", l.StartNS))
+				}
+			}
 			m.Device(snap.Launches)
+		}
+		if last {
+			m.Flush()
+		} else {
+			m.Expire(s.opts.Monotonic())
 		}
 		lats = m.Take()
 	}
+	debug := len(lats) > 0 && s.log.Core().Enabled(zap.DebugLevel)
 	for _, l := range lats {
 		name := s.kernelName(l.KernelID)
+		if debug {
+			s.log.Debug("launch latency", zap.Uint32("pid", p.pid), zap.Int32("device", rg.ord),
+				zap.String("kernel", name), zap.Uint64("call_ns", l.HostNS), zap.Int64("latency_ns", l.NS))
+		}
 		h := g.latency[name]
 		if h == nil {
 			h = histogram.New(s.cfg.LaunchLatency.Buckets)
@@ -520,7 +546,7 @@ func (s *Source) gpuTime(p *proc, ord int32, ns uint64) (pcommon.Timestamp, bool
 	var off int64
 	ok := false
 	if m := p.matchers[ord]; m != nil { // none yet: not calibrated
-		off, ok = m.Offset()
+		off, ok = m.Offset(ns)
 	}
 	if !ok {
 		return pcommon.Timestamp(ns), false
