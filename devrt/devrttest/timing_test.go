@@ -182,6 +182,56 @@ func checkGPUExecutionTiming(t *testing.T, fault string) *ring {
 	return rg
 }
 
+// TestGPUClockRate: the fake's "GPU" clock runs 500 ppm fast
+// (FAKECUDA_CLOCK_PPB scales its cuEventElapsedTime). Kernels of 250 ms run
+// back to back on a stream for 2 s. devrt maps each start through its
+// latest anchor (at most ANCHOR_AGE_NS, 250 ms, old) times the clocks'
+// rate it measured from its base anchor, once that is a second old: from
+// then on the starts lie on the fake's timeline to a few µs of each other
+// and the durations are the kernel's (before, a start could be off by up
+// to 125 µs, and each duration was; 25 µs is allowed for a busy machine). Without marked anchors there is no
+// rate (a midpoint anchor's error over a second would be a rate error of
+// its own): each duration is 125 µs long.
+func TestGPUClockRate(t *testing.T) {
+	const kernel = 250_000_000
+	h := newHarness(t)
+	run := func(fault string) []ev.GPUExec {
+		env := []string{"FAKECUDA_KERNEL_NS=" + strconv.Itoa(kernel), "FAKECUDA_COPY_NS=1000",
+			"FAKECUDA_CLOCK_PPB=500000", "GPUEXT_DEVRT_SAMPLE=1"}
+		if fault != "" {
+			env = append(env, "GPUEXT_DEVRT_FAULT_INJECT="+fault)
+		}
+		rg := h.run(opts{devrt: true, env: env}, "timed", "8").only(t)
+		s0 := byAPI(rg, ev.APICuLaunchKernel)[0].Stream
+		var xs []ev.GPUExec
+		for _, x := range rg.execs {
+			if x.Stream == s0 && x.API == ev.APICuLaunchKernel {
+				xs = append(xs, x)
+			}
+		}
+		sort.Slice(xs, func(i, j int) bool { return xs[i].GPUStart < xs[j].GPUStart })
+		require.Len(t, xs, 8)
+		return xs
+	}
+	// off: how far work k's start is from work j's plus k-j kernels
+	off := func(xs []ev.GPUExec, k, j int) float64 {
+		return float64(int64(xs[k].GPUStart-xs[j].GPUStart) - int64(k-j)*kernel)
+	}
+
+	xs := run("")
+	for k := 5; k < len(xs); k++ { // mapped with a rate from a base a second old
+		// a few µs, or 25 µs if a busy machine held the poller up
+		// around both the base and the anchor: not 125 µs
+		require.InDelta(t, 0, off(xs, k, 5), 25_000, "work %d's start", k)
+		require.InDelta(t, kernel, float64(xs[k].Duration()), 25_000, "work %d's duration", k)
+	}
+
+	xs = run("mark")
+	for k := 1; k < len(xs); k++ { // the first's start event comes before the call queues it
+		require.InDelta(t, kernel+kernel/2000, float64(xs[k].Duration()), 1000, "work %d: the GPU's clock, unscaled", k)
+	}
+}
+
 // anchors is how many anchor events devrt recorded: each is followed by
 // one cuEventSynchronize, which devrt calls for nothing else.
 func anchors(rg *ring) int { return rg.stats["cuEventSynchronize"] }

@@ -36,11 +36,17 @@
  * LOG_LEVEL=debug logs each timed launch's GPU start and call).
  * The GPU's clock does not run at the host's rate (18 ppm apart on an
  * H100 host: a second after an anchor, work mapped 18 µs off, and a
- * launch's start before its call), so the poller anchors again when the
- * anchor is ANCHOR_AGE_NS old: then the rate costs under a microsecond, as
- * does a float's 24 bits of an elapsed time (t ms is exact to about
- * t * 60 ns / 1000 ms).  Durations come from the pair itself (exact to
- * well under a ns, but for the rate: 18 ns in a millisecond).
+ * launch's start before its call).  So the poller keeps a base anchor, an
+ * earlier marked one (at least BASE_MIN_NS and at most BASE_AGE_NS old),
+ * and maps through the rate between the two:
+ *     gpu_start = anchor_host + elapsed(anchor, start event) * rate
+ *     rate      = (anchor_host - base_host) / elapsed(base, anchor)
+ * (1 until there is a base; never from midpoint anchors, whose error over
+ * a second is a rate error of its own), and anchors again when the anchor
+ * is ANCHOR_AGE_NS old: a float's 24 bits of an elapsed time stay exact to
+ * about 15 ns (t ms to about t * 60 ns / 1000 ms), and what the rate
+ * misses stays under a microsecond.  Durations come from the pair itself,
+ * through the rate too (exact to well under a ns).
  *
  * The poller's own CUDA calls, and the event records made for a call, are
  * never reported: devrt_t.busy is set around them (for good in the poller).
@@ -58,9 +64,13 @@
 #include "devrt.h"
 
 #define MAX_POOLS 16                  /* contexts timed per process */
-#define ANCHOR_AGE_NS 50000000ULL     /* anchor again after 50 ms */
+#define ANCHOR_AGE_NS 250000000ULL    /* anchor again after 250 ms */
+#define BASE_MIN_NS 1000000000ULL     /* a base this old gives the rate */
+#define BASE_AGE_NS 30000000000ULL    /* the anchor becomes the base after this */
+#define RATE_MAX_PPM 1000             /* a rate further from 1 is not the clocks' */
 #define ANCHOR_TIGHT_NS 20000ULL      /* a record+sync slower than this: retry */
 #define MARK_WAIT_NS 2000000ULL       /* the anchor's mark comes within this */
+#define MARK_TIGHT_NS 50000ULL        /* a mark seen later than this: again */
 #define MARK_PAGE 4096
 #define FLUSH_WAIT_NS 500000000ULL    /* at exit: wait for running work */
 
@@ -90,6 +100,12 @@ struct pool {
 	CUevent anchor;
 	__u64 anchor_host; /* poller only */
 	__u64 anchor_at;   /* poller only; 0: none */
+	int anchor_marked; /* poller only: the anchor came after its mark */
+	/* The base (poller only): an earlier marked anchor, its event and
+	 * host time (base_host 0: none); rate: host ns per GPU ns. */
+	CUevent base;
+	__u64 base_host;
+	double rate;
 	/* The anchor's mark (poller only): a word of a host page mapped for
 	 * the GPU, which the anchor stream sets to mark_gen just before the
 	 * anchor; mark_state MARK_*. */
@@ -249,12 +265,19 @@ static void pool_create(struct pool *p)
 		       CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
 	ok = ok && DRV(cuEventCreate, &p->anchor, CU_EVENT_DEFAULT) ==
 			   CUDA_SUCCESS;
+	ok = ok && DRV(cuEventCreate, &p->base, CU_EVENT_DEFAULT) ==
+			   CUDA_SUCCESS;
+	p->rate = 1.0;
 	if (!ok) {
 		devrt_debug("context %p: no events for timing", (void *)p->ctx);
 		if (pairs)
 			pool_destroy_events(pairs, n);
 		if (p->anchor_stream)
 			DRV(cuStreamDestroy_v2, p->anchor_stream);
+		if (p->anchor)
+			DRV(cuEventDestroy_v2, p->anchor);
+		if (p->base)
+			DRV(cuEventDestroy_v2, p->base);
 		free(pairs);
 		__atomic_store_n(&p->state, POOL_FAILED, __ATOMIC_RELEASE);
 		return;
@@ -346,9 +369,9 @@ static CUresult record(CUevent e, CUstream s, int pt)
 
 /* ---- the poller ---------------------------------------------------------- */
 
-static __s64 ms_to_ns(float ms)
+static __s64 ms_to_ns(double ms)
 {
-	double ns = (double)ms * 1e6;
+	double ns = ms * 1e6;
 
 	return (__s64)(ns < 0 ? ns - 0.5 : ns + 0.5);
 }
@@ -371,6 +394,7 @@ static int anchor_midpoint(struct pool *p)
 	}
 	p->anchor_host = t0 + (t1 - t0) / 2;
 	p->anchor_at = t1;
+	p->anchor_marked = 0;
 	return 0;
 }
 
@@ -414,42 +438,86 @@ static int mark_setup(struct pool *p)
  */
 static int anchor_marked(struct pool *p)
 {
-	__u32 gen = ++p->mark_gen;
-	__u64 t, deadline;
+	__u64 t0, t = 0, deadline;
+	int tries, seen = 0;
 
-	if (DRV(cuStreamWriteValue32_v2, p->anchor_stream, p->mark_d, gen,
-		CU_STREAM_WRITE_VALUE_DEFAULT) ||
-	    DRV(cuEventRecord, p->anchor, p->anchor_stream))
-		return -1;
-	deadline = devrt_now() + MARK_WAIT_NS;
-	for (;;) {
-		t = devrt_now();
-		if (__atomic_load_n(p->mark, __ATOMIC_ACQUIRE) == gen)
+	for (tries = 0; tries < 3; tries++) {
+		__u32 gen = ++p->mark_gen;
+
+		t0 = devrt_now();
+		if (DRV(cuStreamWriteValue32_v2, p->anchor_stream, p->mark_d,
+			gen, CU_STREAM_WRITE_VALUE_DEFAULT) ||
+		    DRV(cuEventRecord, p->anchor, p->anchor_stream))
+			return -1;
+		deadline = t0 + MARK_WAIT_NS;
+		for (;;) {
+			t = devrt_now();
+			seen = __atomic_load_n(p->mark, __ATOMIC_ACQUIRE) == gen;
+			if (seen || t > deadline)
+				break;
+			__builtin_ia32_pause();
+		}
+		if (DRV(cuEventSynchronize, p->anchor))
+			return -1;
+		/* Seen soon after the write was asked for: the poller was not
+		 * held up between the mark landing and the clock read. */
+		if (!seen || t - t0 < MARK_TIGHT_NS)
 			break;
-		if (t > deadline)
-			break;
-		__builtin_ia32_pause();
 	}
-	if (DRV(cuEventSynchronize, p->anchor))
-		return -1;
-	if (t > deadline)
+	if (!seen)
 		return 1;
 	p->anchor_host = t;
 	p->anchor_at = devrt_now();
+	p->anchor_marked = 1;
 	return 0;
 }
 
-/* A fresh anchor: after the mark when the driver can, else the midpoint. */
+/* The clocks' rate from the base to the anchor just taken, when both are
+ * marked and far enough apart.  Poller only. */
+static void rate_update(struct pool *p)
+{
+	float ms;
+	double rate;
+
+	if (!p->anchor_marked || !p->base_host ||
+	    p->anchor_host - p->base_host < BASE_MIN_NS ||
+	    DRV(cuEventElapsedTime, &ms, p->base, p->anchor) || ms <= 0)
+		return;
+	rate = (double)(p->anchor_host - p->base_host) / ((double)ms * 1e6);
+	if (rate > 1.0 - RATE_MAX_PPM * 1e-6 && rate < 1.0 + RATE_MAX_PPM * 1e-6)
+		p->rate = rate;
+	devrt_debug("context %p: the GPU's clock runs %.2f ppm from the host's%s",
+		    (void *)p->ctx, (1.0 / rate - 1.0) * 1e6,
+		    p->rate == rate ? "" : " (not taken)");
+}
+
+/*
+ * A fresh anchor: after the mark when the driver can, else the midpoint.
+ * The anchor it replaces becomes the base when that is due (none yet, or
+ * older than BASE_AGE_NS) and it was marked: its event is kept, and the
+ * old base's takes the new anchor.
+ */
 static int anchor(struct pool *p)
 {
 	int r;
 
+	if (p->anchor_at && p->anchor_marked &&
+	    (!p->base_host || p->anchor_host - p->base_host > BASE_AGE_NS)) {
+		CUevent e = p->base;
+
+		p->base = p->anchor;
+		p->base_host = p->anchor_host;
+		p->anchor = e;
+		p->anchor_at = 0;
+	}
 	if (p->mark_state == MARK_UNTRIED)
 		p->mark_state = mark_setup(p);
 	if (p->mark_state == MARK_ON) {
 		r = anchor_marked(p);
-		if (r == 0)
+		if (r == 0) {
+			rate_update(p);
 			return 0;
+		}
 		if (r < 0) {
 			/* No stream memory operations here: never again
 			 * for this context. */
@@ -470,7 +538,7 @@ static void emit(struct pool *p, struct devrt_pair *pr, float since_anchor,
 	struct gpuext_gpu_exec rec = pr->rec;
 	__s64 start;
 
-	start = (__s64)p->anchor_host + ms_to_ns(since_anchor);
+	start = (__s64)p->anchor_host + ms_to_ns(since_anchor * p->rate);
 	if (start < (__s64)rec.call_start_ns) {
 		/* The work mapped before its call, which cannot be: the
 		 * anchor's error (its host time is known to the width of a
@@ -482,7 +550,7 @@ static void emit(struct pool *p, struct devrt_pair *pr, float since_anchor,
 		rec.flags |= GPUEXT_XF_CLAMPED;
 	}
 	rec.gpu_start_ns = (__u64)start;
-	rec.gpu_end_ns = rec.gpu_start_ns + (__u64)(ran > 0 ? ms_to_ns(ran) : 0);
+	rec.gpu_end_ns = rec.gpu_start_ns + (__u64)(ran > 0 ? ms_to_ns(ran * p->rate) : 0);
 	if (devrt_ring_write(&rec, sizeof(rec)) == 0)
 		__atomic_fetch_add(&devrt.hdr->timed, 1, __ATOMIC_RELAXED);
 }

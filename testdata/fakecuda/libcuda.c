@@ -44,6 +44,9 @@
  *   FAKECUDA_KERNEL_NS  simulated GPU time of every kernel and graph launch
  *   FAKECUDA_COPY_NS    simulated GPU time of every copy and memset
  *                       (both default 0: work completes when it is queued)
+ *   FAKECUDA_CLOCK_PPB  how much faster the "GPU's" clock runs than the
+ *                       host's, in parts per billion (may be negative):
+ *                       cuEventElapsedTime reports host time so scaled
  *
  * The asynchronous execution model (only when one of the durations is not
  * 0): every stream has a busy-until clock on the host's CLOCK_MONOTONIC.  Work
@@ -106,6 +109,7 @@ static unsigned long long fc_delay_ns;
 static unsigned long long fc_mem_limit = 80ULL << 30;
 static unsigned long long fc_kernel_ns;
 static unsigned long long fc_copy_ns;
+static long long fc_clock_ppb;	/* FAKECUDA_CLOCK_PPB */
 static int fc_async;
 static char *fc_counts_file;
 static char *fc_launch_file;	/* FAKECUDA_LAUNCH_FILE */
@@ -144,6 +148,7 @@ __attribute__((constructor)) static void fc_load(void)
 	fc_count_on = env_ull("FAKECUDA_COUNT", 1) != 0;
 	fc_kernel_ns = env_ull("FAKECUDA_KERNEL_NS", 0);
 	fc_copy_ns = env_ull("FAKECUDA_COPY_NS", 0);
+	fc_clock_ppb = (long long)env_ull("FAKECUDA_CLOCK_PPB", 0);
 	fc_async = fc_kernel_ns || fc_copy_ns;
 	if (getenv("FAKECUDA_COUNTS_FILE") && *getenv("FAKECUDA_COUNTS_FILE"))
 		fc_counts_file = strdup(getenv("FAKECUDA_COUNTS_FILE"));
@@ -2378,7 +2383,8 @@ FC_API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (now_ns() < max_ull(t0, t1))
 		return CUDA_ERROR_NOT_READY;
-	*pMilliseconds = (float)((double)(long long)(t1 - t0) / 1e6);
+	*pMilliseconds = (float)((double)(long long)(t1 - t0) *
+				 (1.0 + (double)fc_clock_ppb * 1e-9) / 1e6);
 	return CUDA_SUCCESS;
 }
 
