@@ -18,8 +18,9 @@
 #     spins b+1 units); a schedule delay histogram;
 #   - sm_load: gpu.kernel.sm.imbalance of the imbalanced kernel (one block
 #     per SM, work growing with the block: ideally 2 * SMs / (SMs + 1));
-#   - launch_latency: latencies for every kernel (the offset calibrated
-#     from devrt's timed launches), mean between 0 and 10 ms;
+#   - launch_latency: one latency per launch of every kernel (the offset
+#     calibrated from devrt's timed launches); the launches are
+#     synchronous, so mean 0.5-100 µs, none below -5 µs or above 1 ms;
 #   - warp_occupancy: occupancy points between 0 and 64 warps per SM;
 #   - with BLOCK_SAMPLE=n (devrt::probes::block_sample): block_sched's
 #     spans hold exactly the blocks devrt/ptx's BlockSampled picks and say
