@@ -413,9 +413,10 @@ func (s *Source) Poll() {
 		ended := !gone && !s.opts.Alive(rg.pid)
 		snap, err := rg.r.Read()
 		p := s.proc(rg.pid)
-		// the process's last region read for the last time: its launches
-		// waiting for a timed launch after them are reported now
-		last := (err != nil || gone || ended) && p.regions <= 1
+		// the process's last region of its GPU, read for the last time:
+		// the launches waiting for a timed launch after them are reported
+		// now
+		last := (err != nil || gone || ended) && !s.otherRegion(path, rg)
 		s.consume(p, rg, &snap, last)
 		k := pidGPU{rg.pid, rg.dev}
 		sms[k] = append(sms[k], rg.tr.SMs(snap.SMs).SMs...)
@@ -455,6 +456,17 @@ func (s *Source) giveUp(path string, err error) {
 	}
 	s.bad[path] = true
 	s.log.Warn("device probe region dropped", zap.String("path", path), zap.Error(err))
+}
+
+// otherRegion tells whether rg's process has a region on rg's GPU besides
+// the one at path.
+func (s *Source) otherRegion(path string, rg *region) bool {
+	for q, o := range s.regions {
+		if q != path && o.pid == rg.pid && o.ord == rg.ord {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Source) kernelName(id uint64) string {

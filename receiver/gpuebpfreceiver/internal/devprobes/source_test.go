@@ -476,3 +476,41 @@ func TestServerPatchesCorpus(t *testing.T) {
 	require.Equal(t, uint64(7), st.CacheHits)
 	require.Equal(t, uint64(7), st.Patches)
 }
+
+// TestLatencyFlushedWhenRegionGoes: a launch paired after the last timed
+// launch waits for one after it (its offset is the clocks' there); when
+// the process's region goes (devrt unloaded the module) none will come,
+// and it is reported then, through the nearest timed launch's offset.
+func TestLatencyFlushedWhenRegionGoes(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := newSource(t, dir)
+	defer s.Shutdown()
+	patchCorpus(t, s)
+	mem := mapRegion(t, s, dir, 1)
+	run := func(at uint64, grid uint64) {
+		require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4,
+			Blocks: probesim.Imbalanced(at, 16, 4), GridID: grid}))
+	}
+	h1, h2 := base-offset-5000, base+2_000_000-offset-7000
+	s.opts.Monotonic = func() uint64 { return h2 } // the host's clock: no pair is MaxHold old
+	s.Launch(pid, "imbalanced", -1, h1)
+	s.Timed(pid, "imbalanced", -1, h1, base-offset)
+	run(base, 1)
+	s.Launch(pid, "imbalanced", -1, h2)
+	run(base+2_000_000, 2)
+	s.Poll()
+	lat := func(buckets map[int]uint64, sum float64, n float64) []point {
+		b := make([]uint64, 15)
+		for i, c := range buckets {
+			b[i] = c
+		}
+		return []point{{map[string]any{"gpu.cuda.kernel.name": "imbalanced", "pid": int64(pid),
+			"buckets": b, "sum": sum}, n}}
+	}
+	require.Equal(t, lat(map[int]uint64{2: 1}, 5e-6, 1), roundSums(metrics(s.Metrics())["gpu.kernel.launch.latency"]),
+		"the timed launch; the next waits for a timed launch after it")
+	require.NoError(t, os.Remove(filepath.Join(dir, "gpuext-devmaps-4242-1.maps")))
+	s.Poll()
+	require.Equal(t, lat(map[int]uint64{2: 1, 3: 1}, 12e-6, 2), roundSums(metrics(s.Metrics())["gpu.kernel.launch.latency"]),
+		"reported when the region went: 7 µs")
+}
