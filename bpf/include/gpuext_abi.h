@@ -112,6 +112,8 @@ enum gpuext_api {
 	GPUEXT_API_cudaRegisterFunction = 90, /* __cudaRegisterFunction */
 	GPUEXT_API_cuCtxCreate_v3 = 91, /* exec-affinity parameters before the device */
 	GPUEXT_API_cuCtxCreate_v4 = 92, /* CUctxCreateParams before the device */
+	GPUEXT_API_cuModuleLoad = 93, /* from a file (PyTorch's static Triton launcher) */
+	GPUEXT_API_cuLibraryLoadFromFile = 94,
 	GPUEXT_API_MAX = 128,
 };
 
@@ -958,6 +960,8 @@ enum gpuext_inj_reason {
 	GPUEXT_INJ_R_REFUSED = 16,     /* later: the twin refused a setting or a launch
 	                                * the original took; the module's redirects are
 	                                * dropped (a record of its own, api 0) */
+	GPUEXT_INJ_R_FILE = 17,        /* the file a module was loaded from could not
+	                                * be read again (cuModuleLoad, cuLibraryLoadFromFile) */
 };
 
 /* struct gpuext_inject_event.flags */

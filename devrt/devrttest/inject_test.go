@@ -212,36 +212,22 @@ func sum16(s string) [16]byte {
 	return out
 }
 
-func TestInjectPatched(t *testing.T) {
-	h := newHarness(t)
-	plain := runInject(t, h, false, "")
-	dir := shortSocketDir(t)
-	p := &injecttest.Patcher{SharedSize: 5000}
-	srv := serve(t, dir, p)
-	ir := runInject(t, h, true, dir)
+// wantRecord is a module load's expected kind-8 record; module "" is not
+// compared (a handle the program never saw).
+type wantRecord struct {
+	api     ev.API
+	outcome devrtinject.Outcome
+	reason  devrtinject.Reason
+	flags   uint16
+	module  string
+	ptx     string
+}
 
-	// The program did and got the same.
-	require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
-
-	// One record per module load, in order. The first patched module's
-	// region is every later one's (one context, one probe set).
-	shared := uint16(devrtinject.FlagRegionShared)
-	type want struct {
-		api     ev.API
-		outcome devrtinject.Outcome
-		reason  devrtinject.Reason
-		flags   uint16
-		module  string
-		ptx     string
-	}
-	wants := []want{
-		{ev.APICuModuleLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, 0, ir.handles["m1"], vecaddPTX},
-		{ev.APICuModuleLoadDataEx, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache | shared, ir.handles["m2"], vecaddPTX},
-		{ev.APICuModuleLoadFatBinary, devrtinject.OutPatched, devrtinject.ReasonNone, shared, ir.handles["m3"], scalePTX},
-		{ev.APICuModuleLoadData, devrtinject.OutNotInstrumentable, devrtinject.ReasonSASSOnly, 0, ir.handles["m4"], ""},
-		{ev.APICuLibraryLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagLibrary | shared, ir.handles["lib"], libPTX},
-		{ev.APICuModuleLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache | shared, "", scalePTX},
-	}
+// checkRecords: ir's injection records are wants, in order; each patched
+// one with its PTX's length and hash, one kernel, a twin and a region of
+// sharedSize bytes.
+func checkRecords(t *testing.T, ir *injectRun, sharedSize uint64, wants []wantRecord) {
+	t.Helper()
 	require.Len(t, ir.events, len(wants))
 	for i, w := range wants {
 		e := ir.events[i]
@@ -265,10 +251,34 @@ func TestInjectPatched(t *testing.T) {
 		require.Equal(t, uint32(1), e.Kernels)
 		require.NotZero(t, e.Patched)
 		require.NotZero(t, e.SharedDptr)
-		require.Equal(t, uint64(8192), e.SharedSize, "5000 bytes, in whole pages")
+		require.Equal(t, sharedSize, e.SharedSize)
 		require.NotZero(t, e.AskNS)
 		require.LessOrEqual(t, e.AskNS+e.LoadNS, e.TotalNS)
 	}
+}
+
+func TestInjectPatched(t *testing.T) {
+	h := newHarness(t)
+	plain := runInject(t, h, false, "")
+	dir := shortSocketDir(t)
+	p := &injecttest.Patcher{SharedSize: 5000}
+	srv := serve(t, dir, p)
+	ir := runInject(t, h, true, dir)
+
+	// The program did and got the same.
+	require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+
+	// One record per module load, in order. The first patched module's
+	// region is every later one's (one context, one probe set).
+	shared := uint16(devrtinject.FlagRegionShared)
+	checkRecords(t, ir, 8192, []wantRecord{ // 5000 bytes, in whole pages
+		{ev.APICuModuleLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, 0, ir.handles["m1"], vecaddPTX},
+		{ev.APICuModuleLoadDataEx, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache | shared, ir.handles["m2"], vecaddPTX},
+		{ev.APICuModuleLoadFatBinary, devrtinject.OutPatched, devrtinject.ReasonNone, shared, ir.handles["m3"], scalePTX},
+		{ev.APICuModuleLoadData, devrtinject.OutNotInstrumentable, devrtinject.ReasonSASSOnly, 0, ir.handles["m4"], ""},
+		{ev.APICuLibraryLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagLibrary | shared, ir.handles["lib"], libPTX},
+		{ev.APICuModuleLoadData, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagCollectorCache | shared, "", scalePTX},
+	})
 	// Three distinct PTX: three patches, two answers from the cache.
 	require.Equal(t, int64(3), p.Calls())
 	st := srv.Stats()
@@ -334,6 +344,102 @@ func TestInjectPatched(t *testing.T) {
 	// The program's five launch calls; the runtime's driver launch inside
 	// its reported cudaLaunchKernel is not reported (GPUEXT_CLASS_NESTED).
 	require.Equal(t, 5*injectN, launchRecords)
+}
+
+// TestInjectFiles: modules loaded from files (cuModuleLoad,
+// cuLibraryLoadFromFile) are patched from what the files hold: PTX as it
+// is, and a cubin of a Triton cache entry from the .ptx beside it (as
+// PyTorch's static launcher loads inductor's kernels); a cubin with
+// nothing beside it stays SASS-only, and a load the driver refuses (no
+// such file) is the program's own error, with no record.
+func TestInjectFiles(t *testing.T) {
+	h := newHarness(t)
+	// No Triton cache to search: only what is beside a cubin counts.
+	env := []string{"TRITON_CACHE_DIR=" + t.TempDir(), "TMPDIR=" + t.TempDir()}
+	plain := runInjectScenario(t, h, false, "", "inject-files", env...)
+	dir := shortSocketDir(t)
+	p := &injecttest.Patcher{SharedSize: 64}
+	serve(t, dir, p)
+	ir := runInjectScenario(t, h, true, dir, "inject-files", env...)
+	require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+
+	shared := uint16(devrtinject.FlagRegionShared)
+	checkRecords(t, ir, 4096, []wantRecord{
+		{ev.APICuModuleLoad, devrtinject.OutPatched, devrtinject.ReasonNone, 0, ir.handles["m1"], vecaddPTX},
+		{ev.APICuModuleLoad, devrtinject.OutPatched, devrtinject.ReasonNone, shared, ir.handles["m2"], scalePTX},
+		{ev.APICuModuleLoad, devrtinject.OutNotInstrumentable, devrtinject.ReasonSASSOnly, 0, ir.handles["m3"], ""},
+		{ev.APICuLibraryLoadFromFile, devrtinject.OutPatched, devrtinject.ReasonNone, devrtinject.FlagLibrary | shared, ir.handles["lib"], libPTX},
+	})
+	// The file loads were reported as calls, the failed one with its
+	// result.
+	loads := map[int32]int{}
+	for _, c := range ir.calls {
+		if c.API == ev.APICuModuleLoad || c.API == ev.APICuLibraryLoadFromFile {
+			loads[c.Result]++
+		}
+	}
+	require.Equal(t, map[int32]int{0: 4, 301: 1}, loads)
+
+	// Launches of the patched kernels ran their twins; the lone cubin's
+	// scale ran its original.
+	for _, k := range []struct {
+		name        string
+		orig, other int
+	}{
+		{"_Z6vecAddPfS_S_i", 0, injectN},
+		{"_Z5scalePfi", injectN, injectN},
+		{"add_kernel", 0, injectN},
+	} {
+		orig, other := ir.launchesOf(k.name)
+		require.Equal(t, k.orig, orig, k.name)
+		require.Equal(t, k.other, other, k.name)
+	}
+	require.Equal(t, int64(3), p.Calls())
+}
+
+// TestInjectTwinShared: kernels set up for all the shared memory there is
+// (227 KiB), launched with 64 KiB, once with all of it, then with 64 KiB
+// again. A twin whose probes take static shared memory cannot have all of
+// it: it takes the rest (the setting is not refused), runs the launches
+// that fit, and the one that does not is made again with the original,
+// which every later launch of the module runs. The program sees the same.
+func TestInjectTwinShared(t *testing.T) {
+	h := newHarness(t)
+	plain := runInjectScenario(t, h, false, "", "inject-shared")
+	for _, tc := range []struct {
+		name         string
+		static       int
+		twins, origs int
+		refused      int
+	}{
+		{"probes without shared memory", 0, 2*injectN + 1, 0, 0},
+		{"probes with 1 KiB of shared memory", 1024, injectN, injectN + 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := shortSocketDir(t)
+			serve(t, dir, &injecttest.Patcher{SharedSize: 64, StaticShared: tc.static})
+			ir := runInjectScenario(t, h, true, dir, "inject-shared")
+			require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+			for _, name := range []string{"_Z6vecAddPfS_S_i", "add_kernel"} {
+				orig, other := ir.launchesOf(name)
+				require.Equal(t, tc.origs, orig, name)
+				require.Equal(t, tc.twins, other, name)
+			}
+			var patched, refused int
+			for _, e := range ir.events {
+				switch e.Outcome {
+				case devrtinject.OutPatched:
+					patched++
+				case devrtinject.OutFailed:
+					require.Equal(t, devrtinject.ReasonRefused, e.Reason)
+					require.Equal(t, "launch", e.Text, "the setting was taken")
+					refused++
+				}
+			}
+			require.Equal(t, 2, patched)
+			require.Equal(t, tc.refused, refused)
+		})
+	}
 }
 
 // TestInjectRegionMirror: the region is device memory (the fake driver

@@ -202,6 +202,8 @@
 	H(cuModuleLoadDataEx, cuModuleLoadDataEx, CK_OUT(1), 0) \
 	H(cuModuleLoadFatBinary, cuModuleLoadFatBinary, CK_OUT(1), 0) \
 	H(cuLibraryLoadData, cuLibraryLoadData, CK_OUT(1), 0) \
+	H(cuModuleLoad, cuModuleLoad, CK_OUT(1), 0) \
+	H(cuLibraryLoadFromFile, cuLibraryLoadFromFile, CK_OUT(1), 0) \
 	X(cuModuleGetFunction, cuModuleGetFunction, CK_OUT(1) | CK_NAME(3), 0, (CUfunction *f, CUmodule m, const char *name), (f, m, name)) \
 	X(cuLibraryGetKernel, cuLibraryGetKernel, CK_OUT(1) | CK_NAME(3), 0, (CUkernel *k, CUlibrary l, const char *name), (k, l, name)) \
 	H(cuKernelGetFunction, cuKernelGetFunction, CK_OUT(1), 0) \

@@ -257,7 +257,8 @@ static int fatbin_ptx(const unsigned char *fb, __u32 sm_arch,
 	}
 }
 
-int devrt_image_ptx(const void *image, __u32 sm_arch, struct devrt_ptx *out)
+int devrt_image_ptx(const void *image, const char *path, __u32 sm_arch,
+		    struct devrt_ptx *out)
 {
 	const unsigned char *p = image;
 
@@ -277,7 +278,7 @@ int devrt_image_ptx(const void *image, __u32 sm_arch, struct devrt_ptx *out)
 		return fatbin_ptx(p, sm_arch, out);
 	if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') {
 		/* SASS only, unless Triton cached the PTX it came from. */
-		if (!devrt_triton_ptx(p, out))
+		if (!devrt_triton_ptx(p, path, out))
 			return 0;
 		out->reason = GPUEXT_INJ_R_SASS_ONLY;
 		return -1;

@@ -5,7 +5,9 @@
  *
  * When a program loads a module (cuModuleLoadData[Ex], cuModuleLoadFatBinary,
  * cuLibraryLoadData, and through them the CUDA runtime's fat binaries, which
- * since CUDA 12 are loaded with the driver entry points devrt hands out),
+ * since CUDA 12 are loaded with the driver entry points devrt hands out; or
+ * from a file, cuModuleLoad and cuLibraryLoadFromFile, which devrt maps
+ * to read: PyTorch's static launcher loads inductor's Triton cubins so),
  * the program's load happens first and exactly as asked: the program gets
  * the original module whatever follows.  Then, if the collector listens on
  * the injection socket, devrt finds the PTX (fatbin.c), asks the collector
@@ -56,6 +58,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -715,12 +718,55 @@ static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
 	emit(x, GPUEXT_INJ_OUT_PATCHED, GPUEXT_INJ_R_NONE);
 }
 
-void devrt_inject_module(__u16 api, void *mod, const void *image, int lib)
+/*
+ * The file a module was loaded from, mapped read-only with at least one
+ * zero byte after its end (PTX text is read as a C string: a file whose
+ * size is a whole number of pages gets an anonymous zero page after it).
+ * NULL on any failure.  Cold path: one load.
+ */
+static void *map_file(const char *path, size_t *maplen)
 {
+	long pg = sysconf(_SC_PAGESIZE);
+	struct stat st;
+	void *p, *f;
+	size_t len;
+	int fd;
+
+	if (!path || pg <= 0)
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (__u64)st.st_size > (__u64)SIZE_MAX / 2) {
+		close(fd);
+		return NULL;
+	}
+	len = ((size_t)st.st_size + 1 + (size_t)pg - 1) & ~((size_t)pg - 1);
+	p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	f = mmap(p, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+	close(fd);
+	if (f == MAP_FAILED) {
+		munmap(p, len);
+		return NULL;
+	}
+	*maplen = len;
+	return p;
+}
+
+void devrt_inject_module(__u16 api, void *mod, const void *image,
+			 const char *path, int lib)
+{
+	void *mapped = NULL;
+	size_t maplen = 0;
 	struct devrt_thread *t = &devrt_t;
 	struct gpuext_inj_req req;
 	struct devrt_inj_answer a;
-	struct devrt_ptx px;
+	struct devrt_ptx px = { 0 };
 	struct inj_try x;
 	__u8 sum[32];
 	char *names = NULL;
@@ -746,7 +792,11 @@ void devrt_inject_module(__u16 api, void *mod, const void *image, int lib)
 	x.ev.module = (__u64)(uintptr_t)mod;
 	x.ev.sm_arch = sm_arch();
 
-	if (devrt_image_ptx(image, x.ev.sm_arch, &px)) {
+	if (!image && !(image = mapped = map_file(path, &maplen))) {
+		emit(&x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_FILE);
+		goto out;
+	}
+	if (devrt_image_ptx(image, path, x.ev.sm_arch, &px)) {
 		emit(&x, px.reason == GPUEXT_INJ_R_NO_MEMORY ?
 			 GPUEXT_INJ_OUT_FAILED : GPUEXT_INJ_OUT_NOT_INSTRUMENTABLE,
 		     px.reason);
@@ -805,6 +855,8 @@ void devrt_inject_module(__u16 api, void *mod, const void *image, int lib)
 out:
 	free(names);
 	free(px.owned);
+	if (mapped)
+		munmap(mapped, maplen);
 	t->busy--;
 }
 
@@ -927,7 +979,12 @@ DEVRT_EXPORT CUresult sym params					\
 #define LOAD_WRAPPER(sym, lib, params, names, argv, out, image)	\
 	REPORTED_WRAPPER(sym, params, names, argv,			\
 			 if (out) devrt_inject_module(GPUEXT_API_##sym,	\
-						      *out, image, lib))
+						      *out, image, NULL, lib))
+/* A load from a file, then injection of what the file holds. */
+#define FILE_LOAD_WRAPPER(sym, lib, params, names, argv, out, path)	\
+	REPORTED_WRAPPER(sym, params, names, argv,			\
+			 if (out) devrt_inject_module(GPUEXT_API_##sym,	\
+						      *out, NULL, path, lib))
 
 LOAD_WRAPPER(cuModuleLoadData, 0, (CUmodule *m, const void *image),
 	     (m, image), (w(m), w(image)), m, image)
@@ -944,6 +1001,14 @@ LOAD_WRAPPER(cuLibraryLoadData, 1,
 	      unsigned int ln),
 	     (l, code, jo, jv, jn, lo, lv, ln),
 	     (w(l), w(code), w(jo), w(jv), jn, w(lo), w(lv), ln), l, code)
+FILE_LOAD_WRAPPER(cuModuleLoad, 0, (CUmodule *m, const char *fname),
+		  (m, fname), (w(m), w(fname)), m, fname)
+FILE_LOAD_WRAPPER(cuLibraryLoadFromFile, 1,
+		  (CUlibrary *l, const char *fname, CUjit_option *jo,
+		   void **jv, unsigned int jn, CUlibraryOption *lo, void **lv,
+		   unsigned int ln),
+		  (l, fname, jo, jv, jn, lo, lv, ln),
+		  (w(l), w(fname), w(jo), w(jv), jn, w(lo), w(lv), ln), l, fname)
 
 /* A library kernel's function in the current context: redirected too. */
 REPORTED_WRAPPER(cuKernelGetFunction, (CUfunction *f, CUkernel k), (f, k),
@@ -966,13 +1031,82 @@ DEVRT_EXPORT CUresult sym(type h)					\
 UNLOAD_WRAPPER(cuModuleUnload, CUmodule)
 UNLOAD_WRAPPER(cuLibraryUnload, CUlibrary)
 
+#define ATTR_STATIC_SHARED 1	/* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
+#define ATTR_MAX_DYN_SHARED 8	/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+
+typedef CUresult (*func_get_attr_fn)(int *v, int attrib, CUfunction f);
+typedef CUresult (*kern_get_attr_fn)(int *v, int attrib, CUkernel k,
+				     CUdevice dev);
+
+/*
+ * The twin refused the dynamic shared memory its original took: the
+ * probes' .shared arrays make its static part larger, and the program
+ * asked for all the device has (PyTorch asks for 227 KiB on an H100 for
+ * its attention kernels, whatever a launch then uses).  The twin takes
+ * what it can: the value less the static bytes the probes added.  A launch
+ * asking for no more runs instrumented; one asking for more is refused by
+ * the twin and made again with the original (devrt_inject_refused).
+ * so, st: the original's and the twin's static shared memory.  The value
+ * to try again with, or -1 if none can help.
+ */
+static int shared_left(int attrib, int value, int so, int st)
+{
+	if (attrib != ATTR_MAX_DYN_SHARED || st <= so || value <= st - so)
+		return -1;
+	return value - (st - so);
+}
+
+/* The static shared memory of h, a CUkernel on dev if kern, else a
+ * CUfunction, into *v: 0, or -1. */
+static int static_shared(int kern, void *h, CUdevice dev, int *v)
+{
+	if (kern) {
+		kern_get_attr_fn get = (kern_get_attr_fn)
+			devrt_driver_sym("cuKernelGetAttribute");
+
+		return get && !get(v, ATTR_STATIC_SHARED, (CUkernel)h, dev) ? 0 : -1;
+	} else {
+		func_get_attr_fn get = (func_get_attr_fn)
+			devrt_driver_sym("cuFuncGetAttribute");
+
+		return get && !get(v, ATTR_STATIC_SHARED, (CUfunction)h) ? 0 : -1;
+	}
+}
+
+/* The twin refused attrib = value with t: t, or the result of setting
+ * what is left (shared_left) on it.  kern: CUkernels on dev. */
+static CUresult attr_retry(int kern, void *orig, void *twin, int attrib,
+			   int value, CUdevice dev, CUresult t)
+{
+	int so = 0, st = 0, v;
+
+	if (attrib != ATTR_MAX_DYN_SHARED ||
+	    static_shared(kern, orig, dev, &so) ||
+	    static_shared(kern, twin, dev, &st) ||
+	    (v = shared_left(attrib, value, so, st)) < 0)
+		return t;
+	if (kern) {
+		__typeof__(&cuKernelSetAttribute) set = (__typeof__(&cuKernelSetAttribute))
+			devrt_real(DEVRT_SYM_cuKernelSetAttribute);
+
+		return set ? set(attrib, v, (CUkernel)twin, dev) : t;
+	} else {
+		__typeof__(&cuFuncSetAttribute) set = (__typeof__(&cuFuncSetAttribute))
+			devrt_real(DEVRT_SYM_cuFuncSetAttribute);
+
+		return set ? set((CUfunction)twin, attrib, v) : t;
+	}
+}
+
 /*
  * Settings of a kernel (dynamic shared memory above 48 KiB, cache and
  * carveout preferences): the program's call first, then, if it took and
  * the kernel has a twin, the same call on the twin, which must launch with
- * whatever the original may.  A twin that refuses is dropped.
+ * whatever the original may (retry: what else the twin may take, see
+ * attr_retry).  A twin that refuses is dropped; the record names the
+ * setting, "<call>(<attribute>, <value>)" or "<call>(<config>)".
  */
-#define SETTING_WRAPPER(sym, params, key, real_args, twin_args)		\
+#define SETTING_WRAPPER(sym, params, key, real_args, twin_args, retry, fmt, ...) \
 DEVRT_EXPORT CUresult sym params					\
 {									\
 	__typeof__(&sym) real_ =					\
@@ -990,17 +1124,28 @@ DEVRT_EXPORT CUresult sym params					\
 	devrt_t.busy++;							\
 	t_ = real_ twin_args;						\
 	if (t_ != CUDA_SUCCESS)						\
-		drop((void *)(key), t_, #sym);				\
+		t_ = retry;						\
+	if (t_ != CUDA_SUCCESS) {					\
+		char what_[48];						\
+									\
+		snprintf(what_, sizeof(what_), #sym fmt, __VA_ARGS__);	\
+		drop((void *)(key), t_, what_);				\
+	}								\
 	devrt_t.busy--;							\
 	return r_;							\
 }
 
 SETTING_WRAPPER(cuFuncSetAttribute, (CUfunction f, int attrib, int value), f,
-		(f, attrib, value), ((CUfunction)twin_, attrib, value))
+		(f, attrib, value), ((CUfunction)twin_, attrib, value),
+		attr_retry(0, f, twin_, attrib, value, 0, t_),
+		"(%d, %d)", attrib, value)
 SETTING_WRAPPER(cuFuncSetCacheConfig, (CUfunction f, int config), f,
-		(f, config), ((CUfunction)twin_, config))
+		(f, config), ((CUfunction)twin_, config), t_, "(%d)", config)
 SETTING_WRAPPER(cuKernelSetAttribute,
 		(int attrib, int value, CUkernel k, CUdevice dev), k,
-		(attrib, value, k, dev), (attrib, value, (CUkernel)twin_, dev))
+		(attrib, value, k, dev), (attrib, value, (CUkernel)twin_, dev),
+		attr_retry(1, k, twin_, attrib, value, dev, t_),
+		"(%d, %d)", attrib, value)
 SETTING_WRAPPER(cuKernelSetCacheConfig, (CUkernel k, int config, CUdevice dev),
-		k, (k, config, dev), ((CUkernel)twin_, config, dev))
+		k, (k, config, dev), ((CUkernel)twin_, config, dev), t_,
+		"(%d)", config)

@@ -97,6 +97,10 @@ CUresult cuModuleLoadFatBinary(CUmodule *m, const void *fatbin);
 CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *jo,
 			   void **jv, unsigned int jn, CUlibraryOption *lo,
 			   void **lv, unsigned int ln);
+CUresult cuModuleLoad(CUmodule *m, const char *fname);
+CUresult cuLibraryLoadFromFile(CUlibrary *l, const char *fname,
+			       CUjit_option *jo, void **jv, unsigned int jn,
+			       CUlibraryOption *lo, void **lv, unsigned int ln);
 CUresult cuKernelGetFunction(CUfunction *f, CUkernel k);
 CUresult cuModuleUnload(CUmodule m);
 CUresult cuLibraryUnload(CUlibrary l);
@@ -106,9 +110,11 @@ CUresult cuFuncSetCacheConfig(CUfunction f, int config);
 CUresult cuKernelSetAttribute(int attrib, int value, CUkernel k, CUdevice dev);
 CUresult cuKernelSetCacheConfig(CUkernel k, int config, CUdevice dev);
 
-/* After a successful load of image into *mod (a CUmodule, or a CUlibrary
- * with lib set) by the call api: patch it if the collector wants to. */
-void devrt_inject_module(__u16 api, void *mod, const void *image, int lib);
+/* After a successful load of image, or with image NULL of the file path,
+ * into *mod (a CUmodule, or a CUlibrary with lib set) by the call api:
+ * patch it if the collector wants to. */
+void devrt_inject_module(__u16 api, void *mod, const void *image,
+			 const char *path, int lib);
 /* Before the program unloads mod: unload its patched twin too. */
 void devrt_inject_unload(void *mod);
 void devrt_inject_fork_child(void);
@@ -124,11 +130,14 @@ struct devrt_ptx {
 };
 
 /* Finds the PTX to patch in a module image for a device of sm_arch
- * (major * 10 + minor; 0: unknown, the newest PTX).  0, or -1 with reason. */
-int devrt_image_ptx(const void *image, __u32 sm_arch, struct devrt_ptx *out);
-/* The PTX Triton cached beside the ELF cubin image (triton.c): 0 with out
- * set (owned), or -1. */
-int devrt_triton_ptx(const void *image, struct devrt_ptx *out);
+ * (major * 10 + minor; 0: unknown, the newest PTX), loaded from the file
+ * path if not NULL.  0, or -1 with reason. */
+int devrt_image_ptx(const void *image, const char *path, __u32 sm_arch,
+		    struct devrt_ptx *out);
+/* The PTX Triton cached beside the ELF cubin image, loaded from the file
+ * path if not NULL (triton.c): 0 with out set (owned), or -1. */
+int devrt_triton_ptx(const void *image, const char *path,
+		     struct devrt_ptx *out);
 void devrt_triton_atfork_child(void);
 /* Cache entries (directories) listed so far, for tests. */
 extern __u64 devrt_triton_entries_read;

@@ -14,8 +14,10 @@
  *
  * Cold path (a module load), bounded: the cache is listed into an index
  * once and then only where it changed (see idx), files of the loaded size
- * only are compared; GPUEXT_DEVRT_TRITON=0 turns it off.  Nothing found:
- * the cubin stays SASS-only, as before.
+ * only are compared; GPUEXT_DEVRT_TRITON=0 turns it off.  A cubin loaded
+ * from a file of a Triton cache entry (cuModuleLoad) needs no search: its
+ * .ptx is beside it (see beside).  Nothing found: the cubin stays
+ * SASS-only, as before.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -264,7 +266,49 @@ static int find(const unsigned char *img, size_t n, struct devrt_ptx *out)
 	return -1;
 }
 
-int devrt_triton_ptx(const void *image, struct devrt_ptx *out)
+/*
+ * A cubin loaded from a file (cuModuleLoad: PyTorch's static launcher
+ * loads the cubins of inductor's Triton kernels by path, wherever its
+ * cache put them): the file is the loaded image, so its cache entry is its
+ * directory, and no search is needed.  A Triton entry keeps <name>.ptx and
+ * <name>.json (the kernel's metadata) beside <name>.cubin: both must be
+ * there, or the file is not taken for one.
+ */
+static int beside(const char *path, struct devrt_ptx *out)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	size_t len = strlen(base), dlen = slash ? (size_t)(slash - path) : 0;
+	char dir[PATH_MAX], name[NAME_MAX + 1];
+	struct stat st;
+	int dfd, r = -1;
+
+	if (len < 7 || len > NAME_MAX || strcmp(base + len - 6, ".cubin") ||
+	    dlen >= sizeof(dir))
+		return -1;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (!dlen)
+		snprintf(dir, sizeof(dir), "/");
+	else {
+		memcpy(dir, path, dlen);
+		dir[dlen] = '\0';
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	memcpy(name, base, len - 6);
+	memcpy(name + len - 6, ".json", 6);
+	if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode)) {
+		memcpy(name + len - 6, ".ptx", 5);
+		r = read_ptx(dfd, name, out);
+	}
+	close(dfd);
+	return r;
+}
+
+int devrt_triton_ptx(const void *image, const char *path,
+		     struct devrt_ptx *out)
 {
 	const char *off = getenv("GPUEXT_DEVRT_TRITON");
 	const char *dir = getenv("TRITON_CACHE_DIR");
@@ -274,7 +318,11 @@ int devrt_triton_ptx(const void *image, struct devrt_ptx *out)
 	struct stat st;
 	int found = -1, fresh = 0;
 
-	if (!n || (off && !strcmp(off, "0")))
+	if (off && !strcmp(off, "0"))
+		return -1;
+	if (path && !beside(path, out))
+		return 0;
+	if (!n)
 		return -1;
 	if (dir && *dir)
 		snprintf(root, sizeof(root), "%s", dir);

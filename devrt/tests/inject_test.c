@@ -268,35 +268,35 @@ static void test_image(void)
 	int c;
 
 	/* PTX text, leading blanks allowed */
-	CHECK(devrt_image_ptx("  \n.version 8.0\n", 90, &px) == 0);
+	CHECK(devrt_image_ptx("  \n.version 8.0\n", NULL, 90, &px) == 0);
 	CHECK(px.image == GPUEXT_INJ_IMAGE_PTX && px.len == 16);
-	CHECK(devrt_image_ptx("// x\n", 0, &px) == 0 && px.len == 5);
+	CHECK(devrt_image_ptx("// x\n", NULL, 0, &px) == 0 && px.len == 5);
 	/* cubin, garbage */
-	CHECK(devrt_image_ptx(elf, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
-	CHECK(devrt_image_ptx("MZ", 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
-	CHECK(devrt_image_ptx(NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
+	CHECK(devrt_image_ptx(elf, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	CHECK(devrt_image_ptx("MZ", NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
+	CHECK(devrt_image_ptx(NULL, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
 
 	/* the newest PTX the device can JIT; directly or through the wrapper */
 	put_fatbin(b, e, 3);
-	CHECK(devrt_image_ptx(fb, 90, &px) == 0 && px.ptx == (char *)b + 16 + 72 + 64 + 72 &&
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == 0 && px.ptx == (char *)b + 16 + 72 + 64 + 72 &&
 	      px.len == strlen(ptx90) && px.image == GPUEXT_INJ_IMAGE_FATBIN);
-	CHECK(devrt_image_ptx(&wrapper, 86, &px) == 0 && px.len == strlen(ptx80) &&
+	CHECK(devrt_image_ptx(&wrapper, NULL, 86, &px) == 0 && px.len == strlen(ptx80) &&
 	      !memcmp(px.ptx, ptx80, px.len));
-	CHECK(devrt_image_ptx(fb, 0, &px) == 0 && !memcmp(px.ptx, ptx90, px.len));
-	CHECK(devrt_image_ptx(fb, 75, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	CHECK(devrt_image_ptx(fb, NULL, 0, &px) == 0 && !memcmp(px.ptx, ptx90, px.len));
+	CHECK(devrt_image_ptx(fb, NULL, 75, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
 	put_fatbin(b, e, 0);
-	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
 
 	/* a compressed PTX entry */
 	c = lz4_compress(big, (int)strlen(big) + 1, comp, sizeof(comp));
 	e[0] = (struct entry){ 1, 80, 0x2000, comp, (size_t)c, strlen(big) + 1 };
 	put_fatbin(b, e, 1);
-	CHECK(devrt_image_ptx(fb, 90, &px) == 0 && px.owned && px.len == strlen(big) &&
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == 0 && px.owned && px.len == strlen(big) &&
 	      !memcmp(px.ptx, big, px.len));
 	free(px.owned);
 	e[0].dlen++;	/* the size does not match what decompresses */
 	put_fatbin(b, e, 1);
-	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED &&
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED &&
 	      !px.owned);
 
 	/* Zstandard: decoded; a damaged frame, a size that does not match,
@@ -305,36 +305,36 @@ static void test_image(void)
 	CHECK(c > 0);
 	e[0] = (struct entry){ 1, 80, 0x8000, comp, (size_t)c, strlen(big) + 1 };
 	put_fatbin(b, e, 1);
-	CHECK(devrt_image_ptx(fb, 90, &px) == 0 && px.owned && px.len == strlen(big) &&
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == 0 && px.owned && px.len == strlen(big) &&
 	      !memcmp(px.ptx, big, px.len));
 	free(px.owned);
 	e[0].dlen--;
 	put_fatbin(b, e, 1);
-	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED &&
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED &&
 	      !px.owned);
 	e[0].dlen++;
 	e[0].len = (size_t)c - 8;	/* the frame cut short */
 	put_fatbin(b, e, 1);
-	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
 	e[0].len = (size_t)c;
 	e[0].compressed = 0xa000;
 	put_fatbin(b, e, 1);
-	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
 	e[0] = (struct entry){ 1, 80, 0x4000, comp, (size_t)c, 0 };	/* unknown */
 	put_fatbin(b, e, 1);
-	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
 	e[0] = (struct entry){ 1, 80, 0, "\n\n ", 4, 0 };	/* blanks only */
 	put_fatbin(b, e, 1);
-	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_COMPRESSED);
 
 	/* sizes that run past the fat binary */
 	e[0] = (struct entry){ 1, 80, 0, ptx80, sizeof(ptx80), 0 };
 	put_fatbin(b, e, 1);
 	b[8]--;	/* one byte less than the entries need */
-	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
 	put_fatbin(b, e, 1);
 	b[16 + 4] = 63;	/* an entry header shorter than 64 bytes */
-	CHECK(devrt_image_ptx(fb, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
+	CHECK(devrt_image_ptx(fb, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_BAD_IMAGE);
 }
 
 /* What nvcc 13.0 writes (tests/testdata/README.md): every compression
@@ -361,7 +361,7 @@ static void test_nvcc13(void)
 		n = fread(fb[i], 1, sizeof(fb[i]), f);
 		fclose(f);
 		CHECK(n > 16 && n < sizeof(fb[i]));
-		CHECK(devrt_image_ptx(fb[i], 90, &px[i]) == 0);
+		CHECK(devrt_image_ptx(fb[i], NULL, 90, &px[i]) == 0);
 		if (px[i].reason != GPUEXT_INJ_R_NONE) {
 			fprintf(stderr, "inject_test: nvcc13_%s.fatbin: reason %u\n",
 				modes[i], px[i].reason);
@@ -377,7 +377,7 @@ static void test_nvcc13(void)
 	CHECK(used == sizeof("mg_vec_add") + sizeof("mg_imbalanced") &&
 	      !strcmp(names, "mg_vec_add") && !strcmp(names + sizeof("mg_vec_add"), "mg_imbalanced"));
 	/* compute_90 PTX is too new for an sm_80 device */
-	CHECK(devrt_image_ptx(fb[1], 80, &px[0]) == -1 && px[0].reason == GPUEXT_INJ_R_BAD_IMAGE);
+	CHECK(devrt_image_ptx(fb[1], NULL, 80, &px[0]) == -1 && px[0].reason == GPUEXT_INJ_R_BAD_IMAGE);
 	for (i = 1; i < 4; i++)
 		free(px[i].owned);
 }
@@ -451,14 +451,14 @@ static void test_triton_cache(void)
 	put_file(sub, "add_kernel.ptx", ptx, strlen(ptx));
 	put_file(sub, "add_kernel.json", "{}", 2);
 
-	CHECK(devrt_image_ptx(cubin, 90, &px) == 0);
+	CHECK(devrt_image_ptx(cubin, NULL, 90, &px) == 0);
 	CHECK(px.image == GPUEXT_INJ_IMAGE_TRITON && px.reason == GPUEXT_INJ_R_NONE);
 	CHECK(px.len == strlen(ptx) && px.ptx && !memcmp(px.ptx, ptx, px.len));
 	CHECK(px.owned == px.ptx);
 	free(px.owned);
 	CHECK(devrt_triton_entries_read == 2);
 	/* Again: from the index, the cache is not listed again. */
-	CHECK(devrt_image_ptx(cubin, 90, &px) == 0 && px.len == strlen(ptx));
+	CHECK(devrt_image_ptx(cubin, NULL, 90, &px) == 0 && px.len == strlen(ptx));
 	free(px.owned);
 	CHECK(devrt_triton_entries_read == 2);
 	/* A kernel compiled since (a new entry): found. */
@@ -467,18 +467,60 @@ static void test_triton_cache(void)
 	other[150] = 0x57;
 	put_file(sub, "mul_kernel.cubin", other, sizeof(other));
 	put_file(sub, "mul_kernel.ptx", ptx, strlen(ptx));
-	CHECK(devrt_image_ptx(other, 90, &px) == 0 && px.image == GPUEXT_INJ_IMAGE_TRITON);
+	CHECK(devrt_image_ptx(other, NULL, 90, &px) == 0 && px.image == GPUEXT_INJ_IMAGE_TRITON);
 	free(px.owned);
 	CHECK(devrt_triton_entries_read > 2);
 
 	other[150] = 0x56; /* in no file */
-	CHECK(devrt_image_ptx(other, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	CHECK(devrt_image_ptx(other, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
 	setenv("GPUEXT_DEVRT_TRITON", "0", 1);
-	CHECK(devrt_image_ptx(cubin, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	CHECK(devrt_image_ptx(cubin, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
 	unsetenv("GPUEXT_DEVRT_TRITON");
 	snprintf(sub, sizeof(sub), "%s/bbbb/add_kernel.ptx", dir);
 	CHECK(unlink(sub) == 0);
-	CHECK(devrt_image_ptx(cubin, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	CHECK(devrt_image_ptx(cubin, NULL, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	unsetenv("TRITON_CACHE_DIR");
+	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
+	CHECK(system(sub) == 0);
+}
+
+/*
+ * A cubin loaded from a file (cuModuleLoad) of a Triton cache entry: its
+ * .ptx is read from beside it, wherever the entry is, if the kernel's
+ * .json is there too; not without the .json, not for a file that is not
+ * a .cubin, and not with the switch off.
+ */
+static void test_triton_beside(void)
+{
+	static const char ptx[] = "//\n.version 8.0\n.target sm_90a\n"
+				  ".address_size 64\n.visible .entry k()\n{ ret; }\n";
+	unsigned char cubin[192] = { 0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 7 };
+	char dir[] = "/tmp/devrt-beside-XXXXXX", sub[256], path[300];
+	struct devrt_ptx px;
+
+	CHECK(mkdtemp(dir) != NULL);
+	setenv("TRITON_CACHE_DIR", dir, 1); /* a cache without these */
+	snprintf(sub, sizeof(sub), "%s/e", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	put_file(sub, "k.cubin", cubin, sizeof(cubin));
+	put_file(sub, "k.ptx", ptx, strlen(ptx));
+	put_file(sub, "k.json", "{}", 2);
+	put_file(sub, "k.bin", cubin, sizeof(cubin));
+	snprintf(path, sizeof(path), "%s/k.cubin", sub);
+	CHECK(devrt_image_ptx(cubin, path, 90, &px) == 0);
+	CHECK(px.image == GPUEXT_INJ_IMAGE_TRITON && px.len == strlen(ptx) &&
+	      !memcmp(px.ptx, ptx, px.len) && px.owned == px.ptx);
+	free(px.owned);
+	snprintf(path, sizeof(path), "%s/k.bin", sub);
+	CHECK(devrt_image_ptx(cubin, path, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	snprintf(path, sizeof(path), "%s/k.cubin", sub);
+	setenv("GPUEXT_DEVRT_TRITON", "0", 1);
+	CHECK(devrt_image_ptx(cubin, path, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
+	unsetenv("GPUEXT_DEVRT_TRITON");
+	snprintf(path, sizeof(path), "%s/k.json", sub);
+	CHECK(unlink(path) == 0);
+	snprintf(path, sizeof(path), "%s/k.cubin", sub);
+	CHECK(devrt_image_ptx(cubin, path, 90, &px) == -1 && px.reason == GPUEXT_INJ_R_SASS_ONLY);
 	unsetenv("TRITON_CACHE_DIR");
 	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
 	CHECK(system(sub) == 0);
@@ -493,6 +535,7 @@ int main(void)
 	test_nvcc13();
 	test_entries();
 	test_triton_cache();
+	test_triton_beside();
 	if (failed)
 		return 1;
 	printf("inject-test: ok\n");

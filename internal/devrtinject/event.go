@@ -57,11 +57,12 @@ const (
 	ReasonDriver      Reason = 14
 	ReasonTableFull   Reason = 15
 	ReasonRefused     Reason = 16 // later: the twin refused what the original took
+	ReasonFile        Reason = 17 // the file a module was loaded from could not be read again
 )
 
 var reasonNames = [...]string{"none", "sass_only", "compressed", "bad_image", "too_large",
 	"connect", "timeout", "io", "bad_response", "server", "load", "shared", "function",
-	"no_memory", "driver", "table_full", "refused"}
+	"no_memory", "driver", "table_full", "refused", "file"}
 
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {

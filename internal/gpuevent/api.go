@@ -70,6 +70,8 @@ const (
 	APICudaRegisterFunction      API = 90
 	APICuCtxCreateV3             API = 91
 	APICuCtxCreateV4             API = 92
+	APICuModuleLoad              API = 93 // from a file
+	APICuLibraryLoadFromFile     API = 94
 
 	// APIMax bounds the ids (GPUEXT_API_MAX); tables index by API.
 	APIMax API = 128
@@ -179,6 +181,8 @@ var apis = [APIMax]apiInfo{
 	APICudaRegisterFunction:      {"__cudaRegisterFunction", "cudaRegisterFunction", ClassModule, true},
 	APICuCtxCreateV3:             {"cuCtxCreate", "cuCtxCreate_v3", ClassContext, false},
 	APICuCtxCreateV4:             {"cuCtxCreate", "cuCtxCreate_v4", ClassContext, false},
+	APICuModuleLoad:              {"cuModuleLoad", "cuModuleLoad", ClassModule, false},
+	APICuLibraryLoadFromFile:     {"cuLibraryLoadFromFile", "cuLibraryLoadFromFile", ClassModule, false},
 }
 
 // Known reports whether a is a defined API.

@@ -280,7 +280,7 @@ func TestClasses(t *testing.T) {
 	require.Equal(t, ClassModule, ClassByName("module"))
 	require.Equal(t, ClassNone, ClassByName("bogus"))
 	require.Equal(t, "unknown", API(99).String())
-	require.Len(t, APIs(), 63)
+	require.Len(t, APIs(), 65)
 }
 
 func FuzzDecode(f *testing.F) {

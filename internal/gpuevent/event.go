@@ -268,8 +268,10 @@ func interpret(e *Event) {
 		e.Device = int32(lo32(a[1]))
 	case APICuCtxDestroy:
 		e.Handle = a[0]
-	// cuModuleLoad*(CUmodule *m, image...), cuLibraryLoadData(CUlibrary *l, ...)
-	case APICuModuleLoadData, APICuModuleLoadDataEx, APICuModuleLoadFatBinary, APICuLibraryLoadData:
+	// cuModuleLoad*(CUmodule *m, image or file...),
+	// cuLibraryLoadData / cuLibraryLoadFromFile(CUlibrary *l, ...)
+	case APICuModuleLoadData, APICuModuleLoadDataEx, APICuModuleLoadFatBinary, APICuLibraryLoadData,
+		APICuModuleLoad, APICuLibraryLoadFromFile:
 		e.Handle, _ = e.out()
 	// cuModuleGetFunction(CUfunction *f, mod, name),
 	// cuLibraryGetKernel(CUkernel *k, lib, name), cuKernelGetFunction(CUfunction *f, kernel)

@@ -34,14 +34,18 @@
 	D(cuModuleLoadData)			\
 	D(cuModuleLoadDataEx)			\
 	D(cuModuleLoadFatBinary)		\
+	D(cuModuleLoad)				\
 	D(cuModuleUnload)			\
 	D(cuModuleGetFunction)			\
 	D(cuLibraryLoadData)			\
+	D(cuLibraryLoadFromFile)		\
 	D(cuLibraryUnload)			\
 	D(cuLibraryGetKernel)			\
 	D(cuKernelGetFunction)			\
 	D(cuFuncSetAttribute)			\
 	D(cuKernelSetAttribute)		\
+	D(cuFuncGetAttribute)			\
+	D(cuKernelGetAttribute)		\
 	D(cuModuleGetGlobal_v2)		\
 	D(cuLibraryGetGlobal)			\
 	D(cuMemHostRegister_v2)		\

@@ -50,6 +50,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
 			    unsigned int numOptions, CUjit_option *options,
 			    void **optionValues);
 CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin);
+CUresult cuModuleLoad(CUmodule *module, const char *fname);
 CUresult cuModuleUnload(CUmodule hmod);
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 			     const char *name);
@@ -59,6 +60,13 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 			   CUlibraryOption *libraryOptions,
 			   void **libraryOptionValues,
 			   unsigned int numLibraryOptions);
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
+			       CUjit_option *jitOptions,
+			       void **jitOptionsValues,
+			       unsigned int numJitOptions,
+			       CUlibraryOption *libraryOptions,
+			       void **libraryOptionValues,
+			       unsigned int numLibraryOptions);
 CUresult cuLibraryUnload(CUlibrary library);
 /* What devrt's device probe injection uses (module globals, mapped host
  * memory, the device's compute capability). */
@@ -80,6 +88,10 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
 			    int value);
 CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val,
+			      CUkernel kernel, CUdevice dev);
+CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
+			    CUfunction hfunc);
+CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib,
 			      CUkernel kernel, CUdevice dev);
 
 /* Streams and events */

@@ -116,6 +116,7 @@ static char *fc_launch_file;	/* FAKECUDA_LAUNCH_FILE */
 static unsigned int func_dyn_shared(const void *f);
 static unsigned int fc_any_maxntid;	/* a module declares .maxntid */
 static unsigned int kernel_maxntid(const void *f);
+static unsigned int kernel_static_shared(const void *f);
 /* Module contents (below): what launches and copies tell them. */
 static void mod_launched(const void *f);
 static void mod_global_write(CUdeviceptr dst, const void *src, size_t n);
@@ -864,6 +865,8 @@ static CUresult launch_check(CUfunction f, unsigned int gx, unsigned int gy,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (shmem > MAX_DYN_SHARED_MEM && shmem > func_dyn_shared(f))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (shmem + kernel_static_shared(f) > MAX_DYN_SHARED_OPTIN)
+		return CUDA_ERROR_INVALID_VALUE;
 	if (__atomic_load_n(&fc_any_maxntid, __ATOMIC_RELAXED) &&
 	    (unsigned long long)bx * by * bz > kernel_maxntid(f))
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1169,6 +1172,8 @@ static const struct {
 	  "device kernel image is invalid" },
 	{ CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT",
 	  "invalid device context" },
+	{ CUDA_ERROR_FILE_NOT_FOUND, "CUDA_ERROR_FILE_NOT_FOUND",
+	  "file not found" },
 	{ CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE",
 	  "invalid resource handle" },
 	{ CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND",
@@ -1406,6 +1411,8 @@ struct fc_mod {
 	unsigned int nkernels;
 	struct fc_kernel kernels[FC_MAX_KERNELS];
 	int has_shared;
+	int cubin;			/* an ELF image: kernels named on demand */
+	unsigned int static_shared;	/* bytes of its .shared arrays */
 	unsigned int maxntid;		/* the smallest .maxntid (0: none) */
 	/* __gpuext_shared, once asked for: a module's in its context, a
 	 * library's in each context it was asked for in (as the driver
@@ -1465,16 +1472,21 @@ static const char *image_ptx(const void *image)
 static void mod_register(void *handle, int lib, const void *image)
 {
 	const char *ptx = image_ptx(image), *s;
+	const unsigned char *p = image;
+	int cubin = p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F';
 	struct fc_mod *m;
 	size_t n;
 
-	if (!ptx || !strstr(ptx, ".entry"))
+	if (!cubin && (!ptx || !strstr(ptx, ".entry")))
 		return;
+	if (cubin)
+		ptx = "";
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return;
 	m->handle = handle;
 	m->lib = lib;
+	m->cubin = cubin;
 	for (s = strstr(ptx, ".entry"); s && m->nkernels < FC_MAX_KERNELS;
 	     s = strstr(s, ".entry")) {
 		s += 6;
@@ -1485,6 +1497,13 @@ static void mod_register(void *handle, int lib, const void *image)
 			m->kernels[m->nkernels++].name = strndup(s, n);
 	}
 	m->has_shared = strstr(ptx, ".u64 " FC_SHARED_NAME ";") != NULL;
+	/* ".shared ... <name>[N];": every kernel's static shared memory */
+	for (s = strstr(ptx, ".shared "); s; s = strstr(s + 8, ".shared ")) {
+		const char *b = strchr(s, '['), *e = strchr(s, ';');
+
+		if (b && e && b < e)
+			m->static_shared += (unsigned int)strtoul(b + 1, NULL, 10);
+	}
 	for (s = strstr(ptx, ".maxntid "); s; s = strstr(s + 9, ".maxntid ")) {
 		unsigned int v = (unsigned int)strtoul(s + 9, NULL, 10);
 
@@ -1525,7 +1544,8 @@ static void mod_unloaded(const void *handle)
 /*
  * A kernel of a module with PTX: 1 with *out its handle (made at the first
  * lookup), 0 if the module keeps no PTX (the caller decides), -1 if the
- * name is not one of its kernels.
+ * name is not one of its kernels.  A cubin's kernels the fake cannot list:
+ * any name is one, with the same handle at every lookup, as the driver's.
  */
 static int mod_kernel(const void *handle, const char *name, enum hkind kind,
 		      void **out)
@@ -1546,6 +1566,11 @@ static int mod_kernel(const void *handle, const char *name, enum hkind kind,
 			*out = m->kernels[i].handle;
 			r = 1;
 			break;
+		}
+		if (r < 0 && m->cubin && m->nkernels < FC_MAX_KERNELS &&
+		    (m->kernels[m->nkernels].name = strdup(name))) {
+			*out = m->kernels[m->nkernels++].handle = handle_new(kind);
+			r = 1;
 		}
 	}
 	pthread_mutex_unlock(&fc_mod_lock);
@@ -1610,6 +1635,27 @@ static unsigned int kernel_maxntid(const void *f)
 			if (h && m->maxntid && (h == f || (m->lib &&
 					handle_seq(h) == handle_seq(f))))
 				v = m->maxntid;
+		}
+	}
+	pthread_mutex_unlock(&fc_mod_lock);
+	return v;
+}
+
+/* The static shared memory of kernel f: its module's .shared arrays. */
+static unsigned int kernel_static_shared(const void *f)
+{
+	unsigned int i, k, v = 0;
+
+	pthread_mutex_lock(&fc_mod_lock);
+	for (i = 0; i < fc_nmods; i++) {
+		struct fc_mod *m = fc_mods[i];
+
+		for (k = 0; k < m->nkernels; k++) {
+			void *h = m->kernels[k].handle;
+
+			if (h && (h == f || (m->lib &&
+					handle_seq(h) == handle_seq(f))))
+				v = m->static_shared;
 		}
 	}
 	pthread_mutex_unlock(&fc_mod_lock);
@@ -1966,6 +2012,59 @@ FC_API CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 	return module_load(module, fatCubin);
 }
 
+/*
+ * The whole of file path, NUL-terminated (the driver reads a module file
+ * as it would the image in memory), into *out (malloc'd).  0, or
+ * CUDA_ERROR_FILE_NOT_FOUND if it cannot be read.
+ */
+static CUresult read_image(const char *path, char **out)
+{
+	FILE *f = path ? fopen(path, "rbe") : NULL;
+	char *buf = NULL, *nb;
+	size_t len = 0, cap = 0, got;
+
+	if (!f)
+		return CUDA_ERROR_FILE_NOT_FOUND;
+	do {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? 2 * cap : 65536;
+			if (!(nb = realloc(buf, cap))) {
+				free(buf);
+				fclose(f);
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			}
+			buf = nb;
+		}
+		got = fread(buf + len, 1, cap - len - 1, f);
+		len += got;
+	} while (got > 0);
+	fclose(f);
+	if (!len) {
+		free(buf);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+	CUresult r;
+	char *image;
+
+	ENTER(cuModuleLoad);
+	if ((r = need_ctx()))
+		return r;
+	if (!module || !fname)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = read_image(fname, &image)))
+		return r;
+	r = module_load(module, image);
+	free(image);
+	return r;
+}
+
 FC_API CUresult cuModuleUnload(CUmodule hmod)
 {
 	CUresult r;
@@ -2029,6 +2128,35 @@ FC_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 	*library = handle_new(HK_LIBRARY);
 	mod_register(*library, 1, code);
 	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
+				      CUjit_option *jitOptions,
+				      void **jitOptionsValues,
+				      unsigned int numJitOptions,
+				      CUlibraryOption *libraryOptions,
+				      void **libraryOptionValues,
+				      unsigned int numLibraryOptions)
+{
+	CUresult r;
+	char *code;
+
+	ENTER(cuLibraryLoadFromFile);
+	if ((r = need_init()))
+		return r;
+	if (!library || !fileName ||
+	    check_options(numJitOptions, jitOptions, jitOptionsValues) ||
+	    check_options(numLibraryOptions, libraryOptions,
+			  libraryOptionValues))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = read_image(fileName, &code)))
+		return r;
+	if (!(r = check_image(code))) {
+		*library = handle_new(HK_LIBRARY);
+		mod_register(*library, 1, code);
+	}
+	free(code);
+	return r;
 }
 
 FC_API CUresult cuLibraryUnload(CUlibrary library)
@@ -2122,7 +2250,8 @@ static CUresult func_set(const void *f, CUfunction_attribute attrib, int value)
 	if (attrib == 9)
 		return value >= -1 && value <= 100 ? CUDA_SUCCESS :
 						     CUDA_ERROR_INVALID_VALUE;
-	if (attrib != 8 || value < 0 || (unsigned int)value > MAX_DYN_SHARED_OPTIN)
+	if (attrib != 8 || value < 0 ||
+	    (unsigned int)value + kernel_static_shared(f) > MAX_DYN_SHARED_OPTIN)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&fc_mod_lock);
 	for (i = 0; i < fc_nfattrs && fc_fattrs[i].fn != f; i++)
@@ -2137,32 +2266,85 @@ static CUresult func_set(const void *f, CUfunction_attribute attrib, int value)
 	return i < FC_MAX_FATTRS ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* A function's attributes: its checks (a context, a function handle). */
+static CUresult func_attr_check(CUfunction hfunc)
+{
+	CUresult r;
+
+	if ((r = need_ctx()))
+		return r;
+	return handle_kind(hfunc) != HK_FUNCTION ? CUDA_ERROR_INVALID_HANDLE :
+						   CUDA_SUCCESS;
+}
+
 FC_API CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
 				   int value)
 {
 	CUresult r;
 
 	ENTER(cuFuncSetAttribute);
-	if ((r = need_ctx()))
-		return r;
-	if (handle_kind(hfunc) != HK_FUNCTION)
-		return CUDA_ERROR_INVALID_HANDLE;
-	return func_set(hfunc, attrib, value);
+	return (r = func_attr_check(hfunc)) ? r : func_set(hfunc, attrib, value);
 }
 
-FC_API CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val,
-				     CUkernel kernel, CUdevice dev)
+/* A library kernel's attributes are its function's (same sequence
+ * number) on the one device there is: *f, after the driver's checks. */
+static CUresult kernel_attr_fn(CUkernel kernel, CUdevice dev, const void **f)
 {
 	CUresult r;
 
-	ENTER(cuKernelSetAttribute);
 	if ((r = need_init()))
 		return r;
 	if (handle_kind(kernel) != HK_KERNEL)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (dev != 0)
 		return CUDA_ERROR_INVALID_DEVICE;
-	return func_set(handle_make(HK_FUNCTION, handle_seq(kernel)), attrib, val);
+	*f = handle_make(HK_FUNCTION, handle_seq(kernel));
+	return CUDA_SUCCESS;
+}
+
+FC_API CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val,
+				     CUkernel kernel, CUdevice dev)
+{
+	const void *f;
+	CUresult r;
+
+	ENTER(cuKernelSetAttribute);
+	return (r = kernel_attr_fn(kernel, dev, &f)) ? r : func_set(f, attrib, val);
+}
+
+/* Static shared memory (1) and the dynamic shared memory set (8). */
+static CUresult func_get(int *pi, const void *f, CUfunction_attribute attrib)
+{
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attrib) {
+	case 1:
+		*pi = (int)kernel_static_shared(f);
+		return CUDA_SUCCESS;
+	case 8:
+		*pi = (int)func_dyn_shared(f);
+		return CUDA_SUCCESS;
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_API CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
+				   CUfunction hfunc)
+{
+	CUresult r;
+
+	ENTER(cuFuncGetAttribute);
+	return (r = func_attr_check(hfunc)) ? r : func_get(pi, hfunc, attrib);
+}
+
+FC_API CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib,
+				     CUkernel kernel, CUdevice dev)
+{
+	const void *f;
+	CUresult r;
+
+	ENTER(cuKernelGetAttribute);
+	return (r = kernel_attr_fn(kernel, dev, &f)) ? r : func_get(pi, f, attrib);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -3405,10 +3587,12 @@ static const struct proc_entry fc_procs[] = {
 
 	PROC("cuModuleLoadData", 2000, cuModuleLoadData),
 	PROC("cuModuleLoadDataEx", 2010, cuModuleLoadDataEx),
+	PROC("cuModuleLoad", 2000, cuModuleLoad),
 	PROC("cuModuleLoadFatBinary", 2000, cuModuleLoadFatBinary),
 	PROC("cuModuleUnload", 2000, cuModuleUnload),
 	PROC("cuModuleGetFunction", 2000, cuModuleGetFunction),
 	PROC("cuLibraryLoadData", 12000, cuLibraryLoadData),
+	PROC("cuLibraryLoadFromFile", 12000, cuLibraryLoadFromFile),
 	PROC("cuLibraryUnload", 12000, cuLibraryUnload),
 	PROC("cuLibraryGetKernel", 12000, cuLibraryGetKernel),
 	PROC("cuKernelGetFunction", 12000, cuKernelGetFunction),
@@ -3421,6 +3605,8 @@ static const struct proc_entry fc_procs[] = {
 	PROC("cuDeviceGetUuid", 11040, cuDeviceGetUuid_v2),
 	PROC("cuFuncSetAttribute", 9000, cuFuncSetAttribute),
 	PROC("cuKernelSetAttribute", 12000, cuKernelSetAttribute),
+	PROC("cuFuncGetAttribute", 2020, cuFuncGetAttribute),
+	PROC("cuKernelGetAttribute", 12000, cuKernelGetAttribute),
 	PROC("cuDeviceGetAttribute", 2000, cuDeviceGetAttribute),
 
 	PROC("cuStreamCreate", 2000, cuStreamCreate),

@@ -167,7 +167,9 @@
  *
  * every-api
  *   Calls every exported driver and runtime function, all succeeding.
- *   Direct calls: each once, except cuCtxDestroy_v2 3, cuModuleUnload 3,
+ *   Direct calls: each once, except cuCtxDestroy_v2 3, cuModuleUnload 4,
+ *   cuLibraryUnload 2 (cuModuleLoad and cuLibraryLoadFromFile load vecAdd's
+ *   PTX from a temporary file),
  *   cuMemFree_v2 3, cuMemAlloc_v2 2, cuEventCreate 2, cuEventDestroy_v2 2,
  *   cuMemFreeHost 2 (module 1 and the library load vecAdd with the
  *   __gpuext_shared global, which cuModuleGetGlobal_v2 and
@@ -217,6 +219,28 @@
  *   cuLibraryUnload 1; teardown.  The JSON's "handles" are the handles the
  *   program got.
  *
+ * inject-files [N=10]
+ *   Modules loaded from files (devrt maps them to read): setup; writes into
+ *   a new directory under $TMPDIR (else /tmp) vecadd.ptx, lib.ptx, a
+ *   Triton-style cache entry k/scale.cubin with scale.ptx and scale.json
+ *   beside it, and lone/scale.cubin (other bytes, nothing beside it);
+ *   cuModuleLoad 4 (vecadd.ptx; k/scale.cubin; lone/scale.cubin; a file
+ *   that does not exist: CUDA_ERROR_FILE_NOT_FOUND), cuModuleGetFunction 3,
+ *   cuLibraryLoadFromFile 1 (lib.ptx), cuLibraryGetKernel 1; N x
+ *   (cuLaunchKernel of vecAdd, of each scale, of the library's CUkernel);
+ *   cuCtxSynchronize 1; cuModuleUnload 3, cuLibraryUnload 1; the files are
+ *   removed; teardown.  "handles" as inject's.
+ *
+ * inject-shared [N=10]
+ *   Kernels that may take all the shared memory, as PyTorch sets its
+ *   attention kernels up: setup; cuModuleLoadData 1 (vecAdd PTX),
+ *   cuModuleGetFunction 1, cuLibraryLoadData 1 (add_kernel PTX),
+ *   cuLibraryGetKernel 1; cuFuncSetAttribute 1 and cuKernelSetAttribute 1
+ *   (dynamic shared memory 227 KiB, all an sm_90 has); N x (cuLaunchKernel
+ *   of vecAdd, of the CUkernel, each with 64 KiB); 1 x each with 227 KiB;
+ *   N x each with 64 KiB again; cuCtxSynchronize 1; cuModuleUnload 1,
+ *   cuLibraryUnload 1; teardown (4N + 2 launches).  "handles" as inject's.
+ *
  * inject-contexts [N=10]
  *   A library used in two contexts, as the CUDA runtime uses a program's
  *   fat binary on two GPUs: setup; cuLibraryLoadData 1 (add_kernel PTX),
@@ -257,6 +281,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -341,6 +366,7 @@ static const char *driver_error_name(int code)
 	case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
 	case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
 	case CUDA_ERROR_INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
+	case CUDA_ERROR_FILE_NOT_FOUND: return "CUDA_ERROR_FILE_NOT_FOUND";
 	case CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
 	case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
 	case CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY";
@@ -1410,6 +1436,29 @@ static void sc_every_api(struct run *r)
 	   NULL, 0, NULL, NULL, 0);
 	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, KERNEL_NAME);
 	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &kf, kern);
+	/* the same from a file */
+	{
+		const char *tmp = getenv("TMPDIR");
+		char path[256];
+		CUmodule mf = NULL;
+		CUlibrary lf = NULL;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/fakecuda-every-XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
+		fd = mkstemp(path);
+		if (EXPECT(r, fd >= 0)) {
+			EXPECT(r, write(fd, vecadd_ptx, strlen(vecadd_ptx)) ==
+				      (ssize_t)strlen(vecadd_ptx));
+			close(fd);
+			CU(r, CUDA_SUCCESS, cuModuleLoad, &mf, path);
+			CU(r, CUDA_SUCCESS, cuLibraryLoadFromFile, &lf, path,
+			   NULL, NULL, 0, NULL, NULL, 0);
+			unlink(path);
+			CU(r, CUDA_SUCCESS, cuModuleUnload, mf);
+			CU(r, CUDA_SUCCESS, cuLibraryUnload, lf);
+		}
+	}
 
 	/* module globals, mapped host memory, the device */
 	if (CU(r, CUDA_SUCCESS, cuModuleGetGlobal_v2, &gp, &gsize, m1,
@@ -1435,6 +1484,10 @@ static void sc_every_api(struct run *r)
 		EXPECT(r, v == 9);
 	CU(r, CUDA_SUCCESS, cuFuncSetAttribute, f, 8, 64 * 1024);
 	CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, 64 * 1024, kern, 0);
+	if (CU(r, CUDA_SUCCESS, cuFuncGetAttribute, &v, 8, f))
+		EXPECT(r, v == 64 * 1024);
+	if (CU(r, CUDA_SUCCESS, cuKernelGetAttribute, &v, 1, kern, 0))
+		EXPECT(r, v == 0);
 
 	/* streams, events, launches, graphs */
 	CU(r, CUDA_SUCCESS, cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
@@ -1867,6 +1920,143 @@ static void sc_inject(struct run *r)
 	teardown(r);
 }
 
+/* dir/name := the n bytes at data; 0, or -1 (errno set). */
+static int put_file(const char *dir, const char *name, const void *data,
+		    size_t n)
+{
+	char path[512];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!(f = fopen(path, "we")))
+		return -1;
+	ok = fwrite(data, 1, n, f) == n;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
+/*
+ * inject-files [N=10]: modules loaded from files, as PyTorch's static
+ * launcher loads inductor's Triton cubins (cuModuleLoad of a path in
+ * Triton's cache) and as a program may load PTX or a library.
+ */
+static void sc_inject_files(struct run *r)
+{
+	/* Two cubins of other bytes (the ELF magic, then a byte apart). */
+	unsigned char cubin[192] = { 0x7f, 'E', 'L', 'F', 2, 1, 1 };
+	unsigned char lone[192] = { 0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 1 };
+	const char *tmp = getenv("TMPDIR");
+	char dir[256], p[512], k[300], l[300];
+	CUmodule m1 = NULL, m2 = NULL, m3 = NULL, bad = NULL;
+	CUfunction f1 = NULL, f2 = NULL, f3 = NULL;
+	unsigned long i, n = r->args[0];
+	struct vecadd_args va;
+	CUlibrary lib = NULL;
+	CUkernel kern = NULL;
+
+	snprintf(dir, sizeof(dir), "%s/fakecuda-files-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!EXPECT(r, mkdtemp(dir) != NULL))
+		return;
+	snprintf(k, sizeof(k), "%s/k", dir);
+	snprintf(l, sizeof(l), "%s/lone", dir);
+	if (!EXPECT(r, mkdir(k, 0700) == 0 && mkdir(l, 0700) == 0 &&
+		       !put_file(dir, "vecadd.ptx", vecadd_ptx, strlen(vecadd_ptx)) &&
+		       !put_file(dir, "lib.ptx", lib_ptx, strlen(lib_ptx)) &&
+		       !put_file(k, "scale.cubin", cubin, sizeof(cubin)) &&
+		       !put_file(k, "scale.ptx", scale_ptx, strlen(scale_ptx)) &&
+		       !put_file(k, "scale.json", "{}", 2) &&
+		       !put_file(l, "scale.cubin", lone, sizeof(lone))))
+		goto clean;
+
+	setup(r);
+	vecadd_args_init(&va);
+	snprintf(p, sizeof(p), "%s/vecadd.ptx", dir);
+	CU(r, CUDA_SUCCESS, cuModuleLoad, &m1, p);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f1, m1, KERNEL_NAME);
+	snprintf(p, sizeof(p), "%s/scale.cubin", k);
+	CU(r, CUDA_SUCCESS, cuModuleLoad, &m2, p);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f2, m2, SCALE_NAME);
+	snprintf(p, sizeof(p), "%s/scale.cubin", l);
+	CU(r, CUDA_SUCCESS, cuModuleLoad, &m3, p);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f3, m3, SCALE_NAME);
+	snprintf(p, sizeof(p), "%s/missing.ptx", dir);
+	CU(r, CUDA_ERROR_FILE_NOT_FOUND, cuModuleLoad, &bad, p);
+	snprintf(p, sizeof(p), "%s/lib.ptx", dir);
+	CU(r, CUDA_SUCCESS, cuLibraryLoadFromFile, &lib, p, NULL, NULL, 0,
+	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
+
+	for (i = 0; i < n; i++) {
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, f1, 128, 1, 1, 256, 1, 1,
+		   0, NULL, va.params, NULL);
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, f2, 8, 1, 1, 128, 1, 1, 0,
+		   NULL, va.params, NULL);
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, f3, 8, 1, 1, 128, 1, 1, 0,
+		   NULL, va.params, NULL);
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, (CUfunction)kern, 2, 1, 1,
+		   64, 1, 1, 0, NULL, va.params, NULL);
+	}
+	add(&r->launches, 4 * n);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m1);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m2);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m3);
+	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
+	extra_appendf(r, ",\"handles\":{\"f1\":\"%p\",\"f2\":\"%p\",\"f3\":\"%p\","
+		      "\"kern\":\"%p\",\"m1\":\"%p\",\"m2\":\"%p\",\"m3\":\"%p\","
+		      "\"lib\":\"%p\"}",
+		      (void *)f1, (void *)f2, (void *)f3, (void *)kern,
+		      (void *)m1, (void *)m2, (void *)m3, (void *)lib);
+	teardown(r);
+clean:
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	EXPECT(r, system(p) == 0);
+}
+
+/*
+ * inject-shared [N=10]: kernels set up for all the shared memory there is,
+ * launched with part of it, then with all of it, then with part again.
+ */
+static void sc_inject_shared(struct run *r)
+{
+	const unsigned int all = 227 * 1024, part = 64 * 1024;
+	unsigned long i, n = r->args[0];
+	unsigned int phase, shmem;
+	struct vecadd_args va;
+	CUmodule m = NULL;
+	CUfunction f = NULL;
+	CUlibrary lib = NULL;
+	CUkernel kern = NULL;
+
+	setup(r);
+	vecadd_args_init(&va);
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m, vecadd_ptx);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f, m, KERNEL_NAME);
+	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, lib_ptx, NULL, NULL, 0,
+	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
+	CU(r, CUDA_SUCCESS, cuFuncSetAttribute, f, 8, (int)all);
+	CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, (int)all, kern, 0);
+	for (phase = 0; phase < 3; phase++) {
+		shmem = phase == 1 ? all : part;
+		for (i = 0; i < (phase == 1 ? 1 : n); i++) {
+			CU(r, CUDA_SUCCESS, cuLaunchKernel, f, 128, 1, 1, 256, 1,
+			   1, shmem, NULL, va.params, NULL);
+			CU(r, CUDA_SUCCESS, cuLaunchKernel, (CUfunction)kern, 2,
+			   1, 1, 64, 1, 1, shmem, NULL, va.params, NULL);
+			add(&r->launches, 2);
+		}
+	}
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m);
+	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
+	extra_appendf(r, ",\"handles\":{\"f\":\"%p\",\"kern\":\"%p\","
+		      "\"m\":\"%p\",\"lib\":\"%p\"}", (void *)f, (void *)kern,
+		      (void *)m, (void *)lib);
+	teardown(r);
+}
+
 /*
  * inject-contexts [N=10]: one library's kernel launched by its CUkernel in
  * two contexts, as the CUDA runtime launches a program's kernels on each
@@ -1940,6 +2130,8 @@ static const struct scenario scenarios[] = {
 	{ "every-api", sc_every_api, 0, { 0 } },
 	{ "timed", sc_timed, 1, { 8 } },
 	{ "inject", sc_inject, 1, { 10 } },
+	{ "inject-files", sc_inject_files, 1, { 10 } },
+	{ "inject-shared", sc_inject_shared, 1, { 10 } },
 	{ "inject-contexts", sc_inject_contexts, 1, { 10 } },
 };
 

@@ -34,7 +34,8 @@ API = {1: "cuLaunchKernel", 2: "cuLaunchKernelEx", 3: "cuLaunchCooperativeKernel
        72: "cuEventSynchronize", 73: "cuStreamWaitEvent", 80: "cuCtxCreate", 81: "cuDevicePrimaryCtxRetain",
        82: "cuCtxDestroy", 83: "cuModuleLoadData", 84: "cuModuleLoadDataEx", 85: "cuModuleLoadFatBinary",
        86: "cuLibraryLoadData", 87: "cuModuleGetFunction", 88: "cuLibraryGetKernel", 89: "cuKernelGetFunction",
-       90: "__cudaRegisterFunction", 91: "cuCtxCreate_v3", 92: "cuCtxCreate_v4"}
+       90: "__cudaRegisterFunction", 91: "cuCtxCreate_v3", 92: "cuCtxCreate_v4",
+       93: "cuModuleLoad", 94: "cuLibraryLoadFromFile"}
 LAUNCHES = {1, 2, 3, 4, 5, 6}
 STATES = {1: "active", 2: "disabled", 3: "closed"}
 

@@ -66,6 +66,10 @@ type Patcher struct {
 	// twin that refuses launches of larger blocks (the fake driver
 	// enforces it), for tests of what devrt does then.
 	MaxNTID int
+	// StaticShared, if set, declares a .shared array of that many bytes,
+	// as probes with per-block state do: a twin with that much less
+	// dynamic shared memory to give (the fake driver enforces it).
+	StaticShared int
 
 	calls atomic.Int64
 	mu    sync.Mutex
@@ -128,6 +132,9 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	var out bytes.Buffer
 	out.Write(m.PTX[:at])
 	fmt.Fprintf(&out, "%s\n.visible .const .align 8 .u64 %s;\n", Marker, devrtinject.SharedGlobal)
+	if p.StaticShared > 0 {
+		fmt.Fprintf(&out, ".shared .align 8 .b8 __gpuext_test_block[%d];\n", p.StaticShared)
+	}
 	rest := m.PTX[at:]
 	for n := 0; p.Mark || p.MaxNTID > 0; n++ {
 		e := bytes.Index(rest, []byte(".entry"))

@@ -142,6 +142,8 @@ var symbols = map[string]probe{
 	"cuModuleLoadDataEx":       {ev.APICuModuleLoadDataEx, out(1)},
 	"cuModuleLoadFatBinary":    {ev.APICuModuleLoadFatBinary, out(1)},
 	"cuLibraryLoadData":        {ev.APICuLibraryLoadData, out(1)},
+	"cuModuleLoad":             {ev.APICuModuleLoad, out(1)},
+	"cuLibraryLoadFromFile":    {ev.APICuLibraryLoadFromFile, out(1)},
 	"cuModuleGetFunction":      {ev.APICuModuleGetFunction, out(1) | name(3)},
 	"cuLibraryGetKernel":       {ev.APICuLibraryGetKernel, out(1) | name(3)},
 	"cuKernelGetFunction":      {ev.APICuKernelGetFunction, out(1)},
