@@ -568,6 +568,17 @@ func (s *Source) gpuTime(p *proc, ord int32, ns uint64) (pcommon.Timestamp, bool
 	return pcommon.Timestamp(mono + wall), true
 }
 
+// spanEnd is the end of a span of run starting at st: its length is the
+// GPU clock's own. (Converting the end through the offset again could
+// take a sample other than the start's, which can lie a few microseconds
+// apart: a 2 µs launch would end before it started.)
+func spanEnd(st pcommon.Timestamp, run *proberegion.Run) pcommon.Timestamp {
+	if run.LastEnd <= run.FirstStart {
+		return st
+	}
+	return st + pcommon.Timestamp(run.LastEnd-run.FirstStart)
+}
+
 func (s *Source) appendSpan(p *proc, rg *region, name string, run *proberegion.Run) {
 	rs := s.spans.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutInt("process.pid", int64(p.pid))
@@ -593,9 +604,8 @@ func (s *Source) appendSpan(p *proc, rg *region, name string, run *proberegion.R
 	sp.SetName(name + " blocks")
 	sp.SetKind(ptrace.SpanKindInternal)
 	st, cal := s.gpuTime(p, rg.ord, run.FirstStart)
-	en, _ := s.gpuTime(p, rg.ord, run.LastEnd)
 	sp.SetStartTimestamp(st)
-	sp.SetEndTimestamp(en)
+	sp.SetEndTimestamp(spanEnd(st, run))
 	var minD, maxD, sumD uint64
 	sms := map[uint32]bool{}
 	for i, b := range run.Blocks {

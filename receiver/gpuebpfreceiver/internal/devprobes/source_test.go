@@ -291,6 +291,24 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 // makes one per context): each GPU's blocks, SMs and imbalance are its own,
 // under hw.id, and its block spans say which GPU ran them; SM 0 of one GPU
 // is not SM 0 of the other.
+// A span lasts what the GPU's clock says, from its converted start.
+func TestSpanEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		first, last, st uint64
+		want            pcommon.Timestamp
+	}{
+		{"a 2 µs launch", 1_000_000, 1_002_000, 5_000_000, 5_002_000},
+		{"one block, no length", 7, 7, 100, 100},
+		{"an end before the start (dropped records)", 9, 3, 100, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := &proberegion.Run{FirstStart: tc.first, LastEnd: tc.last}
+			require.Equal(t, tc.want, spanEnd(pcommon.Timestamp(tc.st), run))
+		})
+	}
+}
+
 func TestRegionsOfTwoGPUs(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := newSource(t, dir)
