@@ -270,6 +270,10 @@ func (s *Server) patch(key Key, q *Request, call *patchCall) {
 	}
 	if err == nil {
 		s.cfg.Cache.Put(key, res)
+		if ce := s.cfg.Logger.Check(zap.DebugLevel, "module patched"); ce != nil && res.Status == StatusPatched {
+			ce.Write(zap.Uint32("pid", q.PID), zap.Binary("sha256", q.Hash[:]),
+				zap.Int("kernels", len(res.Kernels)), zap.Strings("names", res.Kernels[:min(len(res.Kernels), 8)]))
+		}
 	} else {
 		s.cfg.Logger.Info("module not patched", zap.Uint32("pid", q.PID),
 			zap.Binary("sha256", q.Hash[:]), zap.Error(err))
