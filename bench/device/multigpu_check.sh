@@ -26,27 +26,14 @@
 # Knobs: REPS (20). Output: $OUT/multigpu_check.txt and the exports.
 set -u
 cd "$(dirname "$0")/../.."
-ROOT=$(pwd)
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-D=$ROOT/.device/probes
-PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
+. bench/device/probes_config.sh
+probes_setup mg
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}; command -v "$NVCC" >/dev/null || NVCC=nvcc
 REPS=${REPS:-20}
-DIR=/dev/shm/gxmg-$$
 DIAG=/dev/shm/gxmg-diag-$$
-W=$(mktemp -d)
-COL=
-cleanup() {
-	[ -n "$COL" ] && kill "$COL" 2>/dev/null && wait "$COL" 2>/dev/null
-	rm -rf "$DIR" "$DIAG" "$W"
-}
-trap cleanup EXIT
-. bench/device/probes_config.sh
-for f in "$D/otelcol-gpu" "$D/devrt/libgpuext-devrt.so" "$D/devrt/ringdump"; do
-	[ -e "$f" ] || { echo "missing $f: build first (see the top of $0)"; exit 1; }
-done
-mkdir -p "$DIR" "$DIAG"
+trap 'probes_cleanup; rm -rf "$DIAG"' EXIT
+[ -e "$D/devrt/ringdump" ] || { echo "missing $D/devrt/ringdump: build first (see the top of $0)"; exit 1; }
+mkdir -p "$DIAG"
 status=0
 {
 	nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv,noheader

@@ -157,19 +157,31 @@ def value(dp):
     return float(dp.get("asDouble", dp.get("asInt", 0)))
 
 
+class Checks:
+    """check(cond, what) prints a PASS or FAIL line under name; ok turns
+    false at the first FAIL."""
+
+    def __init__(self, name):
+        self.name, self.ok = name, True
+
+    def __call__(self, cond, what):
+        print(("PASS " if cond else "FAIL ") + self.name + ": " + what)
+        self.ok = self.ok and bool(cond)
+
+
+def last_point(points, name, **attrs):
+    """The last data point of metric name with these attributes, or None."""
+    found = [p for p in points if p["name"] == name and all(p["attrs"].get(k) == v for k, v in attrs.items())]
+    return found[-1] if found else None
+
+
 def analyze(otel_path, run_path, probe):
     run_res = json.load(open(run_path))
     spans, points = otel(otel_path)
-    ok = True
-
-    def check(cond, what):
-        nonlocal ok
-        print(("PASS " if cond else "FAIL ") + probe + ": " + what)
-        ok = ok and cond
+    check = Checks(probe)
 
     def last(name, **attrs):
-        found = [p for p in points if p["name"] == name and all(p["attrs"].get(k) == v for k, v in attrs.items())]
-        return found[-1] if found else None
+        return last_point(points, name, **attrs)
 
     patched = last("gpu.devrt.modules", **{"gpu.devrt.module.status": "patched"})
     check(patched is not None and value(patched) >= 2, f"both modules patched (gpu.devrt.modules patched = {value(patched) if patched else None})")
@@ -277,7 +289,7 @@ def analyze(otel_path, run_path, probe):
         occ = [p for p in points if p["name"] == "gpu.warp.occupancy"]
         check(len(occ) > 0 and all(0 <= value(p) <= 64 for p in occ),
               f"warp occupancy: {len(occ)} points, max {max((value(p) for p in occ), default=0):.2f} warps per SM")
-    sys.exit(0 if ok else 1)
+    sys.exit(0 if check.ok else 1)
 
 
 def triton_live(otel_path, base_path, run_path, probe):
@@ -285,13 +297,8 @@ def triton_live(otel_path, base_path, run_path, probe):
     a cubin, devrt patched the PTX Triton cached beside it."""
     base, run_res = json.load(open(base_path)), json.load(open(run_path))
     spans, points = otel(otel_path)
-    ok = True
     name = "live_axpy"
-
-    def check(cond, what):
-        nonlocal ok
-        print(("PASS " if cond else "FAIL ") + probe + ": triton: " + what)
-        ok = ok and cond
+    check = Checks(probe + ": triton")
 
     check(base["sha256"] == run_res["sha256"], "outputs identical to the uninstrumented run")
     patched = [p for p in points if p["name"] == "gpu.devrt.modules" and p["attrs"].get("gpu.devrt.module.status") == "patched"]
@@ -309,7 +316,7 @@ def triton_live(otel_path, base_path, run_path, probe):
         h = [p for p in points if p["name"] == "gpu.kernel.launch.latency" and p["attrs"].get("gpu.cuda.kernel.name") == name]
         check(bool(h) and int(h[-1]["count"]) > 0, f"{int(h[-1]['count']) if h else 0} launch latencies")
     print(f"INFO {probe}: triton: {run_res['median_us']:.1f} µs a launch, uninstrumented {base['median_us']:.1f} µs")
-    sys.exit(0 if ok else 1)
+    sys.exit(0 if check.ok else 1)
 
 
 if __name__ == "__main__":

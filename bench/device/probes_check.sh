@@ -45,26 +45,11 @@
 # on any failure.
 set -u
 cd "$(dirname "$0")/../.."
-ROOT=$(pwd)
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-D=$ROOT/.device/probes
-PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
+. bench/device/probes_config.sh
+probes_setup probes
 PROBES=${PROBES:-"block_sched launch_latency sm_load warp_occupancy"}
 MODES=${MODES:-"warp thread"}
 export BLOCK_SAMPLE=${BLOCK_SAMPLE:-1}
-DIR=/dev/shm/gxprobes-$$
-W=$(mktemp -d)
-COL=
-cleanup() {
-	[ -n "$COL" ] && kill "$COL" 2>/dev/null && wait "$COL" 2>/dev/null
-	rm -rf "$DIR" "$W"
-}
-trap cleanup EXIT
-for f in "$D/otelcol-gpu" "$D/devrt/libgpuext-devrt.so"; do
-	[ -e "$f" ] || { echo "missing $f: build first (see the top of $0)"; exit 1; }
-done
-mkdir -p "$DIR"
 
 KPTX=$ROOT/devrt/ptx/testdata/corpus/nvcc_kernels.ptx
 if command -v nvcc >/dev/null; then
@@ -73,7 +58,6 @@ fi
 TPTX=$ROOT/devrt/ptx/testdata/corpus/triton_add.ptx
 
 # collector_config PROBE MODE: devrt only, the probe, a file exporter.
-. bench/device/probes_config.sh
 collector_config() {
 	probes_collector_config "$DIR" "$1" "$2" "$BLOCK_SAMPLE" "$OUT/otel-$1-$2.jsonl"
 }

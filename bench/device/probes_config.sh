@@ -1,4 +1,31 @@
-# Sourced by the device-probe checks (probes_check.sh, multigpu_check.sh).
+# Sourced by the device-probe checks (probes_check.sh, multigpu_check.sh,
+# probes_torch.sh).
+#
+# probes_setup NAME: what a check starts with, in the repository root:
+# OUT (made), D (the binaries built for the GPU: missing ones end the
+# check), PY, DIR (devrt's directory, /dev/shm/gx<NAME>-<pid>, made), W (a
+# scratch directory), COL (the collector's pid: killed at exit, and both
+# directories removed).
+probes_setup() {
+	ROOT=$(pwd)
+	OUT=${OUT:-/tmp/out}
+	mkdir -p "$OUT"
+	D=$ROOT/.device/probes
+	PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
+	DIR=/dev/shm/gx$1-$$
+	W=$(mktemp -d)
+	COL=
+	trap probes_cleanup EXIT
+	for f in "$D/otelcol-gpu" "$D/devrt/libgpuext-devrt.so"; do
+		[ -e "$f" ] || { echo "missing $f: build first (see the top of $0)"; exit 1; }
+	done
+	mkdir -p "$DIR"
+}
+
+probes_cleanup() {
+	[ -n "$COL" ] && kill "$COL" 2>/dev/null && wait "$COL" 2>/dev/null
+	rm -rf "$DIR" "$W"
+}
 #
 # probes_collector_config DIR PROBES MODE BLOCK_SAMPLE FILE: a collector
 # config with devrt alone (its rings and injection socket in DIR), the

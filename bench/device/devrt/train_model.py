@@ -22,9 +22,10 @@ MODELS = {
 }
 
 
-def make_step(name=None):
+def make_step(name=None, compile=False, with_model=False):
     """Builds the model on the GPU and returns step(), one training step
-    that returns its loss."""
+    that returns its loss (and the model with with_model). compile: the
+    model goes through torch.compile (inductor's Triton kernels)."""
     name = name or os.environ.get("TRAIN_MODEL", "small")
     d, heads, ff, layers, vocab, batch, seq, bf16 = MODELS[name]
     torch.manual_seed(0)
@@ -34,15 +35,16 @@ def make_step(name=None):
     model = torch.nn.Sequential(torch.nn.Embedding(vocab, d), torch.nn.TransformerEncoder(layer, layers),
                                 torch.nn.Linear(d, vocab)).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    run = torch.compile(model) if compile else model
     tokens = torch.randint(0, vocab, (batch, seq), device="cuda")
     target = torch.randint(0, vocab, (batch, seq), device="cuda")
 
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
-            out = model(tokens)
+            out = run(tokens)
             loss = torch.nn.functional.cross_entropy(out.reshape(-1, vocab).float(), target.reshape(-1))
         loss.backward()
         opt.step()
         return loss
-    return step
+    return (step, model) if with_model else step
