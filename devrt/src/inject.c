@@ -1041,8 +1041,8 @@ typedef CUresult (*kern_get_attr_fn)(int *v, int attrib, CUkernel k,
 /*
  * The twin refused the dynamic shared memory its original took: the
  * probes' .shared arrays make its static part larger, and the program
- * asked for all the device has (PyTorch asks for 227 KiB on an H100 for
- * its attention kernels, whatever a launch then uses).  The twin takes
+ * asked for all the device has (cuBLAS asks for 227 KiB on an H100 for a
+ * kernel it loads, whatever a launch then uses).  The twin takes
  * what it can: the value less the static bytes the probes added.  A launch
  * asking for no more runs instrumented; one asking for more is refused by
  * the twin and made again with the original (devrt_inject_refused).

@@ -232,8 +232,8 @@
  *   removed; teardown.  "handles" as inject's.
  *
  * inject-shared [N=10]
- *   Kernels that may take all the shared memory, as PyTorch sets its
- *   attention kernels up: setup; cuModuleLoadData 1 (vecAdd PTX),
+ *   Kernels that may take all the shared memory, as cuBLAS sets one of
+ *   its kernels up: setup; cuModuleLoadData 1 (vecAdd PTX),
  *   cuModuleGetFunction 1, cuLibraryLoadData 1 (add_kernel PTX),
  *   cuLibraryGetKernel 1; cuFuncSetAttribute 1 and cuKernelSetAttribute 1
  *   (dynamic shared memory 227 KiB, all an sm_90 has); N x (cuLaunchKernel
