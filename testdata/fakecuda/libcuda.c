@@ -1620,23 +1620,36 @@ static CUresult mod_global(CUdeviceptr *dptr, size_t *bytes,
 	return r;
 }
 
-/* The .maxntid bound of the module holding kernel f (~0U: none). */
-static unsigned int kernel_maxntid(const void *f)
+/* The module holding kernel f (a library kernel's CUfunction: same
+ * sequence number), or NULL.  Caller holds fc_mod_lock. */
+static const struct fc_mod *kernel_mod(const void *f)
 {
-	unsigned int i, k, v = ~0U;
+	const struct fc_mod *found = NULL;
+	unsigned int i, k;
 
-	pthread_mutex_lock(&fc_mod_lock);
 	for (i = 0; i < fc_nmods; i++) {
-		struct fc_mod *m = fc_mods[i];
+		const struct fc_mod *m = fc_mods[i];
 
 		for (k = 0; k < m->nkernels; k++) {
 			void *h = m->kernels[k].handle;
 
-			if (h && m->maxntid && (h == f || (m->lib &&
+			if (h && (h == f || (m->lib &&
 					handle_seq(h) == handle_seq(f))))
-				v = m->maxntid;
+				found = m;
 		}
 	}
+	return found;
+}
+
+/* The .maxntid bound of the module holding kernel f (~0U: none). */
+static unsigned int kernel_maxntid(const void *f)
+{
+	const struct fc_mod *m;
+	unsigned int v;
+
+	pthread_mutex_lock(&fc_mod_lock);
+	m = kernel_mod(f);
+	v = m && m->maxntid ? m->maxntid : ~0U;
 	pthread_mutex_unlock(&fc_mod_lock);
 	return v;
 }
@@ -1644,20 +1657,12 @@ static unsigned int kernel_maxntid(const void *f)
 /* The static shared memory of kernel f: its module's .shared arrays. */
 static unsigned int kernel_static_shared(const void *f)
 {
-	unsigned int i, k, v = 0;
+	const struct fc_mod *m;
+	unsigned int v;
 
 	pthread_mutex_lock(&fc_mod_lock);
-	for (i = 0; i < fc_nmods; i++) {
-		struct fc_mod *m = fc_mods[i];
-
-		for (k = 0; k < m->nkernels; k++) {
-			void *h = m->kernels[k].handle;
-
-			if (h && (h == f || (m->lib &&
-					handle_seq(h) == handle_seq(f))))
-				v = m->static_shared;
-		}
-	}
+	m = kernel_mod(f);
+	v = m ? m->static_shared : 0;
 	pthread_mutex_unlock(&fc_mod_lock);
 	return v;
 }
@@ -2104,7 +2109,34 @@ FC_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 	return CUDA_SUCCESS;
 }
 
-/* Libraries are context-independent: they need cuInit, not a context. */
+/*
+ * A library of the image code, or of the file path if code is NULL.
+ * Libraries are context-independent: they need cuInit, not a context.
+ */
+static CUresult library_load(CUlibrary *library, const void *code,
+			     const char *path, unsigned int njit,
+			     const void *jit, void *const *jitv,
+			     unsigned int nlib, const void *lib,
+			     void *const *libv)
+{
+	char *buf = NULL;
+	CUresult r;
+
+	if ((r = need_init()))
+		return r;
+	if (!library || (!code && !path) || check_options(njit, jit, jitv) ||
+	    check_options(nlib, lib, libv))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!code && (r = read_image(path, &buf)))
+		return r;
+	if (!(r = check_image(code ? code : buf))) {
+		*library = handle_new(HK_LIBRARY);
+		mod_register(*library, 1, code ? code : buf);
+	}
+	free(buf);
+	return r;
+}
+
 FC_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 				  CUjit_option *jitOptions,
 				  void **jitOptionsValues,
@@ -2113,21 +2145,10 @@ FC_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 				  void **libraryOptionValues,
 				  unsigned int numLibraryOptions)
 {
-	CUresult r;
-
 	ENTER(cuLibraryLoadData);
-	if ((r = need_init()))
-		return r;
-	if (!library ||
-	    check_options(numJitOptions, jitOptions, jitOptionsValues) ||
-	    check_options(numLibraryOptions, libraryOptions,
-			  libraryOptionValues))
-		return CUDA_ERROR_INVALID_VALUE;
-	if ((r = check_image(code)))
-		return r;
-	*library = handle_new(HK_LIBRARY);
-	mod_register(*library, 1, code);
-	return CUDA_SUCCESS;
+	return library_load(library, code, NULL, numJitOptions, jitOptions,
+			    jitOptionsValues, numLibraryOptions,
+			    libraryOptions, libraryOptionValues);
 }
 
 FC_API CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
@@ -2138,25 +2159,10 @@ FC_API CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
 				      void **libraryOptionValues,
 				      unsigned int numLibraryOptions)
 {
-	CUresult r;
-	char *code;
-
 	ENTER(cuLibraryLoadFromFile);
-	if ((r = need_init()))
-		return r;
-	if (!library || !fileName ||
-	    check_options(numJitOptions, jitOptions, jitOptionsValues) ||
-	    check_options(numLibraryOptions, libraryOptions,
-			  libraryOptionValues))
-		return CUDA_ERROR_INVALID_VALUE;
-	if ((r = read_image(fileName, &code)))
-		return r;
-	if (!(r = check_image(code))) {
-		*library = handle_new(HK_LIBRARY);
-		mod_register(*library, 1, code);
-	}
-	free(code);
-	return r;
+	return library_load(library, NULL, fileName, numJitOptions, jitOptions,
+			    jitOptionsValues, numLibraryOptions,
+			    libraryOptions, libraryOptionValues);
 }
 
 FC_API CUresult cuLibraryUnload(CUlibrary library)
