@@ -216,6 +216,21 @@ struct devrt_call {
 	struct devrt_call *outer;  /* devrt_t.outer before this call */
 };
 
+/*
+ * Whether this thread is inside a reported runtime launch or copy that is
+ * not timed, with the nested class off: the driver launch or copy it makes
+ * is then folded into its record with nothing taken from it (a timed one
+ * takes the inner launch's stream: devrt_timing_inner), and the driver's
+ * wrapper passes it through before it gathers a single argument. Every
+ * PyTorch launch makes one; devrt_begin would decide the same, later.
+ */
+static inline int devrt_folded(void)
+{
+	const struct devrt_thread *t = &devrt_t;
+
+	return t->outer && !t->outer->pair && !(t->classes & GPUEXT_CLASS_NESTED);
+}
+
 int devrt_begin(struct devrt_call *c, enum devrt_sym id, const __u64 *args,
 		unsigned int nargs);
 void devrt_end(struct devrt_call *c, CUresult r);

@@ -115,23 +115,17 @@ int devrt_reg_keep(const void *stub, const struct gpuext_named_event *ne)
 }
 
 /*
- * A reported runtime launch of stub: writes the stub's registration record
- * if no launch has yet.  No lock; after the first launch of a stub, a hash
- * and a look at the thread's seen stubs, or a probe or two of the table.  A record the full ring dropped is tried
- * again at the stub's next launch.
+ * devrt_reg_launch's stub not in the thread's seen stubs: looks it up, and
+ * writes its record if none has been.  Apart, so that the launch that finds
+ * the stub seen sets up no frame for the record.
  */
-DEVRT_HOT void devrt_reg_launch(const void *stub)
+static __attribute__((noinline)) void reg_look(const void *stub, __u32 h,
+					       __u32 epoch)
 {
 	struct gpuext_named_event ne;
 	struct devrt_reg *r;
-	__u32 h, i, zero = 0, epoch;
+	__u32 i, zero = 0;
 
-	if (!__atomic_load_n(&reg_count, __ATOMIC_RELAXED))
-		return;
-	h = reg_hash(stub);
-	epoch = __atomic_load_n(&reg_epoch, __ATOMIC_ACQUIRE);
-	if (likely(seen_epoch == epoch && seen[h & (SEEN_SLOTS - 1)] == stub))
-		return;
 	for (i = h;; i = (i + 1) & (REG_SLOTS - 1)) {
 		r = __atomic_load_n(&reg_tab[i], __ATOMIC_ACQUIRE);
 		if (!r) {
@@ -156,6 +150,25 @@ DEVRT_HOT void devrt_reg_launch(const void *stub)
 		__atomic_store_n(&r->emitted, 0, __ATOMIC_RELAXED);
 	else
 		seen_add(h, stub, epoch);
+}
+
+/*
+ * A reported runtime launch of stub: writes the stub's registration record
+ * if no launch has yet.  No lock; after the first launch of a stub, a hash
+ * and a look at the thread's seen stubs, or a probe or two of the table.  A record the full ring dropped is tried
+ * again at the stub's next launch.
+ */
+DEVRT_HOT void devrt_reg_launch(const void *stub)
+{
+	__u32 h, epoch;
+
+	if (!__atomic_load_n(&reg_count, __ATOMIC_RELAXED))
+		return;
+	h = reg_hash(stub);
+	epoch = __atomic_load_n(&reg_epoch, __ATOMIC_ACQUIRE);
+	if (likely(seen_epoch == epoch && seen[h & (SEEN_SLOTS - 1)] == stub))
+		return;
+	reg_look(stub, h, epoch);
 }
 
 /*

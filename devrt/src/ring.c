@@ -159,6 +159,56 @@ void devrt_ring_drop(enum gpuext_ring_drop why)
 }
 
 /*
+ * Copies k bytes 16 at a time.  A plain memcpy of a length known only here
+ * compiled, under the Makefile's string strategy, to 64-byte vector steps
+ * and a byte loop for the rest: a 168-byte event was 40 byte loads and
+ * stores, 280 instructions of a reported call's ~830, each store an entry
+ * the store buffer holds while the slot's cold lines come in.  Records are
+ * multiples of 8 bytes (gpuext_abi.h): ten 16-byte moves and one 8-byte.
+ */
+static inline void copy_record(void *dst, const void *src, __u32 k)
+{
+	char *d = dst;
+	const char *s = src;
+
+#pragma GCC unroll 11
+	for (; k >= 16; k -= 16, d += 16, s += 16)
+		memcpy(d, s, 16);
+	if (k >= 8) {
+		memcpy(d, s, 8);
+		k -= 8, d += 8, s += 8;
+	}
+	while (k--)
+		*d++ = *s++;
+}
+
+_Static_assert(sizeof(struct gpuext_event) <= GPUEXT_SLOT_PAYLOAD,
+	       "a call's record fits one slot");
+
+/* The record of n slots at pos: copied, then committed. */
+static __attribute__((noinline)) void write_slots(struct gpuext_slot *slots, __u64 mask, __u64 pos,
+			__u32 n, const char *src, __u32 len)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		struct gpuext_slot *s = &slots[(pos + i) & mask];
+		__u32 off = i * GPUEXT_SLOT_PAYLOAD;
+		__u32 k = len - off < GPUEXT_SLOT_PAYLOAD ? len - off :
+							   GPUEXT_SLOT_PAYLOAD;
+
+		copy_record(s->data, src + off, k);
+	}
+	slots[pos & mask].len = len;
+	slots[pos & mask].nslots = (__u16)n;
+	/* Commit: the continuation slots first, the first slot last, so a
+	 * consumer that sees the first complete sees the whole record. */
+	for (i = n; i-- > 0;)
+		__atomic_store_n(&slots[(pos + i) & mask].seq, pos + i + 1,
+				 __ATOMIC_RELEASE);
+}
+
+/*
  * Writes one record of len bytes (at most 8 slots).  Returns 0, or -1 if
  * it was dropped (the ring is full: counted; or devrt is off).
  */
@@ -210,21 +260,18 @@ DEVRT_HOT int devrt_ring_write(const void *rec, __u32 len)
 	i = __atomic_add_fetch(&h->records, 1, __ATOMIC_RELAXED);
 	if (unlikely(devrt.disable_after) && i >= devrt.disable_after)
 		devrt_disable(DEVRT_REASON_INJECTED); /* after this record */
-	for (i = 0; i < n; i++) {
-		struct gpuext_slot *s = &slots[(pos + i) & mask];
-		__u32 off = (__u32)i * GPUEXT_SLOT_PAYLOAD;
-		__u32 k = len - off < GPUEXT_SLOT_PAYLOAD ? len - off :
-							   GPUEXT_SLOT_PAYLOAD;
+	if (likely(len == sizeof(struct gpuext_event))) {
+		/* A call's record, nearly every record: one slot, copied
+		 * at a size known here. */
+		struct gpuext_slot *s = &slots[pos & mask];
 
-		memcpy(s->data, src + off, k);
+		copy_record(s->data, src, sizeof(struct gpuext_event));
+		s->len = len;
+		s->nslots = 1;
+		__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
+	} else {
+		write_slots(slots, mask, pos, n, src, len);
 	}
-	slots[pos & mask].len = len;
-	slots[pos & mask].nslots = (__u16)n;
-	/* Commit: the continuation slots first, the first slot last, so a
-	 * consumer that sees the first complete sees the whole record. */
-	for (i = n; i-- > 0;)
-		__atomic_store_n(&slots[(pos + i) & mask].seq, pos + i + 1,
-				 __ATOMIC_RELEASE);
 	/* The next record's slot was last written by the consumer (it frees
 	 * slots by writing their sequence numbers): ask for its lines now,
 	 * for writing, so that they have moved to this core by the next call

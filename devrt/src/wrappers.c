@@ -80,12 +80,14 @@ WRAP_HOT(sym) DEVRT_EXPORT CUresult sym params				\
 {									\
 	__typeof__(&sym) real_ =					\
 		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
-	const __u64 args_[] = { ARGS(names) };				\
 	struct devrt_call call_;					\
 	CUresult res_;							\
 									\
 	if (unlikely(!real_))						\
 		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
+	if (((df) & (DF_KERNEL | DF_COPY)) && devrt_folded())		\
+		return DEVRT_INJECT_CALL(sym, real_ names);		\
+	const __u64 args_[] = { ARGS(names) };				\
 	if (!devrt_begin(&call_, DEVRT_SYM_##sym, args_, NELEM(args_)))	\
 		return DEVRT_INJECT_CALL(sym, real_ names);		\
 	res_ = DEVRT_INJECT_CALL(sym, real_ names);			\
