@@ -61,7 +61,8 @@ n1 = metric(f"{out}/nvml.txt", "BenchmarkScrape/gpus=1", "µs/gpu")
 n8 = metric(f"{out}/nvml.txt", "BenchmarkScrape/gpus=8", "µs/gpu")
 dv = {k: metric(f"{out}/devrt.txt", "BenchmarkDevrtOverhead/" + k, "ns/call")
       for k in ("without-devrt", "devrt-classes-none", "devrt-timing-off", "devrt-sample-32", "devrt-ring-full",
-                "without-devrt-cold", "devrt-timing-off-cold")}
+                "without-devrt-cold", "devrt-timing-off-cold",
+                "without-devrt-runtime", "devrt-timing-off-runtime")}
 print()
 print("| benchmark | result |")
 print("| --- | --- |")
@@ -80,6 +81,8 @@ for k, what in (("devrt-classes-none", "devrt, every class off (pass-through)"),
                 ("devrt-sample-32", "devrt, calls reported, 1 in 32 timed, no minimum interval"),
                 ("devrt-ring-full", "devrt, ring full (records dropped and counted)")):
     print(f"| cuLaunchKernel, fake driver, {what} | {dv[k]:.0f} ns/call (+{dv[k]-d0:.0f} ns; uprobes entry+return: +{pr-un:.0f} ns) |")
+r0, r1 = dv["without-devrt-runtime"], dv["devrt-timing-off-runtime"]
+print(f"| cudaLaunchKernel through the fake runtime (PyTorch's path), without devrt / devrt timing off | {r0:.1f} / {r1:.0f} ns/call (+{r1-r0:.0f} ns) |")
 c0, c1 = dv["without-devrt-cold"], dv["devrt-timing-off-cold"]
 print(f"| cuLaunchKernel, fake driver, caches cold (8 MiB written between calls, each call timed), without devrt / devrt timing off | {c0:.0f} / {c1:.0f} ns/call (+{c1-c0:.0f} ns) |")
 PY

@@ -20,22 +20,26 @@ taskset -c 12 $b/ringdump --follow /dev/shm 10 > /dev/null &
 consumer=$!
 trap 'kill $consumer 2>/dev/null' EXIT
 # First, with .device/fakecuda: ns per cuLaunchKernel in a loop (1M calls,
-# a ring that holds 10 ms of them) and with cold caches (4 MiB written
-# between two calls, a driver that takes 2 us; 20,000 calls), calls
-# reported, timing off; interleaved, 5 rounds.
+# a ring that holds 10 ms of them), the same through the runtime's
+# cudaLaunchKernel (rt: PyTorch's path, the driver launch folded into the
+# runtime's record) and with cold caches (4 MiB written between two calls,
+# a driver that takes 2 us; 20,000 calls), calls reported, timing off;
+# interleaved, 5 rounds.
 if [ -d .device/fakecuda ]; then
 	for r in 1 2 3 4 5; do
-		for mode in warm cold; do
+		for mode in warm rt cold; do
 			for cfg in none "${builds[@]}"; do
 				env=(FAKECUDA_COUNT=0 LD_LIBRARY_PATH=.device/fakecuda GPUEXT_DEVRT_RING_SLOTS=262144)
 				n=1000000
+				calls=launch
+				[ $mode = rt ] && calls=rtlaunch
 				if [ $mode = cold ]; then
 					env+=(CALLBENCH_THRASH=4096 FAKECUDA_DELAY_US=2 FAKECUDA_DELAY_SPIN=1)
 					n=20000
 				fi
 				[ $cfg = none ] || env+=(LD_PRELOAD=$PWD/$cfg/libgpuext-devrt.so GPUEXT_DEVRT_SAMPLE=0)
 				rm -f /dev/shm/gpuext-devrt-*.ring
-				echo "$mode $cfg $(env "${env[@]}" taskset -c 2 .device/fakecuda/callbench launch $n |
+				echo "$mode $cfg $(env "${env[@]}" taskset -c 2 .device/fakecuda/callbench $calls $n |
 					sed 's/.*ns_per_call":\([0-9.]*\).*/\1/')"
 			done
 		done

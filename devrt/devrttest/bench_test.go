@@ -33,6 +33,10 @@ func BenchmarkDevrtOverhead(b *testing.B) {
 		// this loop of ~50 ns calls would time about one in 200,000.
 		{"devrt-sample-32", []string{"GPUEXT_DEVRT_SAMPLE=32", "GPUEXT_DEVRT_SAMPLE_GAP_US=0"}},
 		{"devrt-ring-full", []string{"GPUEXT_DEVRT_SAMPLE=0", "GPUEXT_DEVRT_RING_SLOTS=64"}},
+		// PyTorch's path: cudaLaunchKernel through the runtime, whose
+		// cuLaunchKernel devrt folds into the runtime call's record.
+		{"without-devrt-runtime", nil},
+		{"devrt-timing-off-runtime", []string{"GPUEXT_DEVRT_SAMPLE=0"}},
 		// Cold: 8 MiB written between two calls, as a program's own work
 		// evicts what devrt's last call left in the caches; each call timed
 		// on its own, 20,000 of them whatever b.N.
@@ -51,7 +55,11 @@ func BenchmarkDevrtOverhead(b *testing.B) {
 					"GPUEXT_DEVRT_DIR="+ringDir, "GPUEXT_DEVRT_RING_SLOTS="+strconv.Itoa(ringSlots(calls)))
 				env = append(env, bc.env...) // a configuration's own ring size wins
 			}
-			cmd := exec.Command(filepath.Join(fake, "callbench"), "launch", strconv.Itoa(calls))
+			mode := "launch"
+			if strings.HasSuffix(bc.name, "-runtime") {
+				mode = "rtlaunch"
+			}
+			cmd := exec.Command(filepath.Join(fake, "callbench"), mode, strconv.Itoa(calls))
 			cmd.Env = append(os.Environ(), env...)
 			out, err := cmd.Output()
 			if err != nil {
@@ -69,6 +77,7 @@ func BenchmarkDevrtOverhead(b *testing.B) {
 }
 
 // The cold rows' thrash (callbench's CALLBENCH_THRASH, KiB) and calls.
+// The rows named *-runtime run callbench's rtlaunch mode.
 const (
 	coldThrash = "CALLBENCH_THRASH=8192"
 	coldCalls  = 20000
