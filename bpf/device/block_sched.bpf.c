@@ -49,7 +49,7 @@ int block_entry(const struct gpuext_dev_ctx *ctx)
 
 	/* Thread 0 starts with its block (all of a block's warps are placed
 	 * at once); a plain store to shared memory, no warp waits. */
-	if (gpuext_thread_linear() != 0)
+	if (!gpuext_first_thread())
 		return 0;
 	st = bpf_map_lookup_elem(&gx_blk, &zero);
 	if (!st)

@@ -46,13 +46,36 @@ static __always_inline __u64 gpuext_thread_linear(void)
 	return (tz * by + ty) * bx + tx;
 }
 
-/* gpuext_block_threads - threads per block. */
-static __always_inline __u64 gpuext_block_threads(void)
+/*
+ * gpuext_first_thread - whether this is thread (0, 0, 0) of its block, and
+ * gpuext_first_block whether its block is block (0, 0, 0) of the grid: the
+ * three indexes ORed, where the linear index multiplies them by the
+ * dimensions first. Every warp of a kernel asks, on its way in.
+ */
+static __always_inline int gpuext_first_thread(void)
+{
+	__u64 x, y, z;
+
+	bpf_get_thread_idx(&x, &y, &z);
+	return (x | y | z) == 0;
+}
+
+static __always_inline int gpuext_first_block(void)
+{
+	__u64 x, y, z;
+
+	bpf_get_block_idx(&x, &y, &z);
+	return (x | y | z) == 0;
+}
+
+/* gpuext_block_threads - threads per block (at most 1024: 32-bit
+ * multiplies, one instruction each where 64-bit ones take several). */
+static __always_inline __u32 gpuext_block_threads(void)
 {
 	__u64 bx, by, bz;
 
 	bpf_get_block_dim(&bx, &by, &bz);
-	return bx * by * bz;
+	return (__u32)bx * (__u32)by * (__u32)bz;
 }
 
 #endif /* GPUEXT_DEVICE_H */

@@ -24,7 +24,7 @@ int launch_entry(const struct gpuext_dev_ctx *ctx)
 {
 	struct gpuext_dev_launch rec = {};
 
-	if (gpuext_block_linear() != 0 || gpuext_thread_linear() != 0)
+	if (!gpuext_first_block() || !gpuext_first_thread())
 		return 0;
 	rec.kernel_id = ctx->kernel_id;
 	rec.start_ns = bpf_get_globaltimer();

@@ -35,7 +35,7 @@ __u64 sm_entry(const struct gpuext_dev_ctx *ctx)
 	__u32 zero = 0;
 	struct gpuext_dev_sm *sm;
 
-	if (gpuext_thread_linear() != 0)
+	if (!gpuext_first_thread())
 		return now;
 	sm = bpf_map_lookup_elem(&gx_sm, &zero);
 	if (!sm)

@@ -79,7 +79,7 @@ __u64 occ_entry(const struct gpuext_dev_ctx *ctx)
 	__u64 now = bpf_get_globaltimer();
 	struct gpuext_dev_occ *o;
 
-	if (gpuext_thread_linear() != 0)
+	if (!gpuext_first_thread())
 		return now;
 	o = occ_slot(now);
 	if (o)
