@@ -1025,19 +1025,48 @@ func (g *gen) arraySlot(t gpumap.Type) {
 
 // arrayElem leaves in %gt3 the address of element %gk0 (low 32 bits) of
 // this thread's copy of m, or 0 (a copy beyond the slots counts a drop).
+// Where elem32 allows, the copy and the element are indexed in 32-bit
+// registers with one widening multiply for the address; an index out of
+// range is computed all the same (it may wrap) and discarded with it.
 func (g *gen) arrayElem(m gpumap.Map) {
-	g.arraySlot(m.Type)
-	g.f("and.b64 %%gt1, %%gk0, 4294967295;")
-	g.f("setp.ge.u64 %%gp1, %%gt1, %d;", m.MaxEntries)
-	g.f("setp.ge.u64 %%gp0, %%gt2, %d;", m.Slots)
+	w, slot, key := "u64", "%gt2", "%gt1"
+	if elem32(m) {
+		w, slot, key = "u32", "%gw3", "%gw2"
+		if m.Type == gpumap.PerSMArray {
+			g.f("mov.u32 %%gw3, %%smid;")
+		} else {
+			g.f("mov.u32 %%gw3, 0;")
+		}
+		g.f("cvt.u32.u64 %%gw2, %%gk0;")
+	} else {
+		g.arraySlot(m.Type)
+		g.f("and.b64 %%gt1, %%gk0, 4294967295;")
+	}
+	g.f("setp.ge.%s %%gp1, %s, %d;", w, key, m.MaxEntries)
+	g.f("setp.ge.%s %%gp0, %s, %d;", w, slot, m.Slots)
 	g.f("@%%gp0 red.global.add.u64 [%%gbase+%d], 1;", m.Offset+gpumap.OffDrops)
 	g.f("or.pred %%gp0, %%gp0, %%gp1;")
-	g.f("mul.lo.u64 %%gt3, %%gt2, %d;", m.MaxEntries)
-	g.f("add.s64 %%gt3, %%gt3, %%gt1;")
-	g.f("mul.lo.u64 %%gt3, %%gt3, %d;", m.Stride)
+	if w == "u32" {
+		g.f("mad.lo.u32 %%gw3, %%gw3, %d, %%gw2;", m.MaxEntries)
+		g.f("mul.wide.u32 %%gt3, %%gw3, %d;", m.Stride)
+	} else {
+		g.f("mul.lo.u64 %%gt3, %%gt2, %d;", m.MaxEntries)
+		g.f("add.s64 %%gt3, %%gt3, %%gt1;")
+		g.f("mul.lo.u64 %%gt3, %%gt3, %d;", m.Stride)
+	}
 	g.f("add.s64 %%gt3, %%gt3, %%gbase;")
 	g.f("add.s64 %%gt3, %%gt3, %d;", m.DataOffset())
 	g.f("@%%gp0 mov.b64 %%gt3, 0;")
+}
+
+// elem32 says whether arrayElem can index m in 32 bits: one copy, or one
+// per SM (%smid is 32 bits), and every element's index below 2^32. Every
+// warp that updates a per-SM count looks its element up; 64-bit index
+// arithmetic costs it several instructions more, and on a kernel whose
+// warps do little else each shows (devrt/jit/README.md, Benchmark).
+func elem32(m gpumap.Map) bool {
+	return (m.Type == gpumap.Array || m.Type == gpumap.PerSMArray) &&
+		uint64(m.Slots)*uint64(m.MaxEntries) <= 1<<32
 }
 
 // blockElem leaves in %gt3 the shared-memory address of element %gk0 (low
