@@ -1,44 +1,73 @@
 #!/bin/bash
-# Two builds of the shipped device probes side by side on a GPU: the
-# objects now in jitcheck (device/<probe>) and an earlier build's, each
-# patched into the benchmark kernels in the same run and timed by
+# Two builds of the device probes side by side on a GPU: the probes as
+# jitcheck compiles them now, and an earlier build's (its probe objects, or
+# a whole earlier jitcheck: its compiler and its embedded probes), each
+# patched into the benchmark kernels and timed in the same run by
 # jit_bench.py (warp level), RUNS times over; then a table of each probe's
 # ratio to the uninstrumented kernel, before -> after, per run.
 #
 # Build where Go is, then run on the GPU machine from the repository root:
 #   CGO_ENABLED=0 go build -o .device/jitcheck ./devrt/jit/cmd/jitcheck
+# and either the earlier objects:
 #   mkdir -p .device/oldprobes && for p in block_sched launch_latency sm_load warp_occupancy; do
-#     git show REV:bpf/device/$p.bpf.o > .device/oldprobes/old_$p.bpf.o; done
-#   bash bench/device/jit_probes_ab.sh        (RUNS=2, ROUNDS=21, OLD=.device/oldprobes;
-#                                             SASS=1 also writes each module's SASS to $OUT/sass,
-#                                             ptxas -arch=sm_90 and cuobjdump from the CUDA toolkit)
+#     git show REV:bpf/device/$p.bpf.o > .device/oldprobes/$p.bpf.o; done
+# or an earlier jitcheck (git worktree add /tmp/old REV; build it there):
+#   (cd /tmp/old && CGO_ENABLED=0 go build -o $OLDPWD/.device/jitcheck-old ./devrt/jit/cmd/jitcheck)
+#   bash bench/device/jit_probes_ab.sh     (RUNS=2, ROUNDS=21; OLD=.device/oldprobes, or
+#                                          OLDJIT=.device/jitcheck-old; SASS=1 also writes each
+#                                          module's SASS to $OUT/sass: ptxas -arch=sm_90, cuobjdump)
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}
 T=${JITCHECK:-$PWD/.device/jitcheck}
-OLD=$(realpath "${OLD:-.device/oldprobes}")
 PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
 PROBES="launch_latency sm_load warp_occupancy block_sched"
-P=empty
+new=empty old=empty
 for p in $PROBES; do
-	P=$P,device/$p,$OLD/old_$p.bpf.o
+	new=$new,device/$p
+	if [ -n "${OLDJIT:-}" ]; then
+		old=$old,device/$p
+	else
+		old=$old,$(realpath "${OLD:-.device/oldprobes}")/$p.bpf.o
+	fi
 done
 mkdir -p "$OUT"
 for run in $(seq "${RUNS:-2}"); do
 	W=$(mktemp -d /tmp/jitab.XXXX)
-	"$T" bench -out "$W" -levels warp -probes "$P" > /dev/null || exit 2
+	"$T" bench -out "$W/new" -levels warp -probes "$new" > /dev/null || exit 2
+	"${OLDJIT:-$T}" bench -out "$W/old" -levels warp -probes "$old" > /dev/null || exit 2
+	# One benchmark of both: the old build's modules renamed old_<probe>.
+	"$PY" - "$W" <<'PY' || exit 2
+import json, os, shutil, sys
+w = sys.argv[1]
+os.makedirs(f"{w}/ab")
+old, new = (json.load(open(f"{w}/{d}/bench.json")) for d in ("old", "new"))
+out = []
+for v in old["variants"]:
+    src = f"{w}/old/{v['ptx']}"
+    if v["probe"]:
+        v = dict(v, name=v["name"].replace("+", "+old_", 1), probe="old_" + v["probe"], ptx="old." + v["ptx"])
+    shutil.copy(src, f"{w}/ab/{v['ptx']}")
+    out.append(v)
+for v in new["variants"]:
+    if v["probe"]:
+        shutil.copy(f"{w}/new/{v['ptx']}", f"{w}/ab/{v['ptx']}")
+        out.append(v)
+old["variants"] = out
+json.dump(old, open(f"{w}/ab/bench.json", "w"), indent=1)
+PY
 	if [ "${SASS:-0}" = 1 ] && [ "$run" = 1 ]; then
 		mkdir -p "$OUT/sass"
-		for f in "$W"/*.ptx; do
+		for f in "$W"/ab/*.ptx; do
 			b=$(basename "${f%.ptx}")
 			/usr/local/cuda/bin/ptxas -arch=sm_90 "$f" -o "$W/$b.cubin" &&
 				/usr/local/cuda/bin/cuobjdump -sass "$W/$b.cubin" > "$OUT/sass/$b.sass"
 		done
 	fi
-	(cd bench/device && ROUNDS=${ROUNDS:-21} "$PY" jit_bench.py "$W") > "$OUT/jit_probes_ab.$run.txt" 2>&1 || {
+	(cd bench/device && ROUNDS=${ROUNDS:-21} "$PY" jit_bench.py "$W/ab") > "$OUT/jit_probes_ab.$run.txt" 2>&1 || {
 		tail "$OUT/jit_probes_ab.$run.txt"; exit 1; }
 done
-"$PY" - "$OUT" "${RUNS:-2}" $PROBES <<'PY'
+"$PY" - "$OUT" "${RUNS:-2}" empty $PROBES <<'PY'
 import re, sys
 out, runs, probes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 ratio = {}
