@@ -186,8 +186,9 @@ _Static_assert(sizeof(struct gpuext_event) <= GPUEXT_SLOT_PAYLOAD,
 	       "a call's record fits one slot");
 
 /* The record of n slots at pos: copied, then committed. */
-static __attribute__((noinline)) void write_slots(struct gpuext_slot *slots, __u64 mask, __u64 pos,
-			__u32 n, const char *src, __u32 len)
+static __attribute__((noinline)) void
+write_slots(struct gpuext_slot *slots, __u64 mask, __u64 pos, __u32 n,
+	    const char *src, __u32 len)
 {
 	__u32 i;
 
