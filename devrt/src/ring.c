@@ -185,8 +185,9 @@ static inline void copy_record(void *dst, const void *src, __u32 k)
 _Static_assert(sizeof(struct gpuext_event) <= GPUEXT_SLOT_PAYLOAD,
 	       "a call's record fits one slot");
 
-/* The record of n slots at pos: copied, then committed. */
-static __attribute__((noinline)) void
+/* The record of n slots at pos: copied, then committed.  Inlined where n
+ * and len are constants (a call's record: one slot, a known size). */
+static inline __attribute__((always_inline)) void
 write_slots(struct gpuext_slot *slots, __u64 mask, __u64 pos, __u32 n,
 	    const char *src, __u32 len)
 {
@@ -207,6 +208,14 @@ write_slots(struct gpuext_slot *slots, __u64 mask, __u64 pos, __u32 n,
 	for (i = n; i-- > 0;)
 		__atomic_store_n(&slots[(pos + i) & mask].seq, pos + i + 1,
 				 __ATOMIC_RELEASE);
+}
+
+/* Any other record (registrations, GPU execution, injections), apart. */
+static __attribute__((noinline)) void
+write_slots_any(struct gpuext_slot *slots, __u64 mask, __u64 pos, __u32 n,
+		const char *src, __u32 len)
+{
+	write_slots(slots, mask, pos, n, src, len);
 }
 
 /*
@@ -261,18 +270,11 @@ DEVRT_HOT int devrt_ring_write(const void *rec, __u32 len)
 	i = __atomic_add_fetch(&h->records, 1, __ATOMIC_RELAXED);
 	if (unlikely(devrt.disable_after) && i >= devrt.disable_after)
 		devrt_disable(DEVRT_REASON_INJECTED); /* after this record */
-	if (likely(len == sizeof(struct gpuext_event))) {
-		/* A call's record, nearly every record: one slot, copied
-		 * at a size known here. */
-		struct gpuext_slot *s = &slots[pos & mask];
-
-		copy_record(s->data, src, sizeof(struct gpuext_event));
-		s->len = len;
-		s->nslots = 1;
-		__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
-	} else {
-		write_slots(slots, mask, pos, n, src, len);
-	}
+	if (likely(len == sizeof(struct gpuext_event)))
+		/* A call's record, nearly every record. */
+		write_slots(slots, mask, pos, 1, src, sizeof(struct gpuext_event));
+	else
+		write_slots_any(slots, mask, pos, n, src, len);
 	/* The next record's slot was last written by the consumer (it frees
 	 * slots by writing their sequence numbers): ask for its lines now,
 	 * for writing, so that they have moved to this core by the next call

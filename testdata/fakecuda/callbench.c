@@ -48,7 +48,7 @@ static double now_ns(void)
 /* rtlaunch: a fat binary of no parts (the fake runtime loads it, the fake
  * driver names kernels on demand) and a host stub registered for the one
  * kernel, as nvcc's registration code does. */
-static const unsigned long long rt_fatbin[2] = { 0x00100001ba55ed50ULL, 0 };
+static const unsigned long long rt_fatbin[2] = FATBIN_EMPTY;
 static struct fatbin_wrapper rt_wrapper = {
 	.magic = FATBINC_MAGIC, .version = 1, .data = rt_fatbin,
 };

@@ -279,6 +279,9 @@ typedef struct cudaLaunchConfig_st {
  */
 #define FATBINC_MAGIC		0x466243b1
 #define FATBIN_DATA_MAGIC	0xba55ed50u	/* first word of a fat binary */
+/* A fat binary of no parts, as two 64-bit words: magic, version 1, header
+ * size 16, then a payload size of 0. */
+#define FATBIN_EMPTY { 16ULL << 48 | 1ULL << 32 | FATBIN_DATA_MAGIC, 0 }
 
 struct fatbin_wrapper {
 	int magic;

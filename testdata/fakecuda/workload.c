@@ -499,9 +499,7 @@ static const char vecadd_ptx[] =
 	")\n{\n\tret;\n}\n";
 
 /* A fat binary: header only (magic, version 1, header size 16, no parts). */
-static const unsigned long long saxpy_fatbin[2] = {
-	0x00100001ba55ed50ULL, 0,
-};
+static const unsigned long long saxpy_fatbin[2] = FATBIN_EMPTY;
 
 /* What nvcc emits as __fatDeviceText and passes to __cudaRegisterFatBinary. */
 static struct fatbin_wrapper saxpy_wrapper = {
