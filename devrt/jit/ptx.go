@@ -1299,7 +1299,14 @@ func (g *gen) call(i int, in Insn) error {
 		// %gt1: record index + 1 in this SM's shard; its slot: the
 		// shard's slots + (index % shard slots) * stride
 		g.f("add.s64 %%gt2, %%gt1, -1;")
-		g.f("rem.u64 %%gt2, %%gt2, %d;", m.ShardSlots())
+		if n := m.ShardSlots(); n&(n-1) == 0 {
+			// ptxas makes rem.u64 a call of its 64-bit division
+			// (about 50 instructions, two conversions through
+			// floating point), even by a constant power of two.
+			g.f("and.b64 %%gt2, %%gt2, %d;", n-1)
+		} else {
+			g.f("rem.u64 %%gt2, %%gt2, %d;", n)
+		}
 		if m.Shards > 1 {
 			g.f("mov.u32 %%gw4, %%smid;")
 			g.f("and.b32 %%gw4, %%gw4, %d;", m.Shards-1)
@@ -1458,9 +1465,10 @@ func (g *gen) hashFunc(mi int, m gpumap.Map) {
 }
 
 // ringReserve emits, in a scope of its own, the reservation of a record of
-// ring m: out gets the record index + 1 (never 0). Lanes that reserve
-// together take one atom.add on head, made by the lowest, and each lane
-// takes base + its rank. Wait-free: the ring overwrites
+// ring m: out gets the record index + 1 (never 0). Per thread, lanes that
+// reserve together take one atom.add on head, made by the lowest, and each
+// lane takes base + its rank; at warp level the leader, alone in the body,
+// adds 1. Wait-free: the ring overwrites
 // (gpumap.RingOutput). between emits what the lanes do while the atomic is
 // in flight; nothing of it may read out.
 func (g *gen) ringReserve(m gpumap.Map, out string, between func()) {
@@ -1480,6 +1488,16 @@ func (g *gen) ringReserve(m gpumap.Map, out string, between func()) {
 		g.f("add.s64 %%xb, %%xb, %%xh;")
 	}
 	g.f("add.s64 %%xb, %%xb, %d;", head)
+	if !g.c.Opts.PerThread {
+		// Warp level: the body runs in the warp's leader alone, so it
+		// takes one index, with no ranking of lanes and no broadcast
+		// of the base (two shfl the record's stores waited for).
+		g.f("atom.global.add.u64 %%xbase, [%%xb], 1;")
+		between()
+		g.f("add.s64 %s, %%xbase, 1;", out)
+		g.f("}")
+		return
+	}
 	g.f("activemask.b32 %%xm;")
 	g.f("popc.b32 %%xn, %%xm;")
 	g.f("mov.u32 %%xl, %%lanemask_lt;")
