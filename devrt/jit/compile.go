@@ -2,6 +2,7 @@ package jit
 
 import (
 	"fmt"
+	"math/bits"
 	"reflect"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
@@ -140,6 +141,9 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 		if slots == 0 {
 			return nil, fmt.Errorf("ring %q of %d bytes cannot hold one %d-byte record", name, b, vs)
 		}
+		// A power of two: a record's slot is then its index masked
+		// (ringbuf_output in ptx.go), not a 64-bit division.
+		slots = 1 << (bits.Len32(slots) - 1)
 		defs[j].ValueSize, defs[j].MaxEntries = vs, slots
 	}
 	lay, err := gpumap.NewLayout(defs)
