@@ -1224,7 +1224,7 @@ struct gpuext_dev_launch {
 
 /* sm_load: per-SM totals (per-SM array gx_sm, key 0). 24 bytes. */
 struct gpuext_dev_sm {
-	__u64 blocks;     /* blocks whose thread 0 started on the SM */
+	__u64 blocks;     /* blocks that ran on the SM (counted at thread 0's exit) */
 	__u64 threads;    /* their threads */
 	__u64 lane_ns;    /* sum over exits of (ns since the warp's entry) x lanes */
 };

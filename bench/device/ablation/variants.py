@@ -58,7 +58,7 @@ FORMS = {
 }
 # timing only: the ring's head taken from %globaltimer, not an atom.add
 # (records may collide): what waiting for the head costs
-FORMS["nohead"] = [(re.compile(r"@%xq atom\.global\.add\.u64\s+%xbase, \[%xb\], %xd;"),
+FORMS["nohead"] = [(re.compile(r"(?:@%xq )?atom\.global\.add\.u64\s+%xbase, \[%xb\], (?:%xd|1);"),
                     "mov.u64 %xbase, %globaltimer;")]
 # the ring record's payload in 16-byte stores (st.global.v2.u64) instead
 # of 8-byte ones

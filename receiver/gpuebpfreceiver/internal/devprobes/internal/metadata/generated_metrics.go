@@ -506,7 +506,7 @@ type metricGpuKernelSmBlocks struct {
 // init fills gpu.kernel.sm.blocks metric with initial data.
 func (m *metricGpuKernelSmBlocks) init() {
 	m.data.SetName("gpu.kernel.sm.blocks")
-	m.data.SetDescription("Thread blocks that started on each SM (sm_load), all instrumented kernels of the process (with block_sample n, each block sampled counts n).")
+	m.data.SetDescription("Thread blocks that ran on each SM (sm_load, counted when thread 0 exits), all instrumented kernels of the process (with block_sample n, each block sampled counts n).")
 	m.data.SetUnit("{block}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)

@@ -346,7 +346,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.kernel.sm.blocks"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Thread blocks that started on each SM (sm_load), all instrumented kernels of the process (with block_sample n, each block sampled counts n).", mi.Description())
+						assert.Equal(t, "Thread blocks that ran on each SM (sm_load, counted when thread 0 exits), all instrumented kernels of the process (with block_sample n, each block sampled counts n).", mi.Description())
 						assert.Equal(t, "{block}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -363,7 +363,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.kernel.sm.blocks"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Thread blocks that started on each SM (sm_load), all instrumented kernels of the process (with block_sample n, each block sampled counts n).", mi.Description())
+						assert.Equal(t, "Thread blocks that ran on each SM (sm_load, counted when thread 0 exits), all instrumented kernels of the process (with block_sample n, each block sampled counts n).", mi.Description())
 						assert.Equal(t, "{block}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
