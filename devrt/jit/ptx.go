@@ -275,9 +275,57 @@ func ctxInMemory(p *compiledProg) bool {
 	return false
 }
 
+// uniformHelpers return the same value in every lane of a warp (and write,
+// through their pointers, only the stack): they read the clock, the SM,
+// the block, the grid and the warp, never the lane.
+var uniformHelpers = map[int64]bool{
+	HelperKtime: true, HelperGlobaltimer: true, HelperBlockIdx: true, HelperBlockDim: true,
+	HelperGridDim: true, HelperSMID: true, HelperWarpID: true, HelperNSMID: true,
+	HelperGlobalWarp: true, HelperBlockLinear: true, HelperActiveLanes: true, HelperGridID: true,
+}
+
+// laneUniform tells whether entry program p can run in every lane of a
+// warp, at warp level, without electing a leader and sharing its r0: it
+// touches no map and no memory but its stack, kept in registers (and a ctx
+// read in place), and calls only uniformHelpers. Its inputs are then the
+// same in every lane of a warp that enters the kernel together, so each
+// lane computes the leader's r0 itself. Why: the shfl that hands the
+// leader's r0 to the lanes waits for it, and sm_load's entry returns
+// %globaltimer, whose read a warp otherwise waits for before the kernel's
+// first instruction (the carried value is not used before the exit).
+func laneUniform(p *compiledProg, c *Compiled) bool {
+	if p.Site != SiteEntry || ctxInMemory(p) {
+		return false
+	}
+	if usesStack(p) {
+		if _, regs := stackInRegs(p, c); !regs {
+			return false
+		}
+	}
+	for i, in := range p.Insns {
+		if !p.facts.visited[i] {
+			continue
+		}
+		switch {
+		case in.Map != "":
+			return false
+		case in.isCall():
+			if in.Src != 0 || !uniformHelpers[in.Imm] {
+				return false
+			}
+		case in.class() == clsST || in.class() == clsSTX || in.class() == clsLDX:
+			if k := p.facts.mem[i].k; k != kStack && !(k == kCtx && in.class() == clsLDX) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func (g *gen) probe(name string, withRet bool) error {
 	p := g.p
-	warp := !g.c.Opts.PerThread
+	// warp: the body runs in an elected leader, whose r0 the lanes share
+	warp := !g.c.Opts.PerThread && !laneUniform(p, g.c)
 	done := DoneLabel(g.pi)
 	fmt.Fprintf(&g.b, "\n// %s: program %s (section %s)\n", name, p.Name, p.Section)
 	params := fmt.Sprintf("(.param .u64 %[1]s0, .param .u64 %[1]s1, .param .u64 %[1]s2)", ctxParam)
