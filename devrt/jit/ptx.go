@@ -286,15 +286,17 @@ var uniformHelpers = map[int64]bool{
 
 // laneUniform tells whether entry program p can run in every lane of a
 // warp, at warp level, without electing a leader and sharing its r0: it
-// touches no map and no memory but its stack, kept in registers (and a ctx
-// read in place), and calls only uniformHelpers. Its inputs are then the
-// same in every lane of a warp that enters the kernel together, so each
-// lane computes the leader's r0 itself. Why: the shfl that hands the
+// touches no map, no ctx and no memory but its stack, kept in registers,
+// and calls only uniformHelpers. Its inputs are then the same in every
+// lane of a warp that enters the kernel together, so each lane computes
+// the leader's r0 itself. (The ctx is left out: devrt/ptx's entry sites
+// pass every lane the same, but the warp-level contract is the leader's
+// ctx, and the GPU check's harness gives each lane its own.) Why: the shfl that hands the
 // leader's r0 to the lanes waits for it, and sm_load's entry returns
 // %globaltimer, whose read a warp otherwise waits for before the kernel's
 // first instruction (the carried value is not used before the exit).
 func laneUniform(p *compiledProg, c *Compiled) bool {
-	if p.Site != SiteEntry || ctxInMemory(p) {
+	if p.Site != SiteEntry {
 		return false
 	}
 	if usesStack(p) {
@@ -314,7 +316,7 @@ func laneUniform(p *compiledProg, c *Compiled) bool {
 				return false
 			}
 		case in.class() == clsST || in.class() == clsSTX || in.class() == clsLDX:
-			if k := p.facts.mem[i].k; k != kStack && !(k == kCtx && in.class() == clsLDX) {
+			if p.facts.mem[i].k != kStack {
 				return false
 			}
 		}
