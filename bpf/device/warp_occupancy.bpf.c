@@ -8,9 +8,10 @@
  * of GPUEXT_DEV_OCC_BUCKETS struct gpuext_dev_occ; see gpuext_abi.h).
  * lane_ns / 32 / bucket length is the mean number of resident warps. A
  * new bucket takes its slot over without a reset state (see occ_slot).
- * Thread 0 counts its block's threads at entry, so the other warps touch
- * memory only at their exit (as sm_load), with one reduction when they
- * exit in the bucket they entered in.
+ * Thread 0 counts its block's threads at entry and so finds or claims its
+ * bucket's slot, so the other warps touch memory only at their exit, with
+ * one reduction when they exit in the bucket they entered in (sm_load
+ * counts at thread 0's exit instead: it has no slot to claim).
  * Receiver: gpu.warp.occupancy.
  */
 #include <linux/bpf.h>
