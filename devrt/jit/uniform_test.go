@@ -17,6 +17,15 @@ import (
 func TestLaneUniform(t *testing.T) {
 	call := func(id int64) asm.Instruction { return asm.BuiltinFunc(id).Call() }
 	R0, R1, R2, R3, R10 := asm.R0, asm.R1, asm.R2, asm.R3, asm.R10
+	// dim3 calls a helper that writes x, y, z to the stack and returns x.
+	dim3 := func(id int64) asm.Instructions {
+		return asm.Instructions{
+			asm.Mov.Reg(R1, R10), asm.Add.Imm(R1, -8),
+			asm.Mov.Reg(R2, R10), asm.Add.Imm(R2, -16),
+			asm.Mov.Reg(R3, R10), asm.Add.Imm(R3, -24),
+			call(id),
+			asm.LoadMem(R0, R10, -8, asm.DWord), asm.Return()}
+	}
 	for _, c := range []struct {
 		name    string
 		site    Site
@@ -25,20 +34,10 @@ func TestLaneUniform(t *testing.T) {
 	}{
 		{"globaltimer", SiteEntry, asm.Instructions{call(HelperGlobaltimer), asm.Return()}, true},
 		{"kernel id from the ctx", SiteEntry, asm.Instructions{asm.LoadMem(R0, R1, 16, asm.DWord), asm.Return()}, false},
-		{"block index through the stack", SiteEntry, asm.Instructions{
-			asm.Mov.Reg(R1, R10), asm.Add.Imm(R1, -8),
-			asm.Mov.Reg(R2, R10), asm.Add.Imm(R2, -16),
-			asm.Mov.Reg(R3, R10), asm.Add.Imm(R3, -24),
-			call(HelperBlockIdx),
-			asm.LoadMem(R0, R10, -8, asm.DWord), asm.Return()}, true},
+		{"block index through the stack", SiteEntry, dim3(HelperBlockIdx), true},
 		{"SM id and active lanes", SiteEntry, asm.Instructions{
 			call(HelperSMID), asm.Mov.Reg(asm.R6, R0), call(HelperActiveLanes), asm.Add.Reg(R0, asm.R6), asm.Return()}, true},
-		{"thread index: the lane's own", SiteEntry, asm.Instructions{
-			asm.Mov.Reg(R1, R10), asm.Add.Imm(R1, -8),
-			asm.Mov.Reg(R2, R10), asm.Add.Imm(R2, -16),
-			asm.Mov.Reg(R3, R10), asm.Add.Imm(R3, -24),
-			call(HelperThreadIdx),
-			asm.LoadMem(R0, R10, -8, asm.DWord), asm.Return()}, false},
+		{"thread index: the lane's own", SiteEntry, dim3(HelperThreadIdx), false},
 		{"lane id", SiteEntry, asm.Instructions{call(HelperLaneID), asm.Return()}, false},
 		{"a map", SiteEntry, asm.Instructions{
 			asm.StoreImm(R10, -4, 0, asm.Word),
