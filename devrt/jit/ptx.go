@@ -41,6 +41,9 @@ type gen struct {
 	uniq         int
 	// sregs: the current program's stack is in registers (stackInRegs)
 	sregs bool
+	// elected: the current program's body runs in one elected lane of
+	// each warp (warp level, not laneUniform)
+	elected bool
 }
 
 func (g *gen) f(format string, args ...any) {
@@ -291,10 +294,11 @@ var uniformHelpers = map[int64]bool{
 // lane of a warp that enters the kernel together, so each lane computes
 // the leader's r0 itself. (The ctx is left out: devrt/ptx's entry sites
 // pass every lane the same, but the warp-level contract is the leader's
-// ctx, and the GPU check's harness gives each lane its own.) Why: the shfl that hands the
-// leader's r0 to the lanes waits for it, and sm_load's entry returns
-// %globaltimer, whose read a warp otherwise waits for before the kernel's
-// first instruction (the carried value is not used before the exit).
+// ctx, and the GPU check's harness gives each lane its own.) Why: the shfl
+// that hands the leader's r0 to the lanes waits for it, and sm_load's
+// entry returns %globaltimer, whose read a warp otherwise waits for before
+// the kernel's first instruction (the carried value is not used before
+// the exit).
 func laneUniform(p *compiledProg, c *Compiled) bool {
 	if p.Site != SiteEntry {
 		return false
@@ -328,6 +332,7 @@ func (g *gen) probe(name string, withRet bool) error {
 	p := g.p
 	// warp: the body runs in an elected leader, whose r0 the lanes share
 	warp := !g.c.Opts.PerThread && !laneUniform(p, g.c)
+	g.elected = warp
 	done := DoneLabel(g.pi)
 	fmt.Fprintf(&g.b, "\n// %s: program %s (section %s)\n", name, p.Name, p.Section)
 	params := fmt.Sprintf("(.param .u64 %[1]s0, .param .u64 %[1]s1, .param .u64 %[1]s2)", ctxParam)
@@ -1538,7 +1543,7 @@ func (g *gen) ringReserve(m gpumap.Map, out string, between func()) {
 		g.f("add.s64 %%xb, %%xb, %%xh;")
 	}
 	g.f("add.s64 %%xb, %%xb, %d;", head)
-	if !g.c.Opts.PerThread {
+	if g.elected {
 		// Warp level: the body runs in the warp's leader alone, so it
 		// takes one index, with no ranking of lanes and no broadcast
 		// of the base (two shfl the record's stores waited for).
