@@ -35,6 +35,14 @@ func TestShippedProbesCompile(t *testing.T) {
 					}
 					require.Contains(t, c.PTX, ".func "+ret+p.Func+"(.param .u64 __gx_c0, .param .u64 __gx_c1, .param .u64 __gx_c2)")
 				}
+				// ptxas makes a 64-bit division or remainder a call of
+				// some 50 instructions, even by a constant power of two
+				// (a ring slot's was one, in every block's last warp),
+				// and a .local stack a store per warp: a shipped probe
+				// has neither.
+				for _, slow := range []string{"div.u64", "div.s64", "rem.u64", "rem.s64", ".local"} {
+					require.NotContains(t, c.PTX, slow, "per thread: %v", per)
+				}
 			}
 		})
 	}
