@@ -13,6 +13,10 @@ use another PTX form, so one jit_ablation run compares them:
         16-byte store (timing only)
   clk:  %clock64 instead of %globaltimer (timing only)
   relaxed: per-block (shared memory) fetching atomics relaxed, not acq_rel
+  acqfence: per-block fetching atomics acquire-only, and a fence.acq_rel.cta
+        after each per-block store (thread 0's start): the release moved
+        from every warp's count to thread 0's entry
+  acq: the same without the fence (timing only)
   nobar: the kernel's entry without the per-block init and its bar.sync
         (wrong results: what the init and the barrier cost)
   relaxednobar: both
@@ -81,6 +85,14 @@ FORMS["relaxed"] = [("atom.acq_rel.cta.shared", "atom.shared")]
 FORMS["nobar"] = [(re.compile(r"call\s+__gpuext_block_init;"), ""),
                   (re.compile(r"\{[^{}]*\}\s*(\$GXI\d+_END:\s*)?bar\.sync\s+0;"), ""), (re.compile(r"bar\.sync\s+0;"), "")]
 FORMS["relaxednobar"] = FORMS["relaxed"] + FORMS["nobar"]
+# per-block counts acquire-only, and a fence after each per-block store:
+# the store (thread 0's start) is released by the fence and the count's
+# atomic that follows it, the last warp's acquire reads it (a release
+# fence in thread 0's warp at entry, none before each warp's count)
+FORMS["acqfence"] = [("atom.acq_rel.cta.shared", "atom.acquire.cta.shared"),
+                     (re.compile(r"(st\.volatile\.shared\.u64\s+\[%gr\d+\], %gr\d+;)"), r"\1\n\tfence.acq_rel.cta;")]
+# the same without the fence (timing only: what acquire alone costs)
+FORMS["acq"] = [("atom.acq_rel.cta.shared", "atom.acquire.cta.shared")]
 RSTORE = r"\t\tst\.global\.v2\.u64 \t\[%gt2\+{}\], \{{[^}}]*\}};\n"
 FORMS["onestore"] = [(re.compile(RSTORE.format("(?:16|32|48)")), "")]
 FORMS["nostores"] = [(re.compile(RSTORE.format("(?:0|16|32|48)")), "")]
