@@ -62,6 +62,11 @@ struct devrt_sym_info {
 	__u16 api;           /* enum gpuext_api; GPUEXT_API_NONE: not reported */
 	__u16 df;            /* DF_* */
 	__u32 cls;           /* GPUEXT_CLASS_* bit of the API (0: none) */
+	/* The record's first word as devrt_begin writes it: kind, api,
+	 * source, flags (GPUEXT_F_STACK_VALID with GPUEXT_CK_STACK), in the
+	 * order of struct gpuext_event (little-endian). */
+	__u64 head;
+	__u8 nargs;          /* argument words recorded: 9 with GPUEXT_CK_STACK, else 6 */
 };
 
 /* The GPUEXT_CLASS_* bit of an API, by the ranges of enum gpuext_api. */
