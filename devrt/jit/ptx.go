@@ -298,15 +298,10 @@ var uniformHelpers = map[int64]bool{
 // that hands the leader's r0 to the lanes waits for it, and sm_load's
 // entry returns %globaltimer, whose read a warp otherwise waits for before
 // the kernel's first instruction (the carried value is not used before
-// the exit).
-func laneUniform(p *compiledProg, c *Compiled) bool {
-	if p.Site != SiteEntry {
+// the exit). stackInMem: p's stack is a .local array (stackInRegs).
+func laneUniform(p *compiledProg, stackInMem bool) bool {
+	if p.Site != SiteEntry || stackInMem {
 		return false
-	}
-	if usesStack(p) {
-		if _, regs := stackInRegs(p, c); !regs {
-			return false
-		}
 	}
 	for i, in := range p.Insns {
 		if !p.facts.visited[i] {
@@ -330,8 +325,14 @@ func laneUniform(p *compiledProg, c *Compiled) bool {
 
 func (g *gen) probe(name string, withRet bool) error {
 	p := g.p
+	stack := usesStack(p)
+	var slots []int
+	g.sregs = false
+	if stack {
+		slots, g.sregs = stackInRegs(p, g.c)
+	}
 	// warp: the body runs in an elected leader, whose r0 the lanes share
-	warp := !g.c.Opts.PerThread && !laneUniform(p, g.c)
+	warp := !g.c.Opts.PerThread && !laneUniform(p, stack && !g.sregs)
 	g.elected = warp
 	done := DoneLabel(g.pi)
 	fmt.Fprintf(&g.b, "\n// %s: program %s (section %s)\n", name, p.Name, p.Section)
@@ -348,12 +349,6 @@ func (g *gen) probe(name string, withRet bool) error {
 	g.f(".reg .b32 %%gmask, %%glead;")
 	g.f(".reg .b64 %%gbase;")
 	g.f(".reg .pred %%gp<4>;")
-	stack := usesStack(p)
-	var slots []int
-	g.sregs = false
-	if stack {
-		slots, g.sregs = stackInRegs(p, g.c)
-	}
 	switch {
 	case g.sregs:
 		g.f(".reg .b64 %%gs<%d>;", StackSize/8)

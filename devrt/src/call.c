@@ -164,7 +164,7 @@ DEVRT_HOT int devrt_begin(struct devrt_call *c, enum devrt_sym id,
 	e->tid = likely(t->tid) ? t->tid : devrt_tid();
 	memset(&e->start_ns, 0, offsetof(struct gpuext_event, args) -
 				 offsetof(struct gpuext_event, start_ns));
-	n = s->nargs;
+	n = s->ck & GPUEXT_CK_STACK ? GPUEXT_NARGS : 6;
 	if (likely(n == GPUEXT_NARGS && nargs >= GPUEXT_NARGS)) {
 		memcpy(e->args, args, sizeof(e->args));
 	} else {

@@ -66,7 +66,6 @@ struct devrt_sym_info {
 	 * source, flags (GPUEXT_F_STACK_VALID with GPUEXT_CK_STACK), in the
 	 * order of struct gpuext_event (little-endian). */
 	__u64 head;
-	__u8 nargs;          /* argument words recorded: 9 with GPUEXT_CK_STACK, else 6 */
 };
 
 /* The GPUEXT_CLASS_* bit of an API, by the ranges of enum gpuext_api. */

@@ -155,8 +155,8 @@ static __attribute__((noinline)) void reg_look(const void *stub, __u32 h,
 /*
  * A reported runtime launch of stub: writes the stub's registration record
  * if no launch has yet.  No lock; after the first launch of a stub, a hash
- * and a look at the thread's seen stubs, or a probe or two of the table.  A record the full ring dropped is tried
- * again at the stub's next launch.
+ * and a look at the thread's seen stubs, or a probe or two of the table.
+ * A record the full ring dropped is tried again at the stub's next launch.
  */
 DEVRT_HOT void devrt_reg_launch(const void *stub)
 {

@@ -9,8 +9,7 @@
 #define INFO(sym, api, ck, df, ...)					\
 	[DEVRT_SYM_##sym] = { #sym, (ck), GPUEXT_API_##api, (df),	\
 			      DEVRT_CLASS_OF(GPUEXT_API_##api),		\
-			      DEVRT_HEAD(GPUEXT_API_##api, (ck)),		\
-			      (ck) & GPUEXT_CK_STACK ? 9 : 6 },
+			      DEVRT_HEAD(GPUEXT_API_##api, (ck)) },
 
 /* kind (named if the call has a name argument), api, source, flags. */
 #define DEVRT_HEAD(api, ck)						\

@@ -125,8 +125,8 @@ typedef cudaError_t (*rt_launch_fn)(const void *, dim3, dim3, void **, size_t,
  * each 12-byte dim3 travels in two registers (x | y << 32, then z), which
  * leaves sharedMem and stream on the stack (arguments 7 and 8).  Inlined
  * into each of the four exported launches: a call to one shared function
- * moved all eight arguments again (PyTorch's launch: 505 -> 489
- * instructions, 42 -> 39 lines of code, bench/devrt_footprint.sh).
+ * moved all eight arguments again (16 instructions of PyTorch's launch,
+ * bench/devrt_footprint.sh).
  */
 static inline __attribute__((always_inline)) cudaError_t
 launch_rt(enum devrt_sym id, const void *func, dim3 grid, dim3 block,
