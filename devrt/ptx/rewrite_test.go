@@ -417,6 +417,62 @@ func TestLink(t *testing.T) {
 	}
 }
 
+// TestLinkDynamicShared: a fragment's .shared arrays beside a module's
+// dynamic shared memory are linked 1,024-aligned and padded to multiples
+// of 1,024 bytes (the module's dynamic memory stays on its 1,024-byte
+// boundary); without dynamic memory, as written.
+func TestLinkDynamicShared(t *testing.T) {
+	const frag = ".shared .align 8 .b8 __gpuext_block[24];\n.shared .b8 big[1030];\n.global .u32 g;\n"
+	tests := []struct {
+		name, module string
+		want         string // the fragment's two .shared declarations as linked
+	}{
+		{"none", ".visible .entry k()\n{\nret;\n}\n",
+			".shared .align 8 .b8 __gpuext_block[24];\n.shared .b8 big[1030];"},
+		{"module extern (Triton)", ".extern .shared .align 16 .b8 global_smem[];\n.visible .entry k()\n{\nret;\n}\n",
+			".shared .align 1024 .b8 __gpuext_block[1024];\n.shared .align 1024 .b8 big[2048];"},
+		{"extern in a kernel", ".visible .entry k()\n{\n.extern .shared .align 16 .b8 s[];\nret;\n}\n",
+			".shared .align 1024 .b8 __gpuext_block[1024];\n.shared .align 1024 .b8 big[2048];"},
+		{"static shared only", ".shared .align 4 .b8 buf[128];\n.visible .entry k()\n{\nret;\n}\n",
+			".shared .align 8 .b8 __gpuext_block[24];\n.shared .b8 big[1030];"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Parse(testHeader + tt.module)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := ParseFragment(frag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := Write(f)
+			if err := Link(m, f); err != nil {
+				t.Fatal(err)
+			}
+			out := strings.ReplaceAll(Write(m), "\n\n", "\n")
+			if !strings.Contains(out, "\n"+tt.want+"\n.global .u32 g;\n") {
+				t.Errorf("linked:\n%s\nwant the fragment's arrays as\n%s", out, tt.want)
+			}
+			if Write(f) != before {
+				t.Errorf("the fragment changed:\n%s", Write(f))
+			}
+		})
+	}
+	// Anything but a byte array of known size cannot be padded.
+	for _, bad := range []string{".shared .align 8 .u64 s[3];\n", ".shared .align 8 .b8 s;\n", ".shared .align 4 .b8 s[2][4];\n"} {
+		m, _ := Parse(testHeader + ".extern .shared .align 16 .b8 dyn[];\n.visible .entry k()\n{\nret;\n}\n")
+		f, err := ParseFragment(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "ptx: link: fragment variable s at 1:1: beside dynamic shared memory a fragment's .shared variable must be a byte array of known size"
+		if err := Link(m, f); err == nil || err.Error() != want {
+			t.Errorf("link %q: %v, want %q", bad, err, want)
+		}
+	}
+}
+
 func TestKernelID(t *testing.T) {
 	// FNV-1a 64 computed by hand: offset basis, xor byte, multiply by prime
 	h := uint64(14695981039346656037)

@@ -3,6 +3,7 @@ package probepatch
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -56,6 +57,14 @@ func TestPatchCorpus(t *testing.T) {
 		require.NoError(t, err, f)
 		require.ElementsMatch(t, kernels, out.KernelNames())
 		require.Contains(t, string(res.PTX), ".visible .const .align 8 .u64 __gpuext_shared;")
+		// block_sched's per-block array: beside dynamic shared memory
+		// (Triton's softmax and GEMM) 1,024-aligned and padded, so that
+		// the kernel's own shared memory keeps its 1,024-byte boundary.
+		block := fmt.Sprintf(".shared .align 8 .b8 %s[%d];", jit.BlockSymbol, jit.BlockPad+c.Layout.BlockSize)
+		if bytes.Contains(src, []byte(".extern .shared")) {
+			block = ".shared .align 1024 .b8 " + jit.BlockSymbol + "[1024];"
+		}
+		require.Contains(t, string(res.PTX), block, f)
 		sites, err := Sites(res.PTX, c.Probes)
 		require.NoError(t, err)
 		cres, err := calls.Patch(context.Background(), &devrtinject.Module{PTX: src})
