@@ -6,7 +6,9 @@ with each shipped probe (and an empty probe: the call itself), compiled at
 warp level and per thread. Every module is loaded (its driver JIT time is
 reported), its shared region allocated as devrt does (device memory;
 REGION=mapped: host memory mapped into the device, devrt's first design) and
-pointed to by __gpuext_shared.
+pointed to by __gpuext_shared. Inputs hold a pattern of distinct words and
+every module's output must equal the original's; each row also shows the
+module's registers a thread, static shared memory and blocks an SM holds.
 Rounds interleave the variants of a kernel in a shuffled order; each round
 resets the regions, launches once to warm up, then times BATCH launches with
 CUDA events (a variant whose first launch takes over SLOW_MS, default 20 ms,
@@ -18,6 +20,7 @@ DIR/report.<probe>.bin for `jitcheck report`.
 usage: jit_bench.py DIR     (ROUNDS, BATCH, SLOW_MS, REGION override the defaults;
                             ONLY=kernel,... times only those)
 """
+import array
 import ctypes as c
 import hashlib
 import json
@@ -40,7 +43,8 @@ def main(d):
     cu.cuDeviceGetName(name, 256, dev)
     print(f"device: {name.value.decode()}, region in {'mapped host' if mapped else 'device'} memory, "
           f"{rounds} rounds x {batch} launches")
-    print(f"{'variant':44s} {'us/launch':>12s} {'x orig':>9s} {'load ms':>8s} {'patch ms':>9s}", flush=True)
+    print(f"{'variant':44s} {'us/launch':>12s} {'x orig':>9s} {'load ms':>8s} {'patch ms':>9s} {'regs':>5s}"
+          f" {'smem B':>7s} {'blk/SM':>7s}", flush=True)
 
     def load(path):
         mod = c.c_void_p()
@@ -58,6 +62,11 @@ def main(d):
     start, stop = c.c_void_p(), c.c_void_p()
     check(cu.cuEventCreate(c.byref(start), 0), "cuEventCreate")
     check(cu.cuEventCreate(c.byref(stop), 0), "cuEventCreate")
+    # Inputs: 1 MiB of words that differ, each a normal fp32 (below 2)
+    # and two fp16 in [1, 2): a constant fill would hide a kernel that
+    # reads the right values from the wrong places (a shared-memory layout
+    # the probes shifted, say).
+    pattern = array.array("I", (0x3C003C00 | ((i * 2654435761) >> 7 & 0x03FF03FF) for i in range(1 << 18))).tobytes()
     rows = []
     failed = False
     only = os.environ.get("ONLY", "")
@@ -66,17 +75,27 @@ def main(d):
             continue
         holders = []
         bufs = [i for i, (kind, _) in enumerate(k["args"]) if kind == "buf"]
+        out_idx = bufs[-1] if k.get("out", -1) < 0 else k["out"]
         for i, (kind, v) in enumerate(k["args"]):
             if kind == "buf":
                 p = c.c_uint64()
                 check(cu.cuMemAlloc_v2(c.byref(p), v), "cuMemAlloc")
-                # inputs 1.0f (the last buffer is the output): a vecadd
-                # that went wrong shows in its result
-                fill = 0x3F800000 if i != bufs[-1] else 0
-                check(cu.cuMemsetD32_v2(p, fill, v // 4), "cuMemsetD32")
+                # inputs a pattern, the output zeroed: a kernel that went
+                # wrong shows in its result
+                if i == out_idx:
+                    check(cu.cuMemsetD32_v2(p, 0, v // 4), "cuMemsetD32")
+                else:
+                    for off in range(0, v, len(pattern)):
+                        n = min(len(pattern), v - off)
+                        check(cu.cuMemcpyHtoD_v2(c.c_uint64(p.value + off), pattern, n), "fill input")
                 holders.append(c.c_uint64(p.value))
+            elif kind == "u64":
+                holders.append(c.c_uint64(v))
+            elif kind == "f32":
+                holders.append(c.c_float(v))
             else:
                 holders.append(c.c_uint32(v))
+        shared = k.get("shared", 0)
         params = (c.c_void_p * len(holders))(*[c.cast(c.byref(h), c.c_void_p) for h in holders])
         vs = []
         for v in bf["variants"]:
@@ -85,6 +104,14 @@ def main(d):
             mod, jit_ms = load(os.path.join(d, v["ptx"]))
             f = c.c_void_p()
             check(cu.cuModuleGetFunction(c.byref(f), mod, k["entry"].encode()), "cuModuleGetFunction")
+            if shared > 48 << 10:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                check(cu.cuFuncSetAttribute(f, 8, shared), "cuFuncSetAttribute")
+            # registers a thread, static shared memory, blocks an SM holds
+            regs, smem, occ = c.c_int(), c.c_int(), c.c_int()
+            check(cu.cuFuncGetAttribute(c.byref(regs), 4, f), "cuFuncGetAttribute")
+            check(cu.cuFuncGetAttribute(c.byref(smem), 1, f), "cuFuncGetAttribute")
+            check(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(c.byref(occ), f, k["block"], c.c_size_t(shared)),
+                  "cuOccupancyMaxActiveBlocksPerMultiprocessor")
             region = host = None
             if v["region_size"]:
                 size = v["region_size"]
@@ -102,7 +129,8 @@ def main(d):
                 check(cu.cuModuleGetGlobal_v2(c.byref(g), c.byref(gs), mod, b"__gpuext_shared"), "cuModuleGetGlobal")
                 check(cu.cuMemcpyHtoD_v2(g, c.byref(c.c_uint64(region)), 8), "set __gpuext_shared")
             hdrs = [(off, bytes.fromhex(hx)) for off, hx in (v["headers"] or [])]
-            vs.append(dict(v=v, mod=mod, f=f, region=region, host=host, hdrs=hdrs, jit_ms=jit_ms, times=[]))
+            vs.append(dict(v=v, mod=mod, f=f, region=region, host=host, hdrs=hdrs, jit_ms=jit_ms, times=[],
+                           res=(regs.value, smem.value, occ.value)))
 
         def reset(x):
             if x["region"] is None:
@@ -118,9 +146,10 @@ def main(d):
                     check(cu.cuMemcpyHtoD_v2(c.c_uint64(x["region"] + off), h, len(h)), "init header")
 
         def launch(x):
-            check(cu.cuLaunchKernel(x["f"], k["grid"], 1, 1, k["block"], 1, 1, 0, None, params, None), "cuLaunchKernel")
+            check(cu.cuLaunchKernel(x["f"], k["grid"], k.get("grid_y", 1) or 1, 1, k["block"], 1, 1, shared, None,
+                                    params, None), "cuLaunchKernel")
 
-        out_idx, out_size = bufs[-1], k["args"][bufs[-1]][1]
+        out_size = k["args"][out_idx][1]
 
         def result():
             buf = c.create_string_buffer(out_size)
@@ -167,7 +196,8 @@ def main(d):
             med = statistics.median(x["times"])
             name = x["v"]["name"] + (" (1 launch)" if x.get("slow") else "")
             rows.append((name, med, med / base, x["jit_ms"], x["v"]["patch_ms"]))
-            print(f"{name:44s} {med:12.2f} {med / base:9.3f} {x['jit_ms']:8.2f} {x['v']['patch_ms']:9.3f}", flush=True)
+            print(f"{name:44s} {med:12.2f} {med / base:9.3f} {x['jit_ms']:8.2f} {x['v']['patch_ms']:9.3f}"
+                  " %5d %7d %7d" % x["res"], flush=True)
         # the imbalance report: one launch with block_sched and sm_load, regions kept
         if k["name"] == "imbalanced":
             for x in vs:

@@ -2,13 +2,18 @@
 # Benchmark of devrt/jit's device probes on a GPU (no Go needed there): two
 # kernels of vector addition (16M and 1M elements), one whose threads
 # mostly leave early (4M), and two compute kernels (balanced, and with
-# every 8th block doing 8x the work), each
-# uninstrumented and instrumented by devrt/ptx at entry and exits with each
+# every 8th block doing 8x the work), all hand-written to single out a
+# probe's fixed costs; then kernels as compilers write them, from the PTX
+# corpus (devrt/ptx/testdata/corpus): Triton's elementwise add (16M),
+# row softmax and fp16 GEMM (4096^3, wgmma), nvcc's grid-stride axpy (16M).
+# Each uninstrumented and instrumented by devrt/ptx at entry and exits with each
 # shipped probe (and an empty probe: the call site alone), compiled at warp
 # level and per thread; time per launch (median over interleaved rounds),
 # ratio to the original, driver JIT time of each module, Go patch time
-# (compile + link + instrument + write). Then what block_sched and sm_load
-# saw in one launch of the imbalanced kernel.
+# (compile + link + instrument + write), registers a thread, static shared
+# memory and blocks an SM holds; every module's output must equal the
+# original's (inputs a pattern of distinct words). Then what block_sched
+# and sm_load saw in one launch of the imbalanced kernel.
 #
 # Build the tool first, where Go is:
 #   CGO_ENABLED=0 go build -o build/jitcheck ./devrt/jit/cmd/jitcheck

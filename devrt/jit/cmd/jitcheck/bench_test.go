@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGenBench: the benchmark's modules, hand-written and from the PTX
+// corpus, each patched with every probe asked for; the launch settings
+// jit_bench.py reads; without -corpus, the hand-written kernels only.
+func TestGenBench(t *testing.T) {
+	probes := []string{"empty", "device/block_sched"}
+	tests := []struct {
+		corpus  string
+		kernels []string
+	}{
+		{"../../../ptx/testdata/corpus", []string{"vecadd16M", "vecadd1M", "earlyexits4M", "compute", "imbalanced",
+			"triton_add16M", "triton_softmax", "triton_matmul", "axpy16M"}},
+		{"", []string{"vecadd16M", "vecadd1M", "earlyexits4M", "compute", "imbalanced"}},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		if err := genBench(dir, tt.corpus, probes, []string{"warp"}, false, []benchSample{{N: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		var bf struct {
+			Kernels []struct {
+				Name   string   `json:"name"`
+				Entry  string   `json:"entry"`
+				Grid   uint32   `json:"grid"`
+				GridY  uint32   `json:"grid_y"`
+				Block  uint32   `json:"block"`
+				Shared uint32   `json:"shared"`
+				Out    int      `json:"out"`
+				Args   [][2]any `json:"args"`
+			} `json:"kernels"`
+			Variants []benchVariant `json:"variants"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &bf); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, k := range bf.Kernels {
+			names = append(names, k.Name)
+			if k.Out >= len(k.Args) || k.Out >= 0 && k.Args[k.Out][0] != "buf" {
+				t.Errorf("%s: output argument %d is not a buffer: %v", k.Name, k.Out, k.Args)
+			}
+			if k.Name == "triton_matmul" && (k.Grid != 32 || k.GridY != 32 || k.Block != 128 || k.Shared != 98304 || len(k.Args) != 11) {
+				t.Errorf("triton_matmul launch: %+v", k)
+			}
+		}
+		if strings.Join(names, " ") != strings.Join(tt.kernels, " ") {
+			t.Errorf("corpus %q: kernels %v, want %v", tt.corpus, names, tt.kernels)
+		}
+		if len(bf.Variants) != len(tt.kernels)*(1+len(probes)) {
+			t.Fatalf("corpus %q: %d variants", tt.corpus, len(bf.Variants))
+		}
+		for _, v := range bf.Variants {
+			src, err := os.ReadFile(filepath.Join(dir, v.PTX))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// every module holds its kernel's entry; the per-block
+			// array is padded beside dynamic shared memory (devrt/ptx Link)
+			for _, k := range bf.Kernels {
+				if k.Name == v.Kernel && !strings.Contains(string(src), ".entry "+k.Entry+"(") {
+					t.Errorf("%s: no entry %s", v.Name, k.Entry)
+				}
+			}
+			if v.Probe == "block_sched" && v.Kernel == "triton_matmul" && !strings.Contains(string(src), ".shared .align 1024 .b8 __gpuext_block[1024];") {
+				t.Errorf("%s: the per-block array is not padded", v.Name)
+			}
+		}
+	}
+}
