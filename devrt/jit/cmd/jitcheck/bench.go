@@ -38,7 +38,8 @@ type benchKernel struct {
 	Args   [][2]any `json:"args"` // ["buf", bytes], ["u32", value], ["u64", value] or ["f32", value]
 	// Out is the index in Args of the buffer the kernel writes, which
 	// starts zeroed and whose contents must not change with a probe
-	// (every other buffer holds 1.0f words); -1: the last buffer.
+	// (jit_bench.py fills every other buffer with a pattern of distinct
+	// words); -1: the last buffer.
 	Out int    `json:"out"`
 	Doc string `json:"doc"`
 	src string // PTX without its header (benchHeader), or
