@@ -303,12 +303,14 @@ def triton_live(otel_path, base_path, run_path, probe):
     check(base["sha256"] == run_res["sha256"], "outputs identical to the uninstrumented run")
     check(base["matmul"]["sha256"] == run_res["matmul"]["sha256"],
           "the GEMM's output (wgmma tiles in dynamic shared memory) identical to the uninstrumented run")
+    check(base["attention"]["sha256"] == run_res["attention"]["sha256"],
+          "the attention's output identical to the uninstrumented run")
     patched = [p for p in points if p["name"] == "gpu.devrt.modules" and p["attrs"].get("gpu.devrt.module.status") == "patched"]
     n = value(patched[-1]) if patched else 0
-    check(n >= 4, f"its cubins' modules patched too (gpu.devrt.modules patched = {n:.0f}: the check program's 2 and Triton's 2)")
+    check(n >= 5, f"its cubins' modules patched too (gpu.devrt.modules patched = {n:.0f}: the check program's 2 and Triton's 3)")
     if probe == "block_sched":
         n = int(os.environ.get("BLOCK_SAMPLE", "1"))
-        for kname, r in ((name, run_res), ("live_matmul", run_res["matmul"])):
+        for kname, r in ((name, run_res), ("live_matmul", run_res["matmul"]), ("live_attn", run_res["attention"])):
             mine = [s for s in spans if s["name"] == kname + " blocks"]
             blocks = [int(s["attrs"].get("gpu.kernel.blocks")) for s in mine]
             want = sum(sampled(i, n) for i in range(r["grid"]))
@@ -319,7 +321,8 @@ def triton_live(otel_path, base_path, run_path, probe):
         h = [p for p in points if p["name"] == "gpu.kernel.launch.latency" and p["attrs"].get("gpu.cuda.kernel.name") == name]
         check(bool(h) and int(h[-1]["count"]) > 0, f"{int(h[-1]['count']) if h else 0} launch latencies")
     print(f"INFO {probe}: triton: {run_res['median_us']:.1f} µs a launch, uninstrumented {base['median_us']:.1f} µs; "
-          f"GEMM {run_res['matmul']['median_us']:.1f} µs, uninstrumented {base['matmul']['median_us']:.1f} µs")
+          f"GEMM {run_res['matmul']['median_us']:.1f} µs, uninstrumented {base['matmul']['median_us']:.1f} µs; "
+          f"attention {run_res['attention']['median_us']:.1f} µs, uninstrumented {base['attention']['median_us']:.1f} µs")
     sys.exit(0 if check.ok else 1)
 
 

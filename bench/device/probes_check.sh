@@ -10,10 +10,11 @@
 #     every output of nvcc's vec_add, early_exits, imbalanced
 #     (bench/device/ptx/kernels.cu) and Triton's add_kernel
 #     (devrt/ptx/testdata/corpus/triton_add.ptx) equals the uninstrumented
-#     run's, and so do the outputs of two live Triton kernels Triton itself
-#     compiles and loads as cubins (bench/device/probes_triton.py: an axpy
-#     and an fp16 GEMM whose wgmma tiles live in dynamic shared memory),
-#     both patched (block_sched: a span per launch with every block);
+#     run's, and so do the outputs of three live Triton kernels Triton
+#     itself compiles and loads as cubins (bench/device/probes_triton.py:
+#     an axpy, an fp16 GEMM whose wgmma tiles live in dynamic shared memory
+#     and a flash-style attention forward), all patched (block_sched: a
+#     span per launch with every block);
 #   - block_sched: one "<kernel> blocks" span per launch with every block,
 #     its first-block-start to last-block-end no longer than the CUDA-event
 #     time of the launches, the longest block inside it; imbalanced's

@@ -6,10 +6,11 @@ the modules are patched from the PTX Triton cached beside them (devrt/src/
 triton.c). An elementwise axpy, and an fp16 GEMM whose operand tiles live
 in dynamic shared memory laid out for wgmma's 128-byte swizzle on Hopper
 (a probe's shared array must not move them off their 1,024-byte
-boundary: devrt/ptx Link). Runs each once to check, then REPS timed
+boundary: devrt/ptx Link), and a flash-style attention forward (two
+GEMMs a step, an online softmax). Runs each once to check, then REPS timed
 launches (CUDA events); prints one JSON line: the axpy's SHA-256 of the
 output, median µs per launch, grid and launches, and the same for the
-GEMM under "matmul"."""
+GEMM under "matmul" and the attention under "attention"."""
 import hashlib
 import json
 import os
@@ -41,6 +42,33 @@ def live_matmul(a, b, c, M, N, K, sam, sbk, scm, BM: tl.constexpr, BN: tl.conste
         acc += tl.dot(tl.load(a + rm[:, None] * sam + (k + rk)[None, :]),
                       tl.load(b + (k + rk)[:, None] * sbk + rn[None, :]))
     tl.store(c + rm[:, None] * scm + rn[None, :], acc.to(tl.float16))
+
+
+# Attention forward, flash style: a block of BM queries of one head
+# against every key in BN steps, the softmax kept online.
+@triton.jit
+def live_attn(q, k, v, o, sm_scale, n_ctx, stride_h, stride_m,
+              BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    start = tl.program_id(0) * BM
+    base = tl.program_id(1) * stride_h
+    rm = start + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rd = tl.arange(0, D)
+    qb = tl.load(q + base + rm[:, None] * stride_m + rd[None, :])
+    m_i = tl.full([BM], float("-inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+    for n in range(0, n_ctx, BN):
+        kt = tl.load(k + base + (n + rn)[None, :] * stride_m + rd[:, None])
+        s = tl.dot(qb, kt) * sm_scale
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        vb = tl.load(v + base + (n + rn)[:, None] * stride_m + rd[None, :])
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), vb)
+        m_i = m_new
+    tl.store(o + base + rm[:, None] * stride_m + rd[None, :], (acc / l_i[:, None]).to(tl.float16))
 
 
 def timed(launch, reps):
@@ -78,6 +106,23 @@ def matmul(reps):
     return {"sha256": out, "median_us": timed(launch, reps), "grid": grid[0] * grid[1], "launches": reps + 1}
 
 
+def attention(reps):
+    """The attention kernel's output digest and timing: 16 heads of 2048
+    tokens, head size 64, fp16; blocks of 128 queries, 64 keys a step."""
+    g = torch.Generator(device="cuda").manual_seed(11)
+    h, n, d = 16, 2048, 64
+    q, k, v = (torch.randn(h, n, d, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
+    o = torch.empty_like(q)
+    grid = (n // 128, h)
+
+    def launch():
+        live_attn[grid](q, k, v, o, d ** -0.5, n, q.stride(0), q.stride(1), BM=128, BN=64, D=d)
+    launch()
+    torch.cuda.synchronize()
+    out = digest(o)
+    return {"sha256": out, "median_us": timed(launch, reps), "grid": grid[0] * grid[1], "launches": reps + 1}
+
+
 def main():
     reps = int(os.environ.get("REPS", 21))
     n, block = 1 << 22, 1024
@@ -90,7 +135,7 @@ def main():
     out_digest = digest(out)
     us = timed(lambda: live_axpy[grid](x, y, out, n, 2.0, BLOCK=block), reps)
     print(json.dumps({"sha256": out_digest, "median_us": us, "grid": grid[0], "launches": reps + 1,
-                      "matmul": matmul(reps)}))
+                      "matmul": matmul(reps), "attention": attention(reps)}))
 
 
 if __name__ == "__main__":
