@@ -9,6 +9,8 @@
 #   bash bench/device/devrt_ab_builds.sh .device/devrt-old .device/devrt [DIR...]
 #
 # Each DIR holds libgpuext-devrt.so and ringdump (make -C devrt OUT=...).
+# Last, per build, each configuration over the processes: the median of
+# their paired medians, the range, and the median in ns.
 # The consumer is the last build's ringdump, draining every 10 ms.
 set -u
 builds=("$@")
@@ -53,3 +55,22 @@ for i in $(seq ${PROCS:-4}); do
 		echo "$name process $i:" $(sed 's/ *median.*(paired median)//' $OUT/$name.$i.txt | tr -s ' ' | tr '\n' ';')
 	done
 done
+# Over processes: each configuration's paired medians (their median and
+# range) and what the median is in ns a launch or step, per build.
+$PY - "$OUT" "${builds[@]}" <<'PY'
+import glob, json, os, statistics, sys
+out = sys.argv[1]
+for d in sys.argv[2:]:
+    name = os.path.basename(d)
+    runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{name}.*.json")) if os.path.getsize(f)]
+    if not runs:
+        continue
+    base = statistics.median(r["configs"]["pass"]["median"] for r in runs)
+    unit = runs[0]["unit"]
+    ns = {"us": 1e3, "ms": 1e6}.get(unit.split("/")[0], float("nan"))
+    for cfg in runs[0]["configs"]:
+        pcts = [r["configs"][cfg]["paired_median_pct"] for r in runs if cfg in r["configs"]]
+        med = statistics.median(pcts)
+        print(f"{name} over {len(pcts)} processes: {runs[0]['loop']} {cfg} median {med:+.2f}% "
+              f"(range {min(pcts):+.2f} to {max(pcts):+.2f}), {med / 100 * base * ns:.0f} ns of {base:.2f} {unit}")
+PY
