@@ -16,10 +16,12 @@ import (
 // the address bits of the tile, so it needs each tile on a 1,024-byte
 // boundary though its PTX declares `.align 16`. block_sched's 24-byte
 // per-block array moved that memory to offset 32: the GEMM (4096³ fp16,
-// H100) ran 1.37x as long and computed a different product. Static
+// H100) ran 1.36x as long and computed a different product. Static
 // arrays in multiples of 1,024 bytes keep dynamic memory on the same
 // 1,024-byte boundary as before (every TMA and swizzle mode's largest),
-// at up to 1 KiB of shared memory more per block.
+// at up to 1 KiB of shared memory more per block, which a launch can then
+// not take as dynamic memory (devrt runs the original kernel instead of
+// a twin that refuses a launch's dynamic memory).
 const DynamicSharedAlign = 1024
 
 // Link adds the items of a JIT fragment (devrt/jit's output: .func
@@ -119,15 +121,18 @@ func hasDynamicShared(m *Module) bool {
 	return false
 }
 
-// padShared returns a copy of the fragment's byte array v aligned and
-// sized to a multiple of DynamicSharedAlign.
+// padShared returns a copy of the fragment's byte array v sized to a
+// multiple of DynamicSharedAlign and aligned to it (or to v's own
+// alignment, if larger).
 func padShared(v *Var) (*Var, error) {
 	n, err := strconv.ParseUint(firstDim(v), 0, 32)
 	if err != nil || len(v.Dims) != 1 || v.Vector != "" || (v.Type != ".b8" && v.Type != ".u8" && v.Type != ".s8") || v.Init != nil {
 		return nil, fmt.Errorf("ptx: link: fragment variable %s at %s: beside dynamic shared memory a fragment's .shared variable must be a byte array of known size", v.Name, v.Pos)
 	}
 	p := *v
-	p.Align = strconv.Itoa(DynamicSharedAlign)
+	if a, err := strconv.ParseUint(v.Align, 0, 32); err != nil || a < DynamicSharedAlign {
+		p.Align = strconv.Itoa(DynamicSharedAlign)
+	}
 	p.Dims = []string{strconv.FormatUint((n+DynamicSharedAlign-1)/DynamicSharedAlign*DynamicSharedAlign, 10)}
 	return &p, nil
 }

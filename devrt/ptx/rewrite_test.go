@@ -422,19 +422,17 @@ func TestLink(t *testing.T) {
 // of 1,024 bytes (the module's dynamic memory stays on its 1,024-byte
 // boundary); without dynamic memory, as written.
 func TestLinkDynamicShared(t *testing.T) {
-	const frag = ".shared .align 8 .b8 __gpuext_block[24];\n.shared .b8 big[1030];\n.global .u32 g;\n"
+	const frag = ".shared .align 8 .b8 __gpuext_block[24];\n.shared .b8 big[1030];\n.shared .align 2048 .b8 exact[1024];\n.global .u32 g;\n"
+	const asWritten = ".shared .align 8 .b8 __gpuext_block[24];\n.shared .b8 big[1030];\n.shared .align 2048 .b8 exact[1024];"
+	const padded = ".shared .align 1024 .b8 __gpuext_block[1024];\n.shared .align 1024 .b8 big[2048];\n.shared .align 2048 .b8 exact[1024];"
 	tests := []struct {
 		name, module string
-		want         string // the fragment's two .shared declarations as linked
+		want         string // the fragment's .shared declarations as linked
 	}{
-		{"none", ".visible .entry k()\n{\nret;\n}\n",
-			".shared .align 8 .b8 __gpuext_block[24];\n.shared .b8 big[1030];"},
-		{"module extern (Triton)", ".extern .shared .align 16 .b8 global_smem[];\n.visible .entry k()\n{\nret;\n}\n",
-			".shared .align 1024 .b8 __gpuext_block[1024];\n.shared .align 1024 .b8 big[2048];"},
-		{"extern in a kernel", ".visible .entry k()\n{\n.extern .shared .align 16 .b8 s[];\nret;\n}\n",
-			".shared .align 1024 .b8 __gpuext_block[1024];\n.shared .align 1024 .b8 big[2048];"},
-		{"static shared only", ".shared .align 4 .b8 buf[128];\n.visible .entry k()\n{\nret;\n}\n",
-			".shared .align 8 .b8 __gpuext_block[24];\n.shared .b8 big[1030];"},
+		{"none", ".visible .entry k()\n{\nret;\n}\n", asWritten},
+		{"module extern (Triton)", ".extern .shared .align 16 .b8 global_smem[];\n.visible .entry k()\n{\nret;\n}\n", padded},
+		{"extern in a kernel", ".visible .entry k()\n{\n.extern .shared .align 16 .b8 s[];\nret;\n}\n", padded},
+		{"static shared only", ".shared .align 4 .b8 buf[128];\n.visible .entry k()\n{\nret;\n}\n", asWritten},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -461,14 +459,21 @@ func TestLinkDynamicShared(t *testing.T) {
 	}
 	// Anything but a byte array of known size cannot be padded.
 	for _, bad := range []string{".shared .align 8 .u64 s[3];\n", ".shared .align 8 .b8 s;\n", ".shared .align 4 .b8 s[2][4];\n"} {
-		m, _ := Parse(testHeader + ".extern .shared .align 16 .b8 dyn[];\n.visible .entry k()\n{\nret;\n}\n")
-		f, err := ParseFragment(bad)
+		m, err := Parse(testHeader + ".extern .shared .align 16 .b8 dyn[];\n.visible .entry k()\n{\nret;\n}\n")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "ptx: link: fragment variable s at 1:1: beside dynamic shared memory a fragment's .shared variable must be a byte array of known size"
+		f, err := ParseFragment(".global .u32 g;\n" + bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := Write(m)
+		want := "ptx: link: fragment variable s at 2:1: beside dynamic shared memory a fragment's .shared variable must be a byte array of known size"
 		if err := Link(m, f); err == nil || err.Error() != want {
 			t.Errorf("link %q: %v, want %q", bad, err, want)
+		}
+		if Write(m) != before {
+			t.Errorf("link %q changed the module", bad)
 		}
 	}
 }
