@@ -6,7 +6,7 @@ with each shipped probe (and an empty probe: the call itself), compiled at
 warp level and per thread. Every module is loaded (its driver JIT time is
 reported), its shared region allocated as devrt does (device memory;
 REGION=mapped: host memory mapped into the device, devrt's first design) and
-pointed to by __gpuext_shared. Inputs hold a pattern of distinct words and
+pointed to by __gpuext_shared. Inputs hold a pattern of varied words and
 every module's output must equal the original's; each row also shows the
 module's registers a thread, static shared memory and blocks an SM holds.
 Rounds interleave the variants of a kernel in a shuffled order; each round
@@ -62,11 +62,12 @@ def main(d):
     start, stop = c.c_void_p(), c.c_void_p()
     check(cu.cuEventCreate(c.byref(start), 0), "cuEventCreate")
     check(cu.cuEventCreate(c.byref(stop), 0), "cuEventCreate")
-    # Inputs: 1 MiB of words that differ, each a normal fp32 (below 2)
+    # Inputs: a pattern of 2^18 + 1 varied words (a period that divides no
+    # row or tile of a power-of-two size), each a normal fp32 (below 2)
     # and two fp16 in [1, 2): a constant fill would hide a kernel that
     # reads the right values from the wrong places (a shared-memory layout
     # the probes shifted, say).
-    pattern = array.array("I", (0x3C003C00 | ((i * 2654435761) >> 7 & 0x03FF03FF) for i in range(1 << 18))).tobytes()
+    pattern = array.array("I", (0x3C003C00 | ((i * 2654435761) >> 7 & 0x03FF03FF) for i in range((1 << 18) + 1))).tobytes()
     rows = []
     failed = False
     only = os.environ.get("ONLY", "")
@@ -104,7 +105,7 @@ def main(d):
             mod, jit_ms = load(os.path.join(d, v["ptx"]))
             f = c.c_void_p()
             check(cu.cuModuleGetFunction(c.byref(f), mod, k["entry"].encode()), "cuModuleGetFunction")
-            if shared > 48 << 10:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            if shared:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (past 48 KiB with the probes' static part)
                 check(cu.cuFuncSetAttribute(f, 8, shared), "cuFuncSetAttribute")
             # registers a thread, static shared memory, blocks an SM holds
             regs, smem, occ = c.c_int(), c.c_int(), c.c_int()
@@ -216,9 +217,8 @@ def main(d):
                 cu.cuMemFreeHost(x["host"])
             elif x["region"] is not None:
                 cu.cuMemFree_v2(c.c_uint64(x["region"]))
-        for h in holders:
-            if isinstance(h, c.c_uint64):
-                cu.cuMemFree_v2(h)
+        for i in bufs:
+            cu.cuMemFree_v2(holders[i])
     print(f"{len(rows)} variants timed")
     if failed:
         sys.exit(1)

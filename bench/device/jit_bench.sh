@@ -12,7 +12,7 @@
 # ratio to the original, driver JIT time of each module, Go patch time
 # (compile + link + instrument + write), registers a thread, static shared
 # memory and blocks an SM holds; every module's output must equal the
-# original's (inputs a pattern of distinct words). Then what block_sched
+# original's (inputs a pattern of varied words). Then what block_sched
 # and sm_load saw in one launch of the imbalanced kernel.
 #
 # Build the tool first, where Go is:
@@ -35,7 +35,7 @@ PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
 W=$(mktemp -d /tmp/jitbench.XXXX)
 mkdir -p "$OUT"
 {
-	"$T" bench -out "$W" ${LEVELS:+-levels "$LEVELS"} ${BLOCK_SAMPLE:+-block-sample "$BLOCK_SAMPLE"} || exit 2
+	"$T" bench -out "$W" -corpus devrt/ptx/testdata/corpus ${LEVELS:+-levels "$LEVELS"} ${BLOCK_SAMPLE:+-block-sample "$BLOCK_SAMPLE"} || exit 2
 	"$PY" bench/device/jit_bench.py "$W" || exit 1
 	"$T" report -dir "$W"
 } 2>&1 | tee "$OUT/jit_bench.txt"

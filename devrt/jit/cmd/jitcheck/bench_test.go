@@ -13,6 +13,9 @@ import (
 // jit_bench.py reads; without -corpus, the hand-written kernels only.
 func TestGenBench(t *testing.T) {
 	probes := []string{"empty", "device/block_sched"}
+	// the output argument of each kernel (-1: the last buffer)
+	out := map[string]int{"vecadd16M": -1, "vecadd1M": -1, "earlyexits4M": -1, "compute": -1, "imbalanced": -1,
+		"triton_add16M": 2, "triton_softmax": 0, "triton_matmul": 2, "axpy16M": 2}
 	tests := []struct {
 		corpus  string
 		kernels []string
@@ -49,6 +52,9 @@ func TestGenBench(t *testing.T) {
 		var names []string
 		for _, k := range bf.Kernels {
 			names = append(names, k.Name)
+			if want, ok := out[k.Name]; !ok || k.Out != want {
+				t.Errorf("%s: output argument %d, want %d", k.Name, k.Out, want)
+			}
 			if k.Out >= len(k.Args) || k.Out >= 0 && k.Args[k.Out][0] != "buf" {
 				t.Errorf("%s: output argument %d is not a buffer: %v", k.Name, k.Out, k.Args)
 			}

@@ -14,8 +14,8 @@
 //	                           instrumented (devrt/ptx) with each shipped probe
 //	                           at warp level and per thread, bench.json
 //	                           (bench/device/jit_bench.py times them); the
-//	                           hand-written kernels and those of the PTX corpus
-//	                           (-corpus, devrt/ptx/testdata/corpus)
+//	                           hand-written kernels, and with -corpus DIR those
+//	                           of the PTX corpus (devrt/ptx/testdata/corpus)
 //	jitcheck report -dir DIR   what block_sched and sm_load saw in the
 //	                           benchmark's imbalanced kernel
 //	jitcheck list              the cases
@@ -80,8 +80,8 @@ func main() {
 		probes := fs.String("probes", strings.Join(benchProbes, ","),
 			"probe sets, comma-separated: shipped names (device/sm_load), test programs, or paths of BPF objects (*.o)")
 		levels := fs.String("levels", "warp,thread", "levels to compile each probe at: warp, thread")
-		corpus := fs.String("corpus", "devrt/ptx/testdata/corpus",
-			"PTX corpus directory of the compiler-written kernels (Triton add, softmax and GEMM, nvcc axpy); \"\": the hand-written kernels only")
+		corpus := fs.String("corpus", "",
+			"PTX corpus directory (devrt/ptx/testdata/corpus) whose compiler-written kernels join the hand-written ones (Triton add, softmax and GEMM, nvcc axpy)")
 		calls := fs.Bool("calls", false, "also patch each module with probe calls instead of inlined probe bodies (form \"call\")")
 		samples := fs.String("block-sample", "1", "block samplings to patch each module with, comma-separated: 1 (every block), 16 (1 block in 16), "+
 			"16g (the same in the guards form: a branch around every site instead of a copy of the original code)")
