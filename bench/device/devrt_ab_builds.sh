@@ -10,7 +10,8 @@
 #
 # Each DIR holds libgpuext-devrt.so and ringdump (make -C devrt OUT=...).
 # Last, per build, each configuration over the processes: the median of
-# their paired medians, the range, and the median in ns.
+# their paired medians, the range, and the median in ns of the first
+# configuration's time.
 # The consumer is the last build's ringdump, draining every 10 ms.
 set -u
 builds=("$@")
@@ -57,15 +58,18 @@ for i in $(seq ${PROCS:-4}); do
 done
 # Over processes: each configuration's paired medians (their median and
 # range) and what the median is in ns a launch or step, per build.
-$PY - "$OUT" "${builds[@]}" <<'PY'
-import glob, json, os, statistics, sys
-out = sys.argv[1]
-for d in sys.argv[2:]:
+$PY - "$OUT" "${PROCS:-4}" "${builds[@]}" <<'PY'
+import json, os, statistics, sys
+out, procs = sys.argv[1], int(sys.argv[2])
+for d in sys.argv[3:]:
     name = os.path.basename(d)
-    runs = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{name}.*.json")) if os.path.getsize(f)]
+    files = [f"{out}/{name}.{i}.json" for i in range(1, procs + 1)]
+    runs = [json.load(open(f)) for f in files if os.path.exists(f) and os.path.getsize(f)]
     if not runs:
         continue
-    base = statistics.median(r["configs"]["pass"]["median"] for r in runs)
+    # each process's paired medians are against its first configuration
+    first = next(iter(runs[0]["configs"]))
+    base = statistics.median(r["configs"][first]["median"] for r in runs)
     unit = runs[0]["unit"]
     ns = {"us": 1e3, "ms": 1e6}.get(unit.split("/")[0], float("nan"))
     for cfg in runs[0]["configs"]:
