@@ -85,42 +85,37 @@ def timed(launch, reps):
     return times[len(times) // 2]
 
 
-def digest(t):
-    return hashlib.sha256(t.cpu().numpy().tobytes()).hexdigest()
+def run(launch, out, blocks, reps):
+    """Launches once, digests out (the SHA-256 of its bytes), then times reps
+    launches: the JSON fields probes_check.py reads."""
+    launch()
+    torch.cuda.synchronize()
+    sha = hashlib.sha256(out.cpu().numpy().tobytes()).hexdigest()
+    return {"sha256": sha, "median_us": timed(launch, reps), "grid": blocks, "launches": reps + 1}
 
 
 def matmul(reps):
-    """The GEMM's output digest and timing: 2048^3 fp16, 128x128x64 tiles."""
+    """The GEMM: 2048^3 fp16, 128x128x64 tiles."""
     g = torch.Generator(device="cuda").manual_seed(7)
     m = n = k = 2048
     a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=g)
     b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=g)
     c = torch.empty(m, n, device="cuda", dtype=torch.float16)
     grid = (m // 128, n // 128)
-
-    def launch():
-        live_matmul[grid](a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0), BM=128, BN=128, BK=64)
-    launch()
-    torch.cuda.synchronize()
-    out = digest(c)
-    return {"sha256": out, "median_us": timed(launch, reps), "grid": grid[0] * grid[1], "launches": reps + 1}
+    return run(lambda: live_matmul[grid](a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0), BM=128, BN=128, BK=64),
+               c, grid[0] * grid[1], reps)
 
 
 def attention(reps):
-    """The attention kernel's output digest and timing: 16 heads of 2048
-    tokens, head size 64, fp16; blocks of 128 queries, 64 keys a step."""
+    """The attention kernel: 16 heads of 2048 tokens, head size 64, fp16;
+    blocks of 128 queries, 64 keys a step."""
     g = torch.Generator(device="cuda").manual_seed(11)
     h, n, d = 16, 2048, 64
     q, k, v = (torch.randn(h, n, d, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
     o = torch.empty_like(q)
     grid = (n // 128, h)
-
-    def launch():
-        live_attn[grid](q, k, v, o, d ** -0.5, n, q.stride(0), q.stride(1), BM=128, BN=64, D=d)
-    launch()
-    torch.cuda.synchronize()
-    out = digest(o)
-    return {"sha256": out, "median_us": timed(launch, reps), "grid": grid[0] * grid[1], "launches": reps + 1}
+    return run(lambda: live_attn[grid](q, k, v, o, d ** -0.5, n, q.stride(0), q.stride(1), BM=128, BN=64, D=d),
+               o, grid[0] * grid[1], reps)
 
 
 def main():
@@ -130,12 +125,9 @@ def main():
     y = torch.full((n,), 3.0, device="cuda", dtype=torch.float32)
     out = torch.empty_like(x)
     grid = (triton.cdiv(n, block),)
-    live_axpy[grid](x, y, out, n, 2.0, BLOCK=block)
-    torch.cuda.synchronize()
-    out_digest = digest(out)
-    us = timed(lambda: live_axpy[grid](x, y, out, n, 2.0, BLOCK=block), reps)
-    print(json.dumps({"sha256": out_digest, "median_us": us, "grid": grid[0], "launches": reps + 1,
-                      "matmul": matmul(reps), "attention": attention(reps)}))
+    res = run(lambda: live_axpy[grid](x, y, out, n, 2.0, BLOCK=block), out, grid[0], reps)
+    res.update(matmul=matmul(reps), attention=attention(reps))
+    print(json.dumps(res))
 
 
 if __name__ == "__main__":

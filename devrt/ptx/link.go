@@ -125,8 +125,14 @@ func hasDynamicShared(m *Module) bool {
 // multiple of DynamicSharedAlign and aligned to it (or to v's own
 // alignment, if larger).
 func padShared(v *Var) (*Var, error) {
-	n, err := strconv.ParseUint(firstDim(v), 0, 32)
-	if err != nil || len(v.Dims) != 1 || v.Vector != "" || (v.Type != ".b8" && v.Type != ".u8" && v.Type != ".s8") || v.Init != nil {
+	var n uint64
+	ok := len(v.Dims) == 1 && v.Vector == "" && (v.Type == ".b8" || v.Type == ".u8" || v.Type == ".s8") && v.Init == nil
+	if ok {
+		var err error
+		n, err = strconv.ParseUint(v.Dims[0], 0, 32)
+		ok = err == nil
+	}
+	if !ok {
 		return nil, fmt.Errorf("ptx: link: fragment variable %s at %s: beside dynamic shared memory a fragment's .shared variable must be a byte array of known size", v.Name, v.Pos)
 	}
 	p := *v
@@ -135,13 +141,6 @@ func padShared(v *Var) (*Var, error) {
 	}
 	p.Dims = []string{strconv.FormatUint((n+DynamicSharedAlign-1)/DynamicSharedAlign*DynamicSharedAlign, 10)}
 	return &p, nil
-}
-
-func firstDim(v *Var) string {
-	if len(v.Dims) == 0 {
-		return ""
-	}
-	return v.Dims[0]
 }
 
 func itemPos(it Item) Pos {

@@ -29,19 +29,7 @@ func TestGenBench(t *testing.T) {
 		if err := genBench(dir, tt.corpus, probes, []string{"warp"}, false, []benchSample{{N: 1}}); err != nil {
 			t.Fatal(err)
 		}
-		var bf struct {
-			Kernels []struct {
-				Name   string   `json:"name"`
-				Entry  string   `json:"entry"`
-				Grid   uint32   `json:"grid"`
-				GridY  uint32   `json:"grid_y"`
-				Block  uint32   `json:"block"`
-				Shared uint32   `json:"shared"`
-				Out    int      `json:"out"`
-				Args   [][2]any `json:"args"`
-			} `json:"kernels"`
-			Variants []benchVariant `json:"variants"`
-		}
+		var bf benchFile // as jit_bench.py reads it back
 		b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 		if err != nil {
 			t.Fatal(err)
