@@ -13,7 +13,8 @@
 #     git show REV:bpf/device/$p.bpf.o > .device/oldprobes/$p.bpf.o; done
 # or an earlier jitcheck (git worktree add /tmp/old REV; build it there):
 #   (cd /tmp/old && CGO_ENABLED=0 go build -o $OLDPWD/.device/jitcheck-old ./devrt/jit/cmd/jitcheck)
-#   bash bench/device/jit_probes_ab.sh     (RUNS=2, ROUNDS=21; OLD=.device/oldprobes, or
+#   bash bench/device/jit_probes_ab.sh     (RUNS=2, ROUNDS=21; CORPUS=dir of corpus kernels or none;
+#                                          OLD=.device/oldprobes, or
 #                                          OLDJIT=.device/jitcheck-old; SASS=1 also writes each
 #                                          module's SASS to $OUT/sass: ptxas -arch=sm_90, cuobjdump)
 set -u
@@ -31,11 +32,14 @@ for p in $PROBES; do
 		old=$old,$(realpath "${OLD:-.device/oldprobes}")/$p.bpf.o
 	fi
 done
+# The compiler-written kernels of the PTX corpus too (CORPUS= leaves them out).
+corpus=${CORPUS-devrt/ptx/testdata/corpus}
+corpus=${corpus:+-corpus $corpus}
 mkdir -p "$OUT"
 for run in $(seq "${RUNS:-2}"); do
 	W=$(mktemp -d /tmp/jitab.XXXX)
-	"$T" bench -out "$W/new" -levels warp -probes "$new" > /dev/null || exit 2
-	"${OLDJIT:-$T}" bench -out "$W/old" -levels warp -probes "$old" > /dev/null || exit 2
+	"$T" bench -out "$W/new" -levels warp -probes "$new" $corpus > /dev/null || exit 2
+	"${OLDJIT:-$T}" bench -out "$W/old" -levels warp -probes "$old" $corpus > /dev/null || exit 2
 	# One benchmark of both: the old build's modules renamed old_<probe>.
 	"$PY" - "$W" <<'PY' || exit 2
 import json, os, shutil, sys

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * occupancy.h - warp_occupancy's map and the find-or-claim of a time
- * bucket's slot, apart so that the ablation probes of
- * bench/device/ablation (ab_occ*) take them from here rather than copy
- * them. Include after gpuext_device.h.
+ * occupancy.h - warp_occupancy's map and its writes to a time bucket's
+ * slot, apart so that the ablation probes of bench/device/ablation (ab_occ*)
+ * take them from here rather than copy them. Include after
+ * gpuext_device.h.
  */
 #ifndef GPUEXT_OCCUPANCY_H
 #define GPUEXT_OCCUPANCY_H
@@ -16,47 +16,30 @@ struct {
 	__uint(map_extra, 256); /* SMs */
 } gx_occ SEC(".maps");
 
-/* Reads of the epoch before giving up: each failed claim means another
- * probe moved the slot on, so the next read finds the bucket (or a newer). */
-#define OCC_TRIES 4
-
-static __always_inline __u64 read_once(__u64 *p)
+/*
+ * occ_mark returns this SM's slot of bucket and marks it the bucket's: a
+ * plain store of the epoch, nothing read, nothing waited for. The slot's
+ * counts are cumulative, over every bucket that has had the slot (one in
+ * GPUEXT_DEV_OCC_BUCKETS): the reader takes a bucket's counts as the
+ * difference from what the slot held when its previous bucket was over
+ * (internal/proberegion, Tracker.Occupancy). So no probe claims a slot,
+ * reads an epoch or subtracts (the claim's read at thread 0's entry cost
+ * vecadd 16M 4 points on an H100: bench/device/ablation, ab_occnoclaim), and
+ * no count is ever lost, only, when the reader misses a whole lap of a
+ * slot, its split between that slot's buckets. All writers of one slot in
+ * one lap store the same value; a warp held up between its clock read and
+ * its store for a whole lap (~268 ms: preempted) may store the older one,
+ * which the reader ignores (epochs only grow). NULL: no slot (the SM id
+ * beyond the array).
+ */
+static __always_inline struct gpuext_dev_occ *occ_mark(__u64 bucket)
 {
-	return *(volatile __u64 *)p;
-}
-
-/* occ_slot returns this SM's slot of bucket now. A slot still holding an
- * older bucket is claimed with one cmpxchg of its epoch (old -> bucket);
- * the claimer then takes away the counts it read before the cmpxchg,
- * which belong to the old bucket. No probe ever waits and none is lost:
- * adds and that subtraction commute, so the lanes of one warp (per-thread
- * probes) and the warps of a block entering together all count; an add of
- * the old bucket racing the claim lands in the new one. NULL when the slot
- * already holds a newer bucket. */
-static __always_inline struct gpuext_dev_occ *occ_slot(__u64 now)
-{
-	__u64 bucket = now >> GPUEXT_DEV_OCC_SHIFT, epoch, threads, lane_ns;
 	__u32 key = bucket & (GPUEXT_DEV_OCC_BUCKETS - 1);
 	struct gpuext_dev_occ *o = bpf_map_lookup_elem(&gx_occ, &key);
-	int i;
 
-	if (!o)
-		return 0;
-	for (i = 0; i < OCC_TRIES; i++) {
-		epoch = read_once(&o->epoch);
-		if (epoch == bucket)
-			return o;
-		if (epoch > bucket)
-			return 0;
-		threads = read_once(&o->threads);
-		lane_ns = read_once(&o->lane_ns);
-		if (__sync_val_compare_and_swap(&o->epoch, epoch, bucket) == epoch) {
-			__sync_fetch_and_add(&o->threads, -threads);
-			__sync_fetch_and_add(&o->lane_ns, -lane_ns);
-			return o;
-		}
-	}
-	return 0;
+	if (o)
+		o->epoch = bucket;
+	return o;
 }
 
 /* occ_exit_slot returns the slot a warp that entered at start and exits at
@@ -67,14 +50,14 @@ static __always_inline struct gpuext_dev_occ *occ_exit_slot(__u64 now, __u64 sta
 	__u32 key = bucket & (GPUEXT_DEV_OCC_BUCKETS - 1);
 
 	if (bucket == start >> GPUEXT_DEV_OCC_SHIFT)
-		/* Entered in this bucket: its block's thread 0 found or made the
-		 * slot this bucket's at entry, so the warp adds without reading
-		 * the epoch first (a load each warp waited for: 1.31x -> 1.20x
-		 * on vecadd 16M, H100). An exit that beats that claim to the
-		 * slot is taken away with the old bucket's counts: once per SM
-		 * and bucket at most, one warp's lane-ns. */
+		/* Entered in this bucket: its block's thread 0 marked the
+		 * slot at entry, so the warp only adds. (Thread 0 having
+		 * entered in the bucket before, another block's thread 0 did,
+		 * or, on an SM where no block entered in this bucket, none:
+		 * then these lane-ns go to the slot's next bucket or are
+		 * lost; a warp's entry late by a bucket boundary, rare.) */
 		return bpf_map_lookup_elem(&gx_occ, &key);
-	return occ_slot(now);
+	return occ_mark(bucket);
 }
 
 /* occ_exit_add is warp_occupancy's exit: the warp's lane-ns since its entry

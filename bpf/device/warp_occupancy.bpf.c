@@ -5,13 +5,13 @@
  * warp_occupancy.bpf.c - warps resident per SM over time: for each SM and
  * ~1 ms bucket of %globaltimer the threads that entered and the
  * lane-nanoseconds of the warps that exited (gx_occ: per SM, a round robin
- * of GPUEXT_DEV_OCC_BUCKETS struct gpuext_dev_occ; see gpuext_abi.h).
- * lane_ns / 32 / bucket length is the mean number of resident warps. A
- * new bucket takes its slot over without a reset state (see occ_slot).
- * Thread 0 counts its block's threads at entry and so finds or claims its
- * bucket's slot, so the other warps touch memory only at their exit, with
- * one reduction when they exit in the bucket they entered in (sm_load
- * counts at thread 0's exit instead: it has no slot to claim).
+ * of GPUEXT_DEV_OCC_BUCKETS struct gpuext_dev_occ of cumulative counts; see
+ * gpuext_abi.h and occ_mark). lane_ns / 32 / bucket length is the mean
+ * number of resident warps. Thread 0 counts its block's threads at entry
+ * and marks its bucket's slot, so the other warps touch memory only at
+ * their exit, with one reduction; no probe reads global memory or waits
+ * for it (sm_load counts at thread 0's exit instead: it has no slot to
+ * mark).
  * Receiver: gpu.warp.occupancy.
  */
 #include <linux/bpf.h>
@@ -33,7 +33,7 @@ __u64 occ_entry(const struct gpuext_dev_ctx *ctx)
 
 	if (!gpuext_first_thread())
 		return now;
-	o = occ_slot(now);
+	o = occ_mark(now >> GPUEXT_DEV_OCC_SHIFT);
 	if (o)
 		__sync_fetch_and_add(&o->threads, gpuext_block_threads());
 	return now;

@@ -1233,20 +1233,24 @@ struct gpuext_dev_sm {
  * warp_occupancy: warps resident on one SM in one time bucket. A per-SM
  * array gx_occ of GPUEXT_DEV_OCC_BUCKETS slots used round robin: bucket b
  * (%globaltimer >> GPUEXT_DEV_OCC_SHIFT, ~1.05 ms) lives in slot
- * b % GPUEXT_DEV_OCC_BUCKETS while epoch == b; the first probe of a new
- * bucket claims the slot (epoch -> b by cmpxchg) and subtracts the counts
- * it read just before, the old bucket's, so no probe waits and none is
- * lost (GPUEXT_DEV_OCC_RESETTING is no longer written; a slot holding it is
- * corrupt). The host reads complete buckets (epoch
- * older than the current one) within GPUEXT_DEV_OCC_BUCKETS buckets (~67 ms).
+ * b % GPUEXT_DEV_OCC_BUCKETS. Its counts are cumulative over every bucket
+ * the slot has had; epoch is the newest of them (a plain store by every
+ * probe that starts writing a bucket: no probe reads it, claims the slot or
+ * subtracts). The host takes a bucket's counts as the slot's minus what it
+ * held when its previous bucket was over, so it must read each slot at
+ * least once a lap (GPUEXT_DEV_OCC_BUCKETS buckets, ~268 ms; devrt copies
+ * the region every 100 ms by default); a lap missed leaves the counts
+ * whole but their buckets unknown (internal/proberegion, Occupancy).
+ * GPUEXT_DEV_OCC_RESETTING was an earlier design's reset marker, never
+ * written now: a slot holding it is corrupt.
  */
 #define GPUEXT_DEV_OCC_SHIFT 20
-#define GPUEXT_DEV_OCC_BUCKETS 64
+#define GPUEXT_DEV_OCC_BUCKETS 256
 #define GPUEXT_DEV_OCC_RESETTING 0xffffffffffffffffULL
 struct gpuext_dev_occ {
-	__u64 epoch;      /* the bucket this slot holds */
-	__u64 threads;    /* threads of the blocks whose thread 0 entered in it */
-	__u64 lane_ns;    /* (ns since entry) x lanes of the warps that exited in it */
+	__u64 epoch;      /* the newest bucket the slot has held */
+	__u64 threads;    /* threads of the blocks whose thread 0 entered in its buckets */
+	__u64 lane_ns;    /* (ns since entry) x lanes of the warps that exited in them */
 };
 
 #endif /* GPUEXT_ABI_H */

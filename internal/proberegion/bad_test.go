@@ -141,7 +141,7 @@ func FuzzRegion(f *testing.F) {
 			snap, err := r.Read()
 			tr.Blocks(snap.Blocks, snap.BlockHead, time.Now())
 			tr.SMs(snap.SMs)
-			tr.Occupancy(snap.Occupancy)
+			tr.Occupancy(snap.Occupancy, snap.OccSlots)
 			if err != nil {
 				return
 			}

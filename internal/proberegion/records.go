@@ -44,11 +44,14 @@ type SMLoad struct {
 	Blocks, Threads, LaneNS uint64
 }
 
-// Occ is one (SM, time bucket) of warp_occupancy (a slot of the SM's round
-// robin of GPUEXT_DEV_OCC_BUCKETS): threads that entered and lane-ns of the
-// warps that exited in it. The newest bucket of an SM may still grow.
+// Occ is one slot of warp_occupancy (per SM a round robin of
+// GPUEXT_DEV_OCC_BUCKETS slots, bucket b in slot b % the slots): the newest
+// bucket it has held and its counts, cumulative over all the buckets it has
+// held (threads that entered, lane-ns of the warps that exited). A
+// bucket's own counts are differences of two reads: Tracker.Occupancy.
 type Occ struct {
 	SM              uint32
+	Slot            uint32
 	Bucket          uint64 // %globaltimer >> OccShift
 	Threads, LaneNS uint64
 }
@@ -59,7 +62,10 @@ type Snapshot struct {
 	Blocks    []Block
 	Launches  []Launch
 	SMs       []SMLoad // SMs with any work, by SM id
-	Occupancy []Occ    // the buckets the slots hold, by bucket, then SM
+	Occupancy []Occ    // the slots ever written, by bucket, then SM
+	// OccSlots is the slots per SM of the occupancy map (a lap is this
+	// many buckets).
+	OccSlots uint32
 	// Drops are the maps' drop counters (ring records overwritten before
 	// they were read, per-SM copies beyond the array, a full hash).
 	Drops map[string]uint64
@@ -146,13 +152,14 @@ func (r *Region) read(s *Snapshot) error {
 					if err != nil {
 						return err
 					}
-					o := Occ{SM: sm, Bucket: le.Uint64(b), Threads: le.Uint64(b[8:]), LaneNS: le.Uint64(b[16:])}
+					o := Occ{SM: sm, Slot: k, Bucket: le.Uint64(b), Threads: le.Uint64(b[8:]), LaneNS: le.Uint64(b[16:])}
 					if o.Bucket == 0 || o.Bucket == OccResetting {
-						continue // never used, or being reset by a warp
+						continue // never used, or an earlier design's reset marker
 					}
 					s.Occupancy = append(s.Occupancy, o)
 				}
 			}
+			s.OccSlots = m.MaxEntries
 			sort.Slice(s.Occupancy, func(i, j int) bool {
 				a, b := s.Occupancy[i], s.Occupancy[j]
 				return a.Bucket < b.Bucket || a.Bucket == b.Bucket && a.SM < b.SM

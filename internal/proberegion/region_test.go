@@ -1,6 +1,7 @@
 package proberegion
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
-	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion/probesim"
 )
 
 // TestImbalancedKernel: the four shipped probes run on the interpreter for
@@ -94,7 +94,8 @@ func TestImbalancedKernel(t *testing.T) {
 
 	// Occupancy: per SM and bucket, the threads of the blocks whose warp 0
 	// entered in the bucket and the lane-ns of the warps that exited in
-	// it, computed here from the same timeline.
+	// it, computed here from the same timeline: all in the slots' first
+	// lap, so each slot holds its one bucket's counts.
 	type key struct {
 		sm     uint32
 		bucket uint64
@@ -103,7 +104,7 @@ func TestImbalancedKernel(t *testing.T) {
 	at := func(sm uint32, ts uint64) *Occ {
 		k := key{sm, ts >> OccShift}
 		if want[k] == nil {
-			want[k] = &Occ{SM: sm, Bucket: k.bucket}
+			want[k] = &Occ{SM: sm, Slot: uint32(k.bucket % uint64(snap.OccSlots)), Bucket: k.bucket}
 		}
 		return want[k]
 	}
@@ -116,21 +117,113 @@ func TestImbalancedKernel(t *testing.T) {
 			at(b.SM, out).LaneNS += (out - in) * 32
 		}
 	}
+	require.Equal(t, uint32(256), snap.OccSlots)
 	require.Len(t, snap.Occupancy, len(want))
 	for _, o := range snap.Occupancy {
 		require.Equal(t, *want[key{o.SM, o.Bucket}], o)
 	}
-	pts := tr.Occupancy(snap.Occupancy)
-	newest := snap.Occupancy[len(snap.Occupancy)-1].Bucket
-	var wantPts []OccPoint
-	for _, o := range snap.Occupancy {
-		if o.Bucket < newest {
-			wantPts = append(wantPts, OccPoint{SM: o.SM, Bucket: o.Bucket, Threads: o.Threads, Warps: float64(o.LaneNS) / 32 / BucketNS})
+	// First seen, a slot's counts may hold earlier laps: no points.
+	require.Empty(t, tr.Occupancy(snap.Occupancy, snap.OccSlots))
+}
+
+// TestOccupancyLaps: warp_occupancy's slots keep counting over their
+// buckets (one every 256 on the same slot); the tracker reports a bucket
+// with exactly its own counts when it read the slot after the bucket
+// before was over, and no point where it cannot know: a slot first seen,
+// a bucket still the newest at the read before the next lap, a lap it
+// missed; counts that go back start the slot again.
+func TestOccupancyLaps(t *testing.T) {
+	s := newSet(t, "warp_occupancy")
+	region := make([]byte, s.Layout().Size)
+	r, err := FromBytes(region, s.Layout())
+	require.NoError(t, err)
+	start := base &^ (BucketNS - 1) // a bucket's first ns
+	const lap = 256
+	bucket := func(n uint64) uint64 { return start + n*BucketNS } // bucket n's first ns
+	block := func(sm uint32, at uint64, ns uint64) simBlock {
+		return simBlock{Block: 0, SM: sm, Start: at + 1000, End: at + 1000 + ns}
+	}
+	run := func(blocks ...simBlock) {
+		for _, b := range blocks {
+			simulate(t, s.Compiled(), region, "k", 1, 4, []simBlock{b})
 		}
 	}
-	require.NotEmpty(t, wantPts)
-	require.Equal(t, wantPts, pts)
-	require.Empty(t, tr.Occupancy(snap.Occupancy)) // reported once
+	point := func(b simBlock) OccPoint {
+		var ns uint64
+		for w := uint32(0); w < simThreads/32; w++ {
+			in, out := warpTimes(b, w)
+			ns += (out - in) * 32
+		}
+		return OccPoint{SM: b.SM, Bucket: b.Start >> OccShift, Threads: simThreads, Warps: float64(ns) / 32 / BucketNS}
+	}
+	tr := NewTracker()
+	read := func() []OccPoint {
+		snap, err := r.Read()
+		require.NoError(t, err)
+		require.Equal(t, uint32(lap), snap.OccSlots)
+		return tr.Occupancy(snap.Occupancy, snap.OccSlots)
+	}
+
+	// Read 1: every slot first seen with counts, at the tracker's first
+	// read: they may hold earlier laps.
+	run(block(1, bucket(0), 8000), block(2, bucket(1), 4000))
+	require.Empty(t, read())
+	// Read 2, a lap on: SM 1's slot had bucket 0, over at read 1 (bucket
+	// 1 was the newest): bucket lap is exact, and complete (SM 3 is in a
+	// later one). SM 2's bucket 1 was the newest at read 1: its tail may
+	// have come after the read, so bucket lap+1 is not known. SM 3's
+	// slot, unwritten at read 1, counts from zero, but its bucket is the
+	// newest: not over yet.
+	b1, b0 := block(1, bucket(lap), 5000), block(3, bucket(lap+5), 2000)
+	run(b1, block(2, bucket(lap+1), 3000), b0)
+	require.Equal(t, []OccPoint{point(b1)}, read())
+	require.Empty(t, read(), "reported once")
+	// Read 3: SM 1 wrote a bucket 2 laps on and one 3 laps on between two
+	// reads: the lap the tracker missed leaves its bucket unknown. SM 2's
+	// slot: bucket lap+1 was over at read 2: 2lap+1 is exact. SM 3's
+	// first bucket is over now.
+	b2 := block(2, bucket(2*lap+1), 6000)
+	b7 := block(0, bucket(3*lap+3), 1000)
+	run(block(1, bucket(2*lap), 7000), block(1, bucket(3*lap), 7000), b2, b7)
+	require.Equal(t, []OccPoint{point(b0), point(b2)}, read())
+	// Read 4: SM 1 a lap after 3lap, which was over at read 3 (SM 0 was
+	// in 3lap+3): its bucket is known, but the newest, so not yet over.
+	// SM 0's 3lap+3, its slot's first, is over now.
+	b3, b4 := block(1, bucket(4*lap), 9000), block(1, bucket(4*lap)+20000, 9000)
+	run(b3)
+	require.Equal(t, []OccPoint{point(b7)}, read())
+	// Read 5: another block in the same bucket, and a later bucket on SM
+	// 2: now over, the two blocks' counts together, once.
+	b8 := block(2, bucket(4*lap+9), 1000)
+	run(b4, b8)
+	got := read()
+	require.Len(t, got, 1)
+	require.Equal(t, uint32(1), got[0].SM)
+	require.Equal(t, b3.Start>>OccShift, got[0].Bucket)
+	require.Equal(t, 2*uint64(simThreads), got[0].Threads)
+	require.InDelta(t, point(b3).Warps+point(b4).Warps, got[0].Warps, 1e-12)
+	require.Empty(t, read())
+	// A warp held up for a lap stores an older epoch into SM 1's slot of
+	// bucket 0 (4lap there): ignored, so the slot's next lap is exact.
+	occ, ok := s.Layout().Find(MapOcc)
+	require.True(t, ok)
+	off, ok := occ.ElemOffset(1, (start>>OccShift)%lap)
+	require.True(t, ok)
+	binary.LittleEndian.PutUint64(region[off:], start>>OccShift+3*lap)
+	require.Empty(t, read())
+	b6 := block(1, bucket(5*lap), 2000)
+	run(b6, block(3, bucket(5*lap+20), 1000))
+	require.Equal(t, []OccPoint{point(b8), point(b6)}, read()) // b8: its slot's first bucket
+
+	// A fresh region under the same tracker: SM 1's slot 0 a lap on, its
+	// bucket before over, but its counts went back: not the slot it read
+	// before, so it starts again, no point.
+	clear(region)
+	r2, err := FromBytes(region, s.Layout())
+	require.NoError(t, err)
+	r = r2
+	run(block(1, bucket(6*lap), 1000), block(2, bucket(6*lap+2), 1000))
+	require.Empty(t, read())
 }
 
 // TestRunsByLaunch: two launches of one kernel drained together are two
@@ -170,62 +263,4 @@ func TestRunsByLaunch(t *testing.T) {
 	require.Equal(t, []uint64{0, 500}, runs[2].Delays())
 	require.Equal(t, uint64(5000), runs[2].Duration())
 	require.Empty(t, tr.Flush())
-}
-
-// TestOccupancySlotReused: a bucket 64 buckets after another takes over its
-// slot; the probe that claims it subtracts the old bucket's counts, so the
-// new bucket holds exactly its own threads and lane-ns.
-func TestOccupancySlotReused(t *testing.T) {
-	s := newSet(t, "warp_occupancy")
-	region := make([]byte, s.Layout().Size)
-	r, err := FromBytes(region, s.Layout())
-	require.NoError(t, err)
-	start := base &^ (BucketNS - 1) // a bucket's first ns
-	later := start + 64*BucketNS    // the same slot, 64 buckets on
-	simulate(t, s.Compiled(), region, "k", 1, 1, []simBlock{{Block: 0, SM: 3, Start: start + 1000, End: start + 9000}})
-	simulate(t, s.Compiled(), region, "k", 1, 1, []simBlock{{Block: 0, SM: 3, Start: later + 1000, End: later + 5000}})
-	snap, err := r.Read()
-	require.NoError(t, err)
-	require.Len(t, snap.Occupancy, 1, "the old bucket's slot was taken over")
-	o := snap.Occupancy[0]
-	require.Equal(t, later>>OccShift, o.Bucket)
-	require.Equal(t, uint32(3), o.SM)
-	require.Equal(t, uint64(simThreads), o.Threads)
-	var ns uint64
-	for w := uint32(0); w < simThreads/32; w++ {
-		in, out := probesim.WarpTimes(simBlock{Start: later + 1000, End: later + 5000}, simThreads, w)
-		ns += (out - in) * 32
-	}
-	require.Equal(t, ns, o.LaneNS)
-}
-
-// TestRunAcrossCopies: a copy taken in the middle of a launch, read again
-// before the next copy, does not end the launch's run; the next fresh
-// read completes it and a block id coming back starts the next launch's.
-func TestRunAcrossCopies(t *testing.T) {
-	const kid = 7
-	launch := func(base uint64, ids ...uint64) []Block {
-		var bs []Block
-		for _, id := range ids {
-			bs = append(bs, Block{KernelID: kid, Block: id, StartNS: base + id, EndNS: base + 100 + id, Threads: 32})
-		}
-		return bs
-	}
-	tr := NewTracker()
-	t0 := time.Unix(1000, 0)
-	require.Empty(t, tr.Blocks(launch(0, 0, 1, 2), 3, t0))           // a copy in the middle of launch 1
-	require.Empty(t, tr.Blocks(nil, 3, t0.Add(20*time.Millisecond))) // the same copy again
-	require.Empty(t, tr.Blocks(nil, 3, t0.Add(40*time.Millisecond))) // and again
-	next := append(launch(0, 3, 4), launch(1000, 0, 1)...)           // the rest, then launch 2
-	runs := tr.Blocks(next, 7, t0.Add(100*time.Millisecond))         // a fresh copy
-	require.Len(t, runs, 1)
-	require.Len(t, runs[0].Blocks, 5)
-	require.Equal(t, uint64(0), runs[0].FirstStart)
-	require.Equal(t, uint64(104), runs[0].LastEnd)
-	runs = tr.Blocks(nil, 7, t0.Add(200*time.Millisecond)) // stale: launch 2 stays open
-	require.Empty(t, runs)
-	runs = tr.Blocks(nil, 9, t0.Add(300*time.Millisecond)) // fresh, other kernels wrote: over
-	require.Len(t, runs, 1)
-	require.Len(t, runs[0].Blocks, 2)
-	require.Equal(t, uint64(1000), runs[0].FirstStart)
 }

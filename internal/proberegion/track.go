@@ -69,11 +69,24 @@ const BucketNS = 1 << OccShift
 // QuietClose, the GPU is idle and every open run is over. Launches of one
 // kernel that overlap (several streams) are separate runs.
 type Tracker struct {
-	head    uint64    // the block ring's head at the last read
-	moved   time.Time // when it last moved
-	open    map[launchKey]*openRun
-	sms     map[uint32]SMLoad // totals at the last read
-	occDone map[uint32]uint64 // per SM: the newest bucket reported
+	head      uint64    // the block ring's head at the last read
+	moved     time.Time // when it last moved
+	open      map[launchKey]*openRun
+	sms       map[uint32]SMLoad    // totals at the last read
+	occ       map[uint32][]occSlot // per SM, its occupancy slots as last read
+	occNewest uint64               // the newest bucket of the last read
+	occRead   bool                 // Occupancy has been called
+}
+
+// occSlot is what the tracker knows of one occupancy slot.
+type occSlot struct {
+	bucket          uint64 // the slot's bucket at the last read (0: never seen)
+	threads, laneNS uint64 // its cumulative counts then
+	// baseThreads and baseLaneNS are the counts the slot held when its
+	// bucket began, known when the bucket before was over at the read
+	// that took them and no lap came between.
+	baseThreads, baseLaneNS uint64
+	known, done             bool // base known; the bucket reported
 }
 
 type openRun struct {
@@ -94,7 +107,7 @@ const MaxOpenBlocks = 1 << 20
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
-	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occDone: map[uint32]uint64{}}
+	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32][]occSlot{}}
 }
 
 // Blocks takes a read's block records and the block ring's head (Snapshot's
@@ -212,27 +225,64 @@ func sub(a, b uint64) uint64 {
 	return a - b
 }
 
-// Occupancy takes a read's occupancy slots and returns the buckets that
-// are complete (older than the newest bucket any SM holds) and not
-// reported before, by bucket then SM.
-func (t *Tracker) Occupancy(slots []Occ) []OccPoint {
+// Occupancy takes a read's occupancy slots (Snapshot's Occupancy and
+// OccSlots) and returns the buckets that are complete (older than the
+// newest bucket any SM holds), known and not reported before, by bucket
+// then SM. A slot's counts are cumulative over its buckets; a bucket's
+// are the slot's at a read after it was over minus the slot's at the last
+// read before it began, known when that read found the bucket before it
+// over (older than the newest then) and exactly one lap (slots buckets)
+// older, or, for a slot's first bucket, zero when an earlier read found
+// the slot unwritten (then the tracker must read at least once a lap, as
+// it must to see every bucket: devrt copies the region every 100 ms by
+// default, a lap is ~268 ms). A slot that already held counts at the
+// tracker's first read (a collector started while the program ran) gives
+// no point until its next bucket; a read that misses a lap of a slot, or
+// comes while the slot's bucket is still the newest and not again before
+// its next lap, loses that slot's next bucket: the probes' counts are
+// never lost, only which bucket they belong to. Counts that go back (not
+// the region the tracker read before) start the slot again.
+func (t *Tracker) Occupancy(slots []Occ, lap uint32) []OccPoint {
 	var newest uint64
 	for _, o := range slots {
 		newest = max(newest, o.Bucket)
 	}
 	var out []OccPoint
-	top := map[uint32]uint64{}
 	for _, o := range slots {
-		if o.Bucket >= newest || o.Bucket <= t.occDone[o.SM] {
-			continue
+		if o.Slot >= lap {
+			continue // not the map's: a caller's mistake, never a point
 		}
-		out = append(out, OccPoint{SM: o.SM, Bucket: o.Bucket, Threads: o.Threads,
-			Warps: float64(o.LaneNS) / 32 / BucketNS})
-		top[o.SM] = max(top[o.SM], o.Bucket)
+		sm := t.occ[o.SM]
+		if sm == nil {
+			sm = make([]occSlot, lap)
+			t.occ[o.SM] = sm
+		}
+		st := &sm[o.Slot]
+		switch {
+		case st.bucket == 0:
+			// Unwritten at the reads before, if any: its first bucket
+			// counts from zero.
+			*st = occSlot{known: t.occRead}
+		case o.Threads < st.threads || o.LaneNS < st.laneNS:
+			*st = occSlot{}
+		case o.Bucket > st.bucket:
+			st.known = st.bucket < t.occNewest && o.Bucket-st.bucket == uint64(lap)
+			st.baseThreads, st.baseLaneNS = st.threads, st.laneNS
+			st.done = false
+		default:
+			// The same bucket, or an older one a late warp stored
+			// (epochs only grow).
+			o.Bucket = st.bucket
+		}
+		st.bucket, st.threads, st.laneNS = o.Bucket, o.Threads, o.LaneNS
+		if st.known && !st.done && o.Bucket < newest {
+			out = append(out, OccPoint{SM: o.SM, Bucket: o.Bucket, Threads: o.Threads - st.baseThreads,
+				Warps: float64(o.LaneNS-st.baseLaneNS) / 32 / BucketNS})
+			st.done = true
+		}
 	}
-	for sm, b := range top {
-		t.occDone[sm] = b
-	}
+	t.occNewest = max(t.occNewest, newest)
+	t.occRead = true
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Bucket < out[j].Bucket || out[i].Bucket == out[j].Bucket && out[i].SM < out[j].SM
 	})

@@ -164,8 +164,9 @@ func checkLaunch(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	return nil
 }
 
-// checkOcc: every thread counted in some (SM, bucket), lane-ns seen, no
-// slot left mid-reset.
+// checkOcc: every thread counted in some (SM, bucket), lane-ns seen, every
+// slot with counts marked with a bucket of its own (epoch % slots = its
+// index).
 func checkOcc(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	m, err := mapOf(l, "gx_occ")
 	if err != nil {
@@ -178,11 +179,11 @@ func checkOcc(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 		if err != nil {
 			return err
 		}
-		for _, v := range vals {
-			if u64(v, 0) == ^uint64(0) {
-				return fmt.Errorf("SM %d: a slot left mid-reset", s)
-			}
+		for k, v := range vals {
 			if u64(v, 8) != 0 || u64(v, 16) != 0 {
+				if e := u64(v, 0); e%uint64(len(vals)) != uint64(k) {
+					return fmt.Errorf("SM %d slot %d: counts under epoch %d, a bucket of slot %d", s, k, e, e%uint64(len(vals)))
+				}
 				buckets++
 			}
 			threads += u64(v, 8)

@@ -514,7 +514,7 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last b
 		}
 		h.Record(s.cfg.LaunchLatency.Buckets, float64(l.NS)/1e9)
 	}
-	for _, o := range rg.tr.Occupancy(snap.Occupancy) {
+	for _, o := range rg.tr.Occupancy(snap.Occupancy, snap.OccSlots) {
 		g.occ[o.SM] = o.Warps * float64(s.sample) // in bucket order: the newest stays
 	}
 	for m, d := range snap.Drops {

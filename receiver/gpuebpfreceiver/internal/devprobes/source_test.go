@@ -187,6 +187,9 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	hostStart := base - offset - 5000
 	s.Launch(pid, "imbalanced", -1, hostStart) // a region without a device record: -1
 	s.Timed(pid, "imbalanced", -1, hostStart, base-offset)
+	// The region is read before the kernel runs (devrt makes it at the
+	// module's load): its occupancy slots count from zero.
+	s.Poll()
 	require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4, Blocks: blocks, GridID: 0x2a}))
 	s.Poll()
 	require.Equal(t, 1, logs.FilterMessage("device probe region dropped").Len())
@@ -230,11 +233,14 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 			0, 0, 0, 0, 0, 0}, "sum": 5e-6}, 1}},
 		roundSums(got["gpu.kernel.launch.latency"]))
 
-	// Occupancy: the launch spans buckets base>>20 .. ; complete ones
-	// reported, the newest per SM kept as the gauge.
+	// Occupancy: the launch spans buckets base>>20 to +2 (the heavy
+	// blocks' exits on SM 0, the newest: not complete); every SM's light
+	// blocks (SM 0: 2, the others 4) end in the first bucket, the gauge.
+	light := 2 * float64(300_000-probesim.WarpGap) / proberegion.BucketNS // warps of one light block
 	require.Len(t, got["gpu.warp.occupancy"], 4)
-	for _, p := range got["gpu.warp.occupancy"] {
-		require.Greater(t, p.value, 0.0)
+	for sm, p := range got["gpu.warp.occupancy"] {
+		require.Equal(t, map[string]any{"gpu.sm.id": int64(sm), "pid": int64(pid)}, p.attrs)
+		require.InDelta(t, map[bool]float64{true: 2, false: 4}[sm == 0]*light, p.value, 1e-12)
 	}
 
 	require.Equal(t, []point{
