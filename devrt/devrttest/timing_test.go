@@ -22,7 +22,7 @@ const (
 // milliseconds since the anchor, exact to 2^-24 of that span (two of them
 // for a difference). devrt anchors at the poller's first round that finds
 // work pending, after the ring's creation and at most anchorLagNS after
-// the work (an idle poller sleeps ten times GPUEXT_DEVRT_POLL_US, 10 ms).
+// the work (the poller sleeps GPUEXT_DEVRT_POLL_US, 100 ms, between rounds).
 func floatTol(createdNS, at uint64) float64 {
 	return float64(at-createdNS+anchorLagNS)/float64(1<<22) + 2
 }

@@ -183,7 +183,7 @@ static void read_config(struct devrt_config *c)
 	c->event_pairs = env_u32("GPUEXT_DEVRT_EVENT_PAIRS", 256, 65536);
 	if (!c->event_pairs)
 		c->event_pairs = 1;
-	c->poll_us = env_u32("GPUEXT_DEVRT_POLL_US", 10000, 1000000);
+	c->poll_us = env_u32("GPUEXT_DEVRT_POLL_US", 100000, 1000000);
 	if (!c->poll_us)
 		c->poll_us = 1;
 	parse_faults(c, getenv("GPUEXT_DEVRT_FAULT_INJECT"));

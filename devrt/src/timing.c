@@ -73,6 +73,7 @@
 #define MARK_TIGHT_NS 50000ULL        /* a mark seen later than this: again */
 #define MARK_PAGE 4096
 #define FLUSH_WAIT_NS 500000000ULL    /* at exit: wait for running work */
+#define FILL_POLL_NS 1000000ULL       /* the poller's period while a pool fills */
 
 enum { PAIR_FREE, PAIR_ARMED, PAIR_PENDING };
 enum { POOL_EMPTY, POOL_CREATING, POOL_READY, POOL_FAILED };
@@ -622,7 +623,8 @@ static int poll_once(int *full)
 
 static void *poll_main(void *arg)
 {
-	__u64 idle = (__u64)devrt.cfg.poll_us * 1000, deadline = 0;
+	__u64 period = (__u64)devrt.cfg.poll_us * 1000, deadline = 0;
+	__u64 fill = period / 10 < FILL_POLL_NS ? period / 10 : FILL_POLL_NS;
 
 	(void)arg;
 	devrt_t.busy = 1;	/* never report the poller's own calls */
@@ -637,14 +639,17 @@ static void *poll_main(void *arg)
 			devrt_sleep_ns(100000);
 			continue;
 		}
-		/* Every poll_us while work is pending, ten times less often
-		 * when none is, ten times more often while a pool fills up
-		 * (every launch sampled): rounds of the poller's cost the
-		 * program's launches more than the pairs each round reads
-		 * (bench/device/devrt_ab.sh, a launch-bound loop with 1 in 32
-		 * launches timed: +4.2% with a round every 1 ms, +2.6% every
-		 * 10 ms). */
-		devrt_sleep_ns(full ? idle / 10 : running ? idle : 10 * idle);
+		/* Every poll_us (100 ms), whether work is pending or not (an
+		 * idle round makes no driver call), every FILL_POLL_NS while a
+		 * pool is half pending (every launch sampled).  A round with
+		 * pairs to read costs the program's launching thread about 15
+		 * µs (on the H200 host; the driver's locks and lines move
+		 * between the cores), more than the pairs it reads: a
+		 * launch-bound loop with one launch timed every 10 ms paid
+		 * 0.21 points of its time with a round every 10 ms, 0.51
+		 * every 1 ms (bench/device/devrt_ab_builds.sh, three processes
+		 * each); each timed launch itself about 6 µs. */
+		devrt_sleep_ns(full ? fill : period);
 	}
 	__atomic_store_n(&flush_done, 1, __ATOMIC_RELEASE);
 	return NULL;
