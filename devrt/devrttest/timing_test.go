@@ -329,7 +329,7 @@ func TestSamplingGap(t *testing.T) {
 }
 
 // devrt writes the minimum interval it starts with to the control page, as
-// the collector reads it back: GPUEXT_DEVRT_SAMPLE_GAP_US, 10000 µs when
+// the collector reads it back: GPUEXT_DEVRT_SAMPLE_GAP_US, 50000 µs when
 // unset, at most 10 s.
 func TestSamplingGapControlPage(t *testing.T) {
 	h := newHarness(t)
@@ -337,7 +337,7 @@ func TestSamplingGapControlPage(t *testing.T) {
 		env string
 		gap uint32
 	}{
-		{"GPUEXT_DEVRT_SAMPLE_GAP_US=", 10000}, // empty: the default
+		{"GPUEXT_DEVRT_SAMPLE_GAP_US=", 50000}, // empty: the default
 		{"GPUEXT_DEVRT_SAMPLE_GAP_US=0", 0},
 		{"GPUEXT_DEVRT_SAMPLE_GAP_US=250", 250},
 		{"GPUEXT_DEVRT_SAMPLE_GAP_US=20000000", devring.MaxSampleGapUS},

@@ -178,7 +178,7 @@ static void read_config(struct devrt_config *c)
 	 * loop at 1 in 32 alone, 0.5-1.6% with 1 ms between them, about 0.1%
 	 * with 10 ms; see README.md. */
 	c->sample_every = env_u32("GPUEXT_DEVRT_SAMPLE", 32, UINT32_MAX);
-	c->sample_gap_us = env_u32("GPUEXT_DEVRT_SAMPLE_GAP_US", 10000,
+	c->sample_gap_us = env_u32("GPUEXT_DEVRT_SAMPLE_GAP_US", 50000,
 				   GPUEXT_CTL_MAX_GAP_US);
 	c->event_pairs = env_u32("GPUEXT_DEVRT_EVENT_PAIRS", 256, 65536);
 	if (!c->event_pairs)

@@ -19,7 +19,7 @@ and many, so that each pair of passes sees the same machine.
 
 Usage: ab_overhead.py train|launch ROUNDS CONFIG... where CONFIG is
 pass (pass2, ...: the same again, an A/A control of the method) | on/N[/G] (every class, 1 in N launches timed; 0: timing off;
-no two timed calls of a thread closer than G us, 0 by default: devrt's own default is on/32/10000) |
+no two timed calls of a thread closer than G us, 0 by default: devrt's own default is on/32/50000) |
 nested/N[/G] (also the runtime's nested driver calls).
 Prints one JSON line per configuration and a summary.
 """

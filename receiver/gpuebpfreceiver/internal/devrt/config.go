@@ -36,10 +36,11 @@ type Config struct {
 	SampleEvery int `mapstructure:"sample_every"`
 	// SampleMinInterval is the least time between two timed calls of a
 	// thread: a sample due sooner is skipped (the next is sample_every
-	// calls on). A timed call costs its thread 5-10 µs (two event records
+	// calls on). A timed call costs its thread 5-20 µs (two event records
 	// and the poller's queries); the interval bounds that share of a
-	// launch-bound thread's time (10 ms: about 0.1%). 0: no minimum. Whole
-	// microseconds.
+	// launch-bound thread's time (50 ms: about 0.05%; 10 ms cost a
+	// launch-bound loop 0.2 points more on the H200 host). 0: no minimum.
+	// Whole microseconds.
 	SampleMinInterval time.Duration `mapstructure:"sample_min_interval"`
 	// MaxRings bounds the rings read at once.
 	MaxRings int `mapstructure:"max_rings"`
@@ -56,7 +57,7 @@ func NewDefaultConfig() Config {
 		PollInterval: 50 * time.Millisecond,
 		SampleEvery:  32,
 		// devrt's own default (GPUEXT_DEVRT_SAMPLE_GAP_US).
-		SampleMinInterval: 10 * time.Millisecond,
+		SampleMinInterval: 50 * time.Millisecond,
 		MaxRings:          1024,
 		Probes:            devprobes.NewDefaultConfig(),
 	}

@@ -61,7 +61,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigControl(t *testing.T) {
 	c := NewDefaultConfig()
-	require.Equal(t, devring.Control{Classes: devring.ClassAll, SampleEvery: 32, SampleGapUS: 10000, ConsumerPID: 9}, c.Control(9))
+	require.Equal(t, devring.Control{Classes: devring.ClassAll, SampleEvery: 32, SampleGapUS: 50000, ConsumerPID: 9}, c.Control(9))
 	c.Classes = []string{"sync", "exec"}
 	c.SampleEvery = 0
 	c.SampleMinInterval = 0
