@@ -24,12 +24,14 @@ struct {
  * difference from what the slot held when its previous bucket was over
  * (internal/proberegion, Tracker.Occupancy). So no probe claims a slot,
  * reads an epoch or subtracts (the claim's read at thread 0's entry cost
- * vecadd 16M 4 points on an H100: bench/device/ablation, ab_occnoclaim), and
- * no count is ever lost, only, when the reader misses a whole lap of a
- * slot, its split between that slot's buckets. All writers of one slot in
- * one lap store the same value; a warp held up between its clock read and
- * its store for a whole lap (~268 ms: preempted) may store the older one,
- * which the reader ignores (epochs only grow). NULL: no slot (the SM id
+ * vecadd 16M 4 points on an H100, measured with an ablation probe since
+ * removed: devrt/jit/README.md), and no count is ever lost, only, when the
+ * reader misses a whole lap of a slot, its split between that slot's
+ * buckets. All writers of one slot in one lap store the same value; a
+ * warp held up between its clock read and its store for a whole lap (~268
+ * ms: preempted) may store the older one, which the reader does not take
+ * for a new bucket (epochs only grow), though counts of the newer bucket
+ * read under it go to that bucket's base. NULL: no slot (the SM id
  * beyond the array).
  */
 static __always_inline struct gpuext_dev_occ *occ_mark(__u64 bucket)

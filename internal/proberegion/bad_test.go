@@ -136,12 +136,26 @@ func FuzzRegion(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// Reads of the bytes, of the bytes rotated by half (another copy:
+		// the tracker's differences between reads), and of the bytes again.
+		rot := append(append([]byte(nil), b[len(b)/2:]...), b[:len(b)/2]...)
 		tr := NewTracker()
-		for range 2 {
+		for _, img := range [][]byte{b, rot, b} {
+			clear(mem)
+			copy(mem, img)
 			snap, err := r.Read()
 			tr.Blocks(snap.Blocks, snap.BlockHead, time.Now())
 			tr.SMs(snap.SMs)
-			tr.Occupancy(snap.Occupancy, snap.OccSlots)
+			var most uint64
+			for _, o := range snap.Occupancy {
+				most = max(most, o.Threads)
+			}
+			for _, p := range tr.Occupancy(snap.Occupancy, snap.OccSlots) {
+				// A bucket's counts are a slot's growth: never more
+				// than a slot holds, never negative.
+				require.LessOrEqual(t, p.Threads, most)
+				require.GreaterOrEqual(t, p.Warps, 0.0)
+			}
 			if err != nil {
 				return
 			}

@@ -3,7 +3,6 @@ package proberegion
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
 )
@@ -62,14 +61,15 @@ type Snapshot struct {
 	Blocks    []Block
 	Launches  []Launch
 	SMs       []SMLoad // SMs with any work, by SM id
-	Occupancy []Occ    // the slots ever written, by bucket, then SM
+	Occupancy []Occ    // the slots ever marked, by SM, then slot
 	// OccSlots is the slots per SM of the occupancy map (a lap is this
 	// many buckets).
 	OccSlots uint32
 	// Drops are the maps' drop counters (ring records overwritten before
 	// they were read, per-SM copies beyond the array, a full hash).
 	Drops map[string]uint64
-	// Bad counts records of impossible sizes (skipped).
+	// Bad counts records of impossible sizes and occupancy slots holding
+	// another slot's bucket (skipped).
 	Bad int
 	// BlockHead is the block ring's head (records reserved, summed over
 	// its shards): whether the GPU wrote since the last copy (Tracker).
@@ -142,7 +142,7 @@ func (r *Region) read(s *Snapshot) error {
 				}
 			}
 		case MapOcc:
-			if m.ValueSize != OccSize {
+			if m.ValueSize != OccSize || m.MaxEntries < 1 {
 				return fmt.Errorf("map %s: value of %d bytes, want %d", m.Name, m.ValueSize, OccSize)
 			}
 			for sm := uint32(0); sm < m.Slots; sm++ {
@@ -153,17 +153,17 @@ func (r *Region) read(s *Snapshot) error {
 						return err
 					}
 					o := Occ{SM: sm, Slot: k, Bucket: le.Uint64(b), Threads: le.Uint64(b[8:]), LaneNS: le.Uint64(b[16:])}
-					if o.Bucket == 0 || o.Bucket == OccResetting {
-						continue // never used, or an earlier design's reset marker
+					if o.Bucket == 0 {
+						continue // never marked
+					}
+					if o.Bucket == OccResetting || o.Bucket%uint64(m.MaxEntries) != uint64(k) {
+						s.Bad++ // not a bucket of this slot (an earlier design's reset marker too)
+						continue
 					}
 					s.Occupancy = append(s.Occupancy, o)
 				}
 			}
 			s.OccSlots = m.MaxEntries
-			sort.Slice(s.Occupancy, func(i, j int) bool {
-				a, b := s.Occupancy[i], s.Occupancy[j]
-				return a.Bucket < b.Bucket || a.Bucket == b.Bucket && a.SM < b.SM
-			})
 		default:
 			continue // a map private to a probe (slot arrays, warp start times)
 		}

@@ -128,10 +128,14 @@ func TestImbalancedKernel(t *testing.T) {
 
 // TestOccupancyLaps: warp_occupancy's slots keep counting over their
 // buckets (one every 256 on the same slot); the tracker reports a bucket
-// with exactly its own counts when it read the slot after the bucket
-// before was over, and no point where it cannot know: a slot first seen,
-// a bucket still the newest at the read before the next lap, a lap it
-// missed; counts that go back start the slot again.
+// with exactly its own counts when nothing can have reached the slot
+// between the read it starts from and the bucket (the slot's bucket a lap
+// earlier was over at that read), idle laps and a slot's first bucket
+// included, and no point where it cannot know: a slot first seen at the
+// tracker's first read, reads more than a lap apart. A bucket known while
+// still the newest is reported once over, with what came after; a late
+// warp's older epoch does not move it; counts that go back start the slot
+// again.
 func TestOccupancyLaps(t *testing.T) {
 	s := newSet(t, "warp_occupancy")
 	region := make([]byte, s.Layout().Size)
@@ -148,82 +152,138 @@ func TestOccupancyLaps(t *testing.T) {
 			simulate(t, s.Compiled(), region, "k", 1, 4, []simBlock{b})
 		}
 	}
-	point := func(b simBlock) OccPoint {
+	point := func(bs ...simBlock) OccPoint {
 		var ns uint64
-		for w := uint32(0); w < simThreads/32; w++ {
-			in, out := warpTimes(b, w)
-			ns += (out - in) * 32
+		for _, b := range bs {
+			for w := uint32(0); w < simThreads/32; w++ {
+				in, out := warpTimes(b, w)
+				ns += (out - in) * 32
+			}
 		}
-		return OccPoint{SM: b.SM, Bucket: b.Start >> OccShift, Threads: simThreads, Warps: float64(ns) / 32 / BucketNS}
+		return OccPoint{SM: bs[0].SM, Bucket: bs[0].Start >> OccShift, Threads: uint64(len(bs)) * simThreads,
+			Warps: float64(ns) / 32 / BucketNS}
 	}
 	tr := NewTracker()
 	read := func() []OccPoint {
 		snap, err := r.Read()
 		require.NoError(t, err)
 		require.Equal(t, uint32(lap), snap.OccSlots)
+		require.Zero(t, snap.Bad)
 		return tr.Occupancy(snap.Occupancy, snap.OccSlots)
 	}
+	slotOf := func(n uint64) uint64 { return (start>>OccShift + n) % lap }
+	poke := func(sm uint32, n uint64, epoch uint64) {
+		occ, ok := s.Layout().Find(MapOcc)
+		require.True(t, ok)
+		off, ok := occ.ElemOffset(uint64(sm), slotOf(n))
+		require.True(t, ok)
+		binary.LittleEndian.PutUint64(region[off:], epoch)
+	}
 
-	// Read 1: every slot first seen with counts, at the tracker's first
-	// read: they may hold earlier laps.
+	// Read 1, the tracker's first: slots with counts may hold earlier laps.
 	run(block(1, bucket(0), 8000), block(2, bucket(1), 4000))
 	require.Empty(t, read())
-	// Read 2, a lap on: SM 1's slot had bucket 0, over at read 1 (bucket
-	// 1 was the newest): bucket lap is exact, and complete (SM 3 is in a
-	// later one). SM 2's bucket 1 was the newest at read 1: its tail may
-	// have come after the read, so bucket lap+1 is not known. SM 3's
-	// slot, unwritten at read 1, counts from zero, but its bucket is the
-	// newest: not over yet.
-	b1, b0 := block(1, bucket(lap), 5000), block(3, bucket(lap+5), 2000)
-	run(b1, block(2, bucket(lap+1), 3000), b0)
+	// Read 2, more than a lap after read 1 (newest 1): SM 1's bucket lap
+	// is known (bucket 0, a lap before it, was over at read 1) and over
+	// (SM 3 is later). SM 2's lap+1: bucket 1 was the newest at read 1,
+	// its tail may have come after. SM 3's slot, unwritten at read 1,
+	// could have held bucket 5 since: not known.
+	b1 := block(1, bucket(lap), 5000)
+	run(b1, block(2, bucket(lap+1), 3000), block(3, bucket(lap+5), 2000))
 	require.Equal(t, []OccPoint{point(b1)}, read())
 	require.Empty(t, read(), "reported once")
-	// Read 3: SM 1 wrote a bucket 2 laps on and one 3 laps on between two
-	// reads: the lap the tracker missed leaves its bucket unknown. SM 2's
-	// slot: bucket lap+1 was over at read 2: 2lap+1 is exact. SM 3's
-	// first bucket is over now.
-	b2 := block(2, bucket(2*lap+1), 6000)
-	b7 := block(0, bucket(3*lap+3), 1000)
-	run(block(1, bucket(2*lap), 7000), block(1, bucket(3*lap), 7000), b2, b7)
-	require.Equal(t, []OccPoint{point(b0), point(b2)}, read())
-	// Read 4: SM 1 a lap after 3lap, which was over at read 3 (SM 0 was
-	// in 3lap+3): its bucket is known, but the newest, so not yet over.
-	// SM 0's 3lap+3, its slot's first, is over now.
-	b3, b4 := block(1, bucket(4*lap), 9000), block(1, bucket(4*lap)+20000, 9000)
-	run(b3)
-	require.Equal(t, []OccPoint{point(b7)}, read())
-	// Read 5: another block in the same bucket, and a later bucket on SM
-	// 2: now over, the two blocks' counts together, once.
-	b8 := block(2, bucket(4*lap+9), 1000)
-	run(b4, b8)
-	got := read()
-	require.Len(t, got, 1)
-	require.Equal(t, uint32(1), got[0].SM)
-	require.Equal(t, b3.Start>>OccShift, got[0].Bucket)
-	require.Equal(t, 2*uint64(simThreads), got[0].Threads)
-	require.InDelta(t, point(b3).Warps+point(b4).Warps, got[0].Warps, 1e-12)
+	// Read 3, within a lap: SM 0's slot, unwritten until now, counts from
+	// zero; SM 3's lap+9, its slot's first too, is known but the newest.
+	b2, b3 := block(0, bucket(lap+7), 6000), block(3, bucket(lap+9), 9000)
+	run(b2, b3)
+	require.Equal(t, []OccPoint{point(b2)}, read())
+	// Read 4: a second block in SM 3's lap+9, and a later bucket: lap+9
+	// is over, both blocks in it. SM 2's lap+12: known, the newest.
+	b4, b5 := block(3, bucket(lap+9)+20000, 9000), block(2, bucket(lap+12), 3000)
+	run(b4, b5)
+	require.Equal(t, []OccPoint{point(b3, b4)}, read())
+	// Read 5: SM 0 in 2lap+10 (SM 1's slot has had no bucket since lap:
+	// idle): SM 2's lap+12 is over.
+	b6 := block(0, bucket(2*lap+10), 1000)
+	run(b6)
+	require.Equal(t, []OccPoint{point(b5)}, read())
+	// Read 6: SM 1 again after an idle lap (3lap; 2lap, a lap before, was
+	// over at read 5): exact from its counts after lap. SM 0's 2lap+10
+	// (the newest at read 5) is over.
+	b7, b9 := block(1, bucket(3*lap), 7000), block(3, bucket(3*lap+5), 1000)
+	run(b7, b9)
+	require.Equal(t, []OccPoint{point(b6), point(b7)}, read())
+	// Read 7: SM 2's slot 40, unwritten at read 6, had two buckets since
+	// (3lap+40 and 4lap+40: the reads more than a lap apart): not known,
+	// not their sum. SM 3's 3lap+5 (its slot idle since lap+5, the newest
+	// at read 6) is over.
+	run(block(2, bucket(3*lap+40), 2000), block(2, bucket(4*lap+40), 2000), block(3, bucket(4*lap+41), 1000))
+	require.Equal(t, []OccPoint{point(b9)}, read())
+	// Read 8: SM 1's 5lap is known but the newest; a warp held up a lap
+	// stores the older epoch 4lap into that slot before read 9, which
+	// reports 5lap once over, under its own bucket.
+	b8 := block(1, bucket(5*lap), 3000)
+	run(b8)
 	require.Empty(t, read())
-	// A warp held up for a lap stores an older epoch into SM 1's slot of
-	// bucket 0 (4lap there): ignored, so the slot's next lap is exact.
-	occ, ok := s.Layout().Find(MapOcc)
-	require.True(t, ok)
-	off, ok := occ.ElemOffset(1, (start>>OccShift)%lap)
-	require.True(t, ok)
-	binary.LittleEndian.PutUint64(region[off:], start>>OccShift+3*lap)
+	require.Empty(t, read(), "still the newest")
+	poke(1, 4*lap, start>>OccShift+4*lap)
+	b10 := block(0, bucket(5*lap+3), 1000) // its slot's first bucket: known
+	run(b10)
+	require.Equal(t, []OccPoint{point(b8)}, read())
+	// Read 10: SM 2's 5lap+20, known, the newest; by read 11 its slot has
+	// 6lap+20 (the reads more than a lap apart): neither is known, and
+	// the first is not reported under the second's bucket when that is
+	// over (read 12).
+	run(block(2, bucket(5*lap+20), 1000))
+	require.Equal(t, []OccPoint{point(b10)}, read())
+	run(block(2, bucket(6*lap+20), 1000))
 	require.Empty(t, read())
-	b6 := block(1, bucket(5*lap), 2000)
-	run(b6, block(3, bucket(5*lap+20), 1000))
-	require.Equal(t, []OccPoint{point(b8), point(b6)}, read()) // b8: its slot's first bucket
+	b11 := block(3, bucket(6*lap+30), 1000) // its slot's first: known
+	run(b11)
+	require.Empty(t, read())
+	run(block(0, bucket(6*lap+40), 1000))
+	require.Equal(t, []OccPoint{point(b11)}, read())
+	// Counts that go back in one field only: SM 3's slot of 6lap+30 a lap
+	// on, known by the rule, with fewer lane-ns (then threads) than read:
+	// started again, no point.
+	for _, field := range []uint64{16, 8} {
+		occ, ok := s.Layout().Find(MapOcc)
+		require.True(t, ok)
+		off, ok := occ.ElemOffset(3, slotOf(6*lap+30))
+		require.True(t, ok)
+		epoch := binary.LittleEndian.Uint64(region[off:]) + lap
+		binary.LittleEndian.PutUint64(region[off:], epoch)
+		binary.LittleEndian.PutUint64(region[off+8:], binary.LittleEndian.Uint64(region[off+8:])+1000)
+		binary.LittleEndian.PutUint64(region[off+16:], binary.LittleEndian.Uint64(region[off+16:])+1000)
+		binary.LittleEndian.PutUint64(region[off+field:], 1) // this one back
+		run(block(0, bucket(epoch-start>>OccShift+3), 1000))
+		for _, p := range read() {
+			require.NotEqual(t, uint32(3), p.SM, "field %d went back: %+v", field, p)
+		}
+	}
 
-	// A fresh region under the same tracker: SM 1's slot 0 a lap on, its
-	// bucket before over, but its counts went back: not the slot it read
-	// before, so it starts again, no point.
+	// A fresh region under the same tracker: SM 1's slot of bucket 0 a
+	// lap on, known by the rule, but its counts went back: not the slot
+	// it read before, so it starts again, no point.
 	clear(region)
 	r2, err := FromBytes(region, s.Layout())
 	require.NoError(t, err)
 	r = r2
 	run(block(1, bucket(6*lap), 1000), block(2, bucket(6*lap+2), 1000))
 	require.Empty(t, read())
+
+	// A slot holding another slot's bucket (a corrupt region, or an
+	// earlier design's reset marker) is left out and counted bad.
+	poke(2, 6*lap+2, start>>OccShift+6*lap+3)
+	snap, err := r.Read()
+	require.NoError(t, err)
+	require.Equal(t, 1, snap.Bad)
+	require.Len(t, snap.Occupancy, 1)
+	require.Equal(t, uint32(1), snap.Occupancy[0].SM)
+	poke(2, 6*lap+2, OccResetting)
+	snap, err = r.Read()
+	require.NoError(t, err)
+	require.Equal(t, 1, snap.Bad)
 }
 
 // TestRunsByLaunch: two launches of one kernel drained together are two
@@ -263,4 +323,35 @@ func TestRunsByLaunch(t *testing.T) {
 	require.Equal(t, []uint64{0, 500}, runs[2].Delays())
 	require.Equal(t, uint64(5000), runs[2].Duration())
 	require.Empty(t, tr.Flush())
+}
+
+// TestRunAcrossCopies: a copy taken in the middle of a launch, read again
+// before the next copy, does not end the launch's run; the next fresh
+// read completes it and a block id coming back starts the next launch's.
+func TestRunAcrossCopies(t *testing.T) {
+	const kid = 7
+	launch := func(base uint64, ids ...uint64) []Block {
+		var bs []Block
+		for _, id := range ids {
+			bs = append(bs, Block{KernelID: kid, Block: id, StartNS: base + id, EndNS: base + 100 + id, Threads: 32})
+		}
+		return bs
+	}
+	tr := NewTracker()
+	t0 := time.Unix(1000, 0)
+	require.Empty(t, tr.Blocks(launch(0, 0, 1, 2), 3, t0))           // a copy in the middle of launch 1
+	require.Empty(t, tr.Blocks(nil, 3, t0.Add(20*time.Millisecond))) // the same copy again
+	require.Empty(t, tr.Blocks(nil, 3, t0.Add(40*time.Millisecond))) // and again
+	next := append(launch(0, 3, 4), launch(1000, 0, 1)...)           // the rest, then launch 2
+	runs := tr.Blocks(next, 7, t0.Add(100*time.Millisecond))         // a fresh copy
+	require.Len(t, runs, 1)
+	require.Len(t, runs[0].Blocks, 5)
+	require.Equal(t, uint64(0), runs[0].FirstStart)
+	require.Equal(t, uint64(104), runs[0].LastEnd)
+	runs = tr.Blocks(nil, 7, t0.Add(200*time.Millisecond)) // stale: launch 2 stays open
+	require.Empty(t, runs)
+	runs = tr.Blocks(nil, 9, t0.Add(300*time.Millisecond)) // fresh, other kernels wrote: over
+	require.Len(t, runs, 1)
+	require.Len(t, runs[0].Blocks, 2)
+	require.Equal(t, uint64(1000), runs[0].FirstStart)
 }

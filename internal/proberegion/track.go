@@ -72,22 +72,21 @@ type Tracker struct {
 	head      uint64    // the block ring's head at the last read
 	moved     time.Time // when it last moved
 	open      map[launchKey]*openRun
-	sms       map[uint32]SMLoad    // totals at the last read
-	occ       map[uint32][]occSlot // per SM, its occupancy slots as last read
-	occNewest uint64               // the newest bucket of the last read
-	occRead   bool                 // Occupancy has been called
+	sms       map[uint32]SMLoad // totals at the last read
+	occ       map[uint32]*occSM // per SM, its occupancy slots as last read
+	occNewest uint64            // the newest bucket of the last read (0: none)
 }
 
-// occSlot is what the tracker knows of one occupancy slot.
-type occSlot struct {
-	bucket          uint64 // the slot's bucket at the last read (0: never seen)
-	threads, laneNS uint64 // its cumulative counts then
-	// baseThreads and baseLaneNS are the counts the slot held when its
-	// bucket began, known when the bucket before was over at the read
-	// that took them and no lap came between.
-	baseThreads, baseLaneNS uint64
-	known, done             bool // base known; the bucket reported
+// occSM is what the tracker knows of one SM's occupancy slots: each slot's
+// bucket and cumulative counts at the last read (bucket 0: not seen yet),
+// and the counts a bucket began from, for the few buckets known but not
+// over at the read that found them (reported once over).
+type occSM struct {
+	bucket, threads, laneNS []uint64
+	pending                 map[uint32]occBase // by slot
 }
+
+type occBase struct{ bucket, threads, laneNS uint64 }
 
 type openRun struct {
 	Run
@@ -107,7 +106,7 @@ const MaxOpenBlocks = 1 << 20
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
-	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32][]occSlot{}}
+	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32]*occSM{}}
 }
 
 // Blocks takes a read's block records and the block ring's head (Snapshot's
@@ -226,63 +225,88 @@ func sub(a, b uint64) uint64 {
 }
 
 // Occupancy takes a read's occupancy slots (Snapshot's Occupancy and
-// OccSlots) and returns the buckets that are complete (older than the
-// newest bucket any SM holds), known and not reported before, by bucket
-// then SM. A slot's counts are cumulative over its buckets; a bucket's
-// are the slot's at a read after it was over minus the slot's at the last
-// read before it began, known when that read found the bucket before it
-// over (older than the newest then) and exactly one lap (slots buckets)
-// older, or, for a slot's first bucket, zero when an earlier read found
-// the slot unwritten (then the tracker must read at least once a lap, as
-// it must to see every bucket: devrt copies the region every 100 ms by
-// default, a lap is ~268 ms). A slot that already held counts at the
-// tracker's first read (a collector started while the program ran) gives
-// no point until its next bucket; a read that misses a lap of a slot, or
-// comes while the slot's bucket is still the newest and not again before
-// its next lap, loses that slot's next bucket: the probes' counts are
-// never lost, only which bucket they belong to. Counts that go back (not
-// the region the tracker read before) start the slot again.
+// OccSlots: lap slots per SM, bucket b in slot b % lap) and returns the
+// buckets that are complete (older than the newest bucket any SM holds),
+// known and not reported before, by bucket then SM.
+//
+// A slot's counts are cumulative over its buckets, so a bucket's are the
+// slot's at a read after it was over minus the slot's at the last read
+// before it began. That read's counts are the bucket's start when nothing
+// could be written to the slot between them and the bucket: when the
+// slot's bucket one lap earlier was already over at that read (older than
+// its newest), which holds whenever the tracker reads at least once a lap
+// (~268 ms; devrt copies the region every 100 ms by default), whatever the
+// slot held before, idle laps included. A slot first seen counts from zero
+// if an earlier read found it unwritten (by the same rule); one that
+// already held counts at the tracker's first read (a collector started
+// while the program ran) gives no point until its next bucket. A read
+// that comes more than a lap after the one before loses the buckets it
+// cannot tell apart: the probes' counts are never lost, only which bucket
+// they belong to. Counts that go back (not the region the tracker read
+// before) start the slot again. Limits, from the probes: counts added
+// before a bucket's first mark on its SM (a warp that entered late in it)
+// go to the slot's next bucket or its base, and a warp held up a whole lap
+// between its clock read and its mark (preempted) can hide its bucket's
+// first counts in the base.
 func (t *Tracker) Occupancy(slots []Occ, lap uint32) []OccPoint {
 	var newest uint64
 	for _, o := range slots {
-		newest = max(newest, o.Bucket)
+		if lap > 0 && o.Slot < lap && o.Bucket%uint64(lap) == uint64(o.Slot) {
+			newest = max(newest, o.Bucket)
+		}
 	}
+	prev := t.occNewest
 	var out []OccPoint
+	report := func(sm uint32, b occBase, o Occ) {
+		out = append(out, OccPoint{SM: sm, Bucket: o.Bucket, Threads: o.Threads - b.threads,
+			Warps: float64(o.LaneNS-b.laneNS) / 32 / BucketNS})
+	}
 	for _, o := range slots {
-		if o.Slot >= lap {
-			continue // not the map's: a caller's mistake, never a point
+		if lap == 0 || o.Slot >= lap || o.Bucket%uint64(lap) != uint64(o.Slot) {
+			continue // not the map's (Read leaves such slots out)
 		}
 		sm := t.occ[o.SM]
-		if sm == nil {
-			sm = make([]occSlot, lap)
+		if sm == nil || len(sm.bucket) != int(lap) {
+			sm = &occSM{bucket: make([]uint64, lap), threads: make([]uint64, lap), laneNS: make([]uint64, lap),
+				pending: map[uint32]occBase{}}
 			t.occ[o.SM] = sm
 		}
-		st := &sm[o.Slot]
+		k := o.Slot
+		last := occBase{sm.bucket[k], sm.threads[k], sm.laneNS[k]}
+		// The bucket one lap before o's was over at the last read:
+		// nothing came between that read and o's bucket.
+		clean := o.Bucket-uint64(lap) < prev
+		known := false
 		switch {
-		case st.bucket == 0:
-			// Unwritten at the reads before, if any: its first bucket
-			// counts from zero.
-			*st = occSlot{known: t.occRead}
-		case o.Threads < st.threads || o.LaneNS < st.laneNS:
-			*st = occSlot{}
-		case o.Bucket > st.bucket:
-			st.known = st.bucket < t.occNewest && o.Bucket-st.bucket == uint64(lap)
-			st.baseThreads, st.baseLaneNS = st.threads, st.laneNS
-			st.done = false
+		case last.bucket == 0:
+			// Not seen before: from zero if the last read found it
+			// unwritten (none at the first read: prev is 0).
+			known = clean
+		case o.Threads < last.threads || o.LaneNS < last.laneNS:
+			delete(sm.pending, k)
+		case o.Bucket > last.bucket:
+			known = clean
+			delete(sm.pending, k) // its bucket never came to an end in a read: lost
 		default:
 			// The same bucket, or an older one a late warp stored
 			// (epochs only grow).
-			o.Bucket = st.bucket
+			o.Bucket = last.bucket
+			if b, ok := sm.pending[k]; ok && o.Bucket < newest {
+				report(o.SM, b, o)
+				delete(sm.pending, k)
+			}
 		}
-		st.bucket, st.threads, st.laneNS = o.Bucket, o.Threads, o.LaneNS
-		if st.known && !st.done && o.Bucket < newest {
-			out = append(out, OccPoint{SM: o.SM, Bucket: o.Bucket, Threads: o.Threads - st.baseThreads,
-				Warps: float64(o.LaneNS-st.baseLaneNS) / 32 / BucketNS})
-			st.done = true
+		if known {
+			b := occBase{o.Bucket, last.threads, last.laneNS}
+			if o.Bucket < newest {
+				report(o.SM, b, o)
+			} else {
+				sm.pending[k] = b
+			}
 		}
+		sm.bucket[k], sm.threads[k], sm.laneNS[k] = o.Bucket, o.Threads, o.LaneNS
 	}
-	t.occNewest = max(t.occNewest, newest)
-	t.occRead = true
+	t.occNewest = newest
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Bucket < out[j].Bucket || out[i].Bucket == out[j].Bucket && out[i].SM < out[j].SM
 	})

@@ -188,7 +188,16 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	s.Launch(pid, "imbalanced", -1, hostStart) // a region without a device record: -1
 	s.Timed(pid, "imbalanced", -1, hostStart, base-offset)
 	// The region is read before the kernel runs (devrt makes it at the
-	// module's load): its occupancy slots count from zero.
+	// module's load), after an earlier kernel of the process marked an
+	// occupancy bucket 10 buckets before (SM 5, nothing counted): slots
+	// the launch then writes first count from zero, as nothing can have
+	// reached them between that read and their bucket.
+	occ, ok := s.Set().Layout().Find(proberegion.MapOcc)
+	require.True(t, ok)
+	early := base>>proberegion.OccShift - 10
+	off, ok := occ.ElemOffset(5, early%uint64(occ.MaxEntries))
+	require.True(t, ok)
+	binary.LittleEndian.PutUint64(mem[off:], early)
 	s.Poll()
 	require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4, Blocks: blocks, GridID: 0x2a}))
 	s.Poll()
