@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -172,11 +173,11 @@ static void read_config(struct devrt_config *c)
 	c->ring_slots = pow2_at_least(env_u32("GPUEXT_DEVRT_RING_SLOTS", 16384,
 					      GPUEXT_RING_MAX_SLOTS));
 	c->classes = parse_classes(getenv("GPUEXT_DEVRT_CLASSES"));
-	/* 1 in 32 launches and copies per thread, none within 10 ms of the
-	 * thread's previous timed one: a timed call costs its thread 5-10 us
+	/* 1 in 32 launches and copies per thread, none within 50 ms of the
+	 * thread's previous timed one: a timed call costs its thread 5-20 us
 	 * (its event records, the poller's queries): 1.5% of a launch-bound
-	 * loop at 1 in 32 alone, 0.5-1.6% with 1 ms between them, about 0.1%
-	 * with 10 ms; see README.md. */
+	 * loop at 1 in 32 alone, 0.5-1.6% with 1 ms between them, 0.2-0.4%
+	 * with 10 ms, about 0.1% with 50 ms; see README.md, Cost. */
 	c->sample_every = env_u32("GPUEXT_DEVRT_SAMPLE", 32, UINT32_MAX);
 	c->sample_gap_us = env_u32("GPUEXT_DEVRT_SAMPLE_GAP_US", 50000,
 				   GPUEXT_CTL_MAX_GAP_US);
@@ -341,4 +342,21 @@ void devrt_sleep_ns(__u64 ns)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+/* Sleeps up to ns while *word is 0: devrt_futex_wake(word) after setting it
+ * ends the sleep at once (a waiting thread's exit never waits a period). */
+void devrt_futex_sleep(int *word, __u64 ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ULL),
+			       (long)(ns % 1000000000ULL) };
+
+	if (syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0) &&
+	    errno == ENOSYS)
+		devrt_sleep_ns(ns);
+}
+
+void devrt_futex_wake(int *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }

@@ -324,6 +324,8 @@ static inline void devrt_driver_sym_into(void *field, const char *name)
  * it): 0, or an errno.  And sleeping in one, restarted after signals. */
 int devrt_thread_start(void *(*fn)(void *));
 void devrt_sleep_ns(__u64 ns);
+void devrt_futex_sleep(int *word, __u64 ns);
+void devrt_futex_wake(int *word);
 void devrt_note_driver(void *fn);
 void devrt_map_entry(const char *base, void **pfn);
 int devrt_is_wrapper(const void *p);

@@ -121,6 +121,9 @@ enum { MARK_UNTRIED, MARK_ON, MARK_OFF };
 static struct pool pools[MAX_POOLS];
 static int timing;          /* OFF, UNKNOWN, STARTING, ON */
 static int flush_req, flush_done;
+/* Set (and the poller woken) at exit and when a pool falls to half its
+ * pairs free: the poller's sleep ends at once. */
+static int poll_kick;
 
 static void drop_timing(void)
 {
@@ -344,6 +347,12 @@ static struct devrt_pair *pair_claim(struct pool *p)
 			return NULL;
 	} while (!__atomic_compare_exchange_n(&p->nfree, &n, n - 1, 1,
 					      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED));
+	if (n - 1 == p->npairs / 2) {
+		/* Half the pool taken since the poller's last round: it may
+		 * be sleeping its whole period (a burst after an idle spell). */
+		__atomic_store_n(&poll_kick, 1, __ATOMIC_RELEASE);
+		devrt_futex_wake(&poll_kick);
+	}
 	start = __atomic_fetch_add(&p->hint, 1, __ATOMIC_RELAXED);
 	for (i = 0;; i++) {
 		struct devrt_pair *pr = &p->pairs[(start + i) % p->npairs];
@@ -558,9 +567,9 @@ static void emit(struct pool *p, struct devrt_pair *pr, float since_anchor,
 
 /*
  * One pass over every pending pair.  Returns how many are still running;
- * *full is set if a pool had at least half its pairs pending.
+ * *load is the largest share of a pool's pairs found pending, in 1024ths.
  */
-static int poll_once(int *full)
+static int poll_once(__u32 *load)
 {
 	int i, running = 0;
 	__u32 k;
@@ -576,8 +585,8 @@ static int poll_once(int *full)
 						   __ATOMIC_ACQUIRE) == PAIR_PENDING;
 		if (!pending)
 			continue;
-		if (2 * (__u32)pending >= p->npairs)
-			*full = 1;
+		if ((__u64)pending * 1024 / p->npairs > *load)
+			*load = (__u32)((__u64)pending * 1024 / p->npairs);
 		if (DRV(cuCtxSetCurrent, p->ctx) ||
 		    ((!p->anchor_at || devrt_now() - p->anchor_at > ANCHOR_AGE_NS) &&
 		     anchor(p))) {
@@ -625,31 +634,51 @@ static void *poll_main(void *arg)
 {
 	__u64 period = (__u64)devrt.cfg.poll_us * 1000, deadline = 0;
 	__u64 fill = period / 10 < FILL_POLL_NS ? period / 10 : FILL_POLL_NS;
+	__u64 last = devrt_now();
 
 	(void)arg;
 	devrt_t.busy = 1;	/* never report the poller's own calls */
 	for (;;) {
-		int full = 0, running = poll_once(&full);
+		__u32 load = 0;
+		int running;
+		__u64 now, sleep = period;
+
+		__atomic_store_n(&poll_kick, 0, __ATOMIC_RELAXED);
+		running = poll_once(&load);
+		now = devrt_now();
 
 		if (__atomic_load_n(&flush_req, __ATOMIC_ACQUIRE)) {
 			if (!deadline)
-				deadline = devrt_now() + FLUSH_WAIT_NS;
-			if (!running || devrt_now() > deadline)
+				deadline = now + FLUSH_WAIT_NS;
+			if (!running || now > deadline)
 				break;
 			devrt_sleep_ns(100000);
 			continue;
 		}
 		/* Every poll_us (100 ms), whether work is pending or not (an
-		 * idle round makes no driver call), every FILL_POLL_NS while a
-		 * pool is half pending (every launch sampled).  A round with
-		 * pairs to read costs the program's launching thread about 15
-		 * µs (on the H200 host; the driver's locks and lines move
-		 * between the cores), more than the pairs it reads: a
-		 * launch-bound loop with one launch timed every 10 ms paid
-		 * 0.21 points of its time with a round every 10 ms, 0.51
-		 * every 1 ms (bench/device/devrt_ab_builds.sh, three processes
-		 * each); each timed launch itself about 6 µs. */
-		devrt_sleep_ns(full ? fill : period);
+		 * idle round makes no driver call).  A round with pairs to
+		 * read costs the program's launching thread about 15 µs (on
+		 * the H200 host; the driver's locks and lines move between
+		 * the cores), more than the pairs it reads: a launch-bound
+		 * loop with one launch timed every 10 ms paid 0.21 points of
+		 * its time with a round every 10 ms, 0.51 every 1 ms
+		 * (bench/device/devrt_ab_builds.sh, three processes each).
+		 * But a pool must not fill between rounds (its samples would
+		 * be dropped): sooner, then, by the rate the busiest pool
+		 * filled since the last round, so that it stays under a
+		 * quarter full; every FILL_POLL_NS once half full; and at
+		 * once when a pool falls to half its pairs free while the
+		 * poller sleeps (pair_claim kicks it). */
+		if (load >= 512) {
+			sleep = fill;
+		} else if (load) {
+			__u64 quarter = (now - last) * 256 / load;
+
+			if (quarter < sleep)
+				sleep = quarter > fill ? quarter : fill;
+		}
+		last = now;
+		devrt_futex_sleep(&poll_kick, sleep);
 	}
 	__atomic_store_n(&flush_done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -790,6 +819,8 @@ void devrt_timing_flush(void)
 	if (__atomic_load_n(&timing, __ATOMIC_ACQUIRE) != ON)
 		return;
 	__atomic_store_n(&flush_req, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&poll_kick, 1, __ATOMIC_RELEASE);
+	devrt_futex_wake(&poll_kick);
 	for (i = 0; i < 1000 && !__atomic_load_n(&flush_done, __ATOMIC_ACQUIRE);
 	     i++)
 		devrt_sleep_ns(1000000);
@@ -799,7 +830,7 @@ void devrt_timing_flush(void)
 void devrt_timing_fork_child(void)
 {
 	memset(pools, 0, sizeof(pools));
-	flush_req = flush_done = 0;
+	flush_req = flush_done = poll_kick = 0;
 	if (timing == ON || timing == STARTING)
 		timing = UNKNOWN;
 }

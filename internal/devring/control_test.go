@@ -14,7 +14,7 @@ func TestWriteControl(t *testing.T) {
 	mem, _, r := memRing(t, testHeader)
 	c, gen, hb, err := r.ReadControl()
 	require.NoError(t, err)
-	require.Equal(t, Control{Classes: ClassAll, SampleEvery: 32, SampleGapUS: 10000}, c, "what devrt starts with")
+	require.Equal(t, Control{Classes: ClassAll, SampleEvery: 32, SampleGapUS: 50000}, c, "what devrt starts with")
 	require.Zero(t, gen)
 	require.Zero(t, hb)
 

@@ -78,7 +78,7 @@ func (p *Producer) init(h Header) {
 	copy(b[hdrVersion:hdrVersion+versionLen-1], h.Version)
 	le.PutUint32(b[CtlOffset+ctlClasses:], ClassAll)
 	le.PutUint32(b[CtlOffset+ctlSampleEvery:], 32)
-	le.PutUint32(b[CtlOffset+ctlSampleGap:], 10000)
+	le.PutUint32(b[CtlOffset+ctlSampleGap:], 50000)
 	le.PutUint64(b[CtlOffset+ctlMagic:], CtlMagic)
 	for i := uint64(0); i <= p.mask; i++ {
 		le.PutUint64(b[p.slotOff(i)+slotSeq:], i)

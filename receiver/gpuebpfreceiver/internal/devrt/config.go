@@ -38,7 +38,7 @@ type Config struct {
 	// thread: a sample due sooner is skipped (the next is sample_every
 	// calls on). A timed call costs its thread 5-20 µs (two event records
 	// and the poller's queries); the interval bounds that share of a
-	// launch-bound thread's time (50 ms: about 0.05%; 10 ms cost a
+	// launch-bound thread's time (50 ms: about 0.1%; 10 ms cost a
 	// launch-bound loop 0.2 points more on the H200 host). 0: no minimum.
 	// Whole microseconds.
 	SampleMinInterval time.Duration `mapstructure:"sample_min_interval"`
