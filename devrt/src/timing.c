@@ -639,6 +639,10 @@ static void *poll_main(void *arg)
 	(void)arg;
 	devrt_t.busy = 1;	/* never report the poller's own calls */
 	for (;;) {
+		/* Read before the round: a round that began before exit's
+		 * request may have passed a pair published just before it,
+		 * so only a round that began after it may end the poller. */
+		int flushing = __atomic_load_n(&flush_req, __ATOMIC_ACQUIRE);
 		__u32 load = 0;
 		int running;
 		__u64 now, sleep = period;
@@ -647,7 +651,7 @@ static void *poll_main(void *arg)
 		running = poll_once(&load);
 		now = devrt_now();
 
-		if (__atomic_load_n(&flush_req, __ATOMIC_ACQUIRE)) {
+		if (flushing) {
 			if (!deadline)
 				deadline = now + FLUSH_WAIT_NS;
 			if (!running || now > deadline)
@@ -655,6 +659,8 @@ static void *poll_main(void *arg)
 			devrt_sleep_ns(100000);
 			continue;
 		}
+		if (__atomic_load_n(&flush_req, __ATOMIC_ACQUIRE))
+			continue;
 		/* Every poll_us (100 ms), whether work is pending or not (an
 		 * idle round makes no driver call).  A round with pairs to
 		 * read costs the program's launching thread about 15 µs (on
