@@ -32,6 +32,10 @@ echo "== NVML source, collector-side cost per scrape (mock NVML)"
 go test -run XXX -bench 'BenchmarkScrape$' -benchmem -count 3 \
 	./receiver/gpuebpfreceiver/internal/nvml/ | tee "$out/nvml.txt"
 
+echo "== device probes: the collector's cost of one poll of one region (132 SMs, every occupancy slot marked)"
+go test -run XXX -bench RegionRead -benchtime 200x -count 3 \
+	./internal/proberegion/ | tee "$out/region.txt"
+
 echo "== devrt: ns per cuLaunchKernel on the fake driver, in-process"
 go test -run XXX -bench DevrtOverhead -benchtime 1000000x -count 3 \
 	./devrt/devrttest/ | tee "$out/devrt.txt"

@@ -58,10 +58,12 @@ type Occ struct {
 // Snapshot is what one Read found. Blocks and Launches are new records
 // (taken from the rings); SMs and Occupancy are the maps' totals.
 type Snapshot struct {
-	Blocks    []Block
-	Launches  []Launch
-	SMs       []SMLoad // SMs with any work, by SM id
-	Occupancy []Occ    // the slots ever marked, by SM, then slot
+	Blocks   []Block
+	Launches []Launch
+	SMs      []SMLoad // SMs with any work, by SM id
+	// Occupancy is the slots ever marked, by SM, then slot; valid until
+	// the region's next Read (its memory is reused).
+	Occupancy []Occ
 	// OccSlots is the slots per SM of the occupancy map (a lap is this
 	// many buckets).
 	OccSlots uint32
@@ -145,13 +147,17 @@ func (r *Region) read(s *Snapshot) error {
 			if m.ValueSize != OccSize || m.MaxEntries < 1 {
 				return fmt.Errorf("map %s: value of %d bytes, want %d", m.Name, m.ValueSize, OccSize)
 			}
+			s.Occupancy = r.occ[:0]
+			// The whole array at once (slots of an SM in a row, SMs
+			// after each other), its bounds checked once.
+			stride := uint64(m.Stride)
+			all, err := reg.Bytes(m.DataOffset(), uint64(m.Slots)*uint64(m.MaxEntries)*stride)
+			if err != nil || stride < OccSize {
+				return fmt.Errorf("map %s: %d SMs of %d slots of %d bytes: %v", m.Name, m.Slots, m.MaxEntries, stride, err)
+			}
 			for sm := uint32(0); sm < m.Slots; sm++ {
 				for k := uint32(0); k < m.MaxEntries; k++ {
-					off, _ := m.ElemOffset(uint64(sm), uint64(k))
-					b, err := reg.Bytes(off, OccSize)
-					if err != nil {
-						return err
-					}
+					b := all[(uint64(sm)*uint64(m.MaxEntries)+uint64(k))*stride:]
 					o := Occ{SM: sm, Slot: k, Bucket: le.Uint64(b), Threads: le.Uint64(b[8:]), LaneNS: le.Uint64(b[16:])}
 					if o.Bucket == 0 {
 						continue // never marked
@@ -164,6 +170,7 @@ func (r *Region) read(s *Snapshot) error {
 				}
 			}
 			s.OccSlots = m.MaxEntries
+			r.occ = s.Occupancy
 		default:
 			continue // a map private to a probe (slot arrays, warp start times)
 		}

@@ -44,6 +44,10 @@ type Region struct {
 	// overwrites with its copy of the device's memory.
 	tail map[ringShard]gpumap.RingCursor
 	lost map[string]uint64
+	// occ holds the last Read's occupancy slots (Snapshot.Occupancy): a
+	// poll reads tens of thousands, every 50 ms, so they are not
+	// allocated anew each time.
+	occ []Occ
 }
 
 // ringShard names one shard of a ring.

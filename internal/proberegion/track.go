@@ -249,10 +249,25 @@ func sub(a, b uint64) uint64 {
 // between its clock read and its mark (preempted) can hide its bucket's
 // first counts in the base.
 func (t *Tracker) Occupancy(slots []Occ, lap uint32) []OccPoint {
+	if lap == 0 {
+		return nil
+	}
+	// valid: o is a slot of the map holding a bucket of its own (a
+	// power-of-two lap, as the probes' is, without a division).
+	mask := uint64(lap) - 1
+	valid := func(o *Occ) bool {
+		if o.Slot >= lap {
+			return false
+		}
+		if lap&(lap-1) == 0 {
+			return o.Bucket&mask == uint64(o.Slot)
+		}
+		return o.Bucket%uint64(lap) == uint64(o.Slot)
+	}
 	var newest uint64
-	for _, o := range slots {
-		if lap > 0 && o.Slot < lap && o.Bucket%uint64(lap) == uint64(o.Slot) {
-			newest = max(newest, o.Bucket)
+	for i := range slots {
+		if valid(&slots[i]) {
+			newest = max(newest, slots[i].Bucket)
 		}
 	}
 	prev := t.occNewest
@@ -261,11 +276,15 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32) []OccPoint {
 		out = append(out, OccPoint{SM: sm, Bucket: o.Bucket, Threads: o.Threads - b.threads,
 			Warps: float64(o.LaneNS-b.laneNS) / 32 / BucketNS})
 	}
+	var sm *occSM
+	smID := uint32(0)
 	for _, o := range slots {
-		if lap == 0 || o.Slot >= lap || o.Bucket%uint64(lap) != uint64(o.Slot) {
+		if !valid(&o) {
 			continue // not the map's (Read leaves such slots out)
 		}
-		sm := t.occ[o.SM]
+		if sm == nil || o.SM != smID { // Read gives an SM's slots in a row
+			sm, smID = t.occ[o.SM], o.SM
+		}
 		if sm == nil || len(sm.bucket) != int(lap) {
 			sm = &occSM{bucket: make([]uint64, lap), threads: make([]uint64, lap), laneNS: make([]uint64, lap),
 				pending: map[uint32]occBase{}}
@@ -291,6 +310,9 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32) []OccPoint {
 			// The same bucket, or an older one a late warp stored
 			// (epochs only grow).
 			o.Bucket = last.bucket
+			if len(sm.pending) == 0 {
+				break
+			}
 			if b, ok := sm.pending[k]; ok && o.Bucket < newest {
 				report(o.SM, b, o)
 				delete(sm.pending, k)
