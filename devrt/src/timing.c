@@ -577,6 +577,7 @@ static int poll_once(__u32 *load)
 	for (i = 0; i < MAX_POOLS; i++) {
 		struct pool *p = &pools[i];
 		int pending = 0;
+		__u32 share;
 
 		if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != POOL_READY)
 			continue;
@@ -585,8 +586,9 @@ static int poll_once(__u32 *load)
 						   __ATOMIC_ACQUIRE) == PAIR_PENDING;
 		if (!pending)
 			continue;
-		if ((__u64)pending * 1024 / p->npairs > *load)
-			*load = (__u32)((__u64)pending * 1024 / p->npairs);
+		share = (__u32)((__u64)pending * 1024 / p->npairs);
+		if (share > *load)
+			*load = share;
 		if (DRV(cuCtxSetCurrent, p->ctx) ||
 		    ((!p->anchor_at || devrt_now() - p->anchor_at > ANCHOR_AGE_NS) &&
 		     anchor(p))) {

@@ -55,6 +55,19 @@ type Occ struct {
 	Threads, LaneNS uint64
 }
 
+// ownBucket says whether slot of a map of lap slots per SM holds one of its
+// own buckets (bucket % lap = slot; the probes' lap is a power of two,
+// taken without a division).
+func ownBucket(bucket uint64, slot, lap uint32) bool {
+	if slot >= lap {
+		return false
+	}
+	if lap&(lap-1) == 0 {
+		return bucket&uint64(lap-1) == uint64(slot)
+	}
+	return bucket%uint64(lap) == uint64(slot)
+}
+
 // Snapshot is what one Read found. Blocks and Launches are new records
 // (taken from the rings); SMs and Occupancy are the maps' totals.
 type Snapshot struct {
@@ -162,7 +175,7 @@ func (r *Region) read(s *Snapshot) error {
 					if o.Bucket == 0 {
 						continue // never marked
 					}
-					if o.Bucket == OccResetting || o.Bucket%uint64(m.MaxEntries) != uint64(k) {
+					if o.Bucket == OccResetting || !ownBucket(o.Bucket, k, m.MaxEntries) {
 						s.Bad++ // not a bucket of this slot (an earlier design's reset marker too)
 						continue
 					}

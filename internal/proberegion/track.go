@@ -83,10 +83,10 @@ type Tracker struct {
 // over at the read that found them (reported once over).
 type occSM struct {
 	bucket, threads, laneNS []uint64
-	pending                 map[uint32]occBase // by slot
+	pending                 map[uint32]occCounts // by slot: the counts its bucket began from
 }
 
-type occBase struct{ bucket, threads, laneNS uint64 }
+type occCounts struct{ threads, laneNS uint64 }
 
 type openRun struct {
 	Run
@@ -252,34 +252,22 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32) []OccPoint {
 	if lap == 0 {
 		return nil
 	}
-	// valid: o is a slot of the map holding a bucket of its own (a
-	// power-of-two lap, as the probes' is, without a division).
-	mask := uint64(lap) - 1
-	valid := func(o *Occ) bool {
-		if o.Slot >= lap {
-			return false
-		}
-		if lap&(lap-1) == 0 {
-			return o.Bucket&mask == uint64(o.Slot)
-		}
-		return o.Bucket%uint64(lap) == uint64(o.Slot)
-	}
 	var newest uint64
 	for i := range slots {
-		if valid(&slots[i]) {
+		if ownBucket(slots[i].Bucket, slots[i].Slot, lap) {
 			newest = max(newest, slots[i].Bucket)
 		}
 	}
 	prev := t.occNewest
 	var out []OccPoint
-	report := func(sm uint32, b occBase, o Occ) {
+	report := func(sm uint32, b occCounts, o Occ) {
 		out = append(out, OccPoint{SM: sm, Bucket: o.Bucket, Threads: o.Threads - b.threads,
 			Warps: float64(o.LaneNS-b.laneNS) / 32 / BucketNS})
 	}
 	var sm *occSM
 	smID := uint32(0)
 	for _, o := range slots {
-		if !valid(&o) {
+		if !ownBucket(o.Bucket, o.Slot, lap) {
 			continue // not the map's (Read leaves such slots out)
 		}
 		if sm == nil || o.SM != smID { // Read gives an SM's slots in a row
@@ -287,43 +275,39 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32) []OccPoint {
 		}
 		if sm == nil || len(sm.bucket) != int(lap) {
 			sm = &occSM{bucket: make([]uint64, lap), threads: make([]uint64, lap), laneNS: make([]uint64, lap),
-				pending: map[uint32]occBase{}}
+				pending: map[uint32]occCounts{}}
 			t.occ[o.SM] = sm
 		}
 		k := o.Slot
-		last := occBase{sm.bucket[k], sm.threads[k], sm.laneNS[k]}
+		lastBucket, last := sm.bucket[k], occCounts{sm.threads[k], sm.laneNS[k]}
 		// The bucket one lap before o's was over at the last read:
 		// nothing came between that read and o's bucket.
 		clean := o.Bucket-uint64(lap) < prev
 		known := false
 		switch {
-		case last.bucket == 0:
+		case lastBucket == 0:
 			// Not seen before: from zero if the last read found it
 			// unwritten (none at the first read: prev is 0).
 			known = clean
 		case o.Threads < last.threads || o.LaneNS < last.laneNS:
 			delete(sm.pending, k)
-		case o.Bucket > last.bucket:
+		case o.Bucket > lastBucket:
 			known = clean
 			delete(sm.pending, k) // its bucket never came to an end in a read: lost
 		default:
 			// The same bucket, or an older one a late warp stored
 			// (epochs only grow).
-			o.Bucket = last.bucket
-			if len(sm.pending) == 0 {
-				break
-			}
+			o.Bucket = lastBucket
 			if b, ok := sm.pending[k]; ok && o.Bucket < newest {
 				report(o.SM, b, o)
 				delete(sm.pending, k)
 			}
 		}
 		if known {
-			b := occBase{o.Bucket, last.threads, last.laneNS}
 			if o.Bucket < newest {
-				report(o.SM, b, o)
+				report(o.SM, last, o)
 			} else {
-				sm.pending[k] = b
+				sm.pending[k] = last
 			}
 		}
 		sm.bucket[k], sm.threads[k], sm.laneNS[k] = o.Bucket, o.Threads, o.LaneNS
