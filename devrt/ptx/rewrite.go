@@ -117,7 +117,17 @@ type Spec struct {
 	// branch around every site. 0 or 1: every block. At most
 	// MaxBlockSample.
 	BlockSample uint32
+	// BlocksPerLaunch, instead of BlockSample (0: not), samples each
+	// launch by its own size: a launch of b blocks runs the probes in 1
+	// of 2^s, the least s (at most MaxLaunchShift) with b / 2^s <=
+	// BlocksPerLaunch, a power of two (LaunchShift; the same hash).
+	// Small grids then run them in every block, large ones in a few
+	// hundred (sample.go says why).
+	BlocksPerLaunch uint32
 }
+
+// sampling tells whether some blocks do not run the probes.
+func (s Spec) sampling() bool { return s.BlockSample > 1 || s.BlocksPerLaunch > 0 }
 
 // Probe attaches one probe function to one kind of site.
 type Probe struct {
@@ -272,8 +282,8 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		all[i].probe = p
 	}
 	initIdx := -1
-	if spec.BlockSample > MaxBlockSample {
-		return rep, fmt.Errorf("ptx: instrument: block sample 1 in %d: at most 1 in %d", spec.BlockSample, MaxBlockSample)
+	if err := CheckSampling(spec.BlockSample, spec.BlocksPerLaunch); err != nil {
+		return rep, fmt.Errorf("ptx: instrument: %w", err)
 	}
 	if spec.BlockInit != "" {
 		it, idx := m.Lookup(spec.BlockInit)
@@ -498,7 +508,7 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 	if spec.Inline {
 		r.chooseInline(inl, inlWhy)
 	}
-	if spec.BlockSample > 1 && copyable(f) {
+	if spec.sampling() && copyable(f) {
 		r.copyLabel = r.uniqueLabel("$GXS_ORIG")
 		r.rep.SampleCopy = true
 	}
@@ -513,10 +523,13 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 	if len(r.carried) > 0 {
 		decls = append(decls, &RegDecl{Type: ".b64", Names: []RegName{{Name: carryReg, Count: len(r.carried)}}})
 	}
-	if spec.BlockSample > 1 {
-		decls = append(decls, sampleDecls()...)
+	if spec.sampling() {
+		decls = append(decls, sampleDecls(spec)...)
 		r.rep.RegsAdded[".pred"]++
 		r.rep.RegsAdded[".b32"] += 3
+		if spec.BlocksPerLaunch > 0 {
+			r.rep.RegsAdded[".b64"] += 2
+		}
 	}
 	body.Stmts = append(decls, body.Stmts...)
 	return r.rep, body, nil
@@ -527,7 +540,7 @@ func (r *kernelRewriter) block(b *Block, top bool) (*Block, error) {
 	r.scopes = append(r.scopes, regScope{exact: map[string]string{}, param: map[string]paramRegs{}})
 	defer func() { r.scopes = r.scopes[:len(r.scopes)-1] }()
 	out := &Block{Pos: b.Pos, Stmts: make([]Stmt, 0, len(b.Stmts))}
-	entryDone := !top || (len(r.probes[SiteEntry]) == 0 && r.spec.BlockInit == "" && r.spec.BlockSample <= 1)
+	entryDone := !top || (len(r.probes[SiteEntry]) == 0 && r.spec.BlockInit == "" && !r.spec.sampling())
 	for _, s := range b.Stmts {
 		switch s.(type) {
 		case *RegDecl, *Var, *Pragma: // entry-scope pragmas stay ahead of the code
@@ -562,12 +575,12 @@ func (r *kernelRewriter) block(b *Block, top bool) (*Block, error) {
 	return out, nil
 }
 
-// entry is the code at the kernel's entry: with Spec.BlockSample, whether
+// entry is the code at the kernel's entry: with block sampling, whether
 // the block is sampled, and a branch of blocks that are not to the copy
 // of the original code or around the rest; the block init and its barrier, then the entry site (if entry
 // probes apply).
 func (r *kernelRewriter) entry() []Stmt {
-	if r.spec.BlockSample > 1 {
+	if r.spec.sampling() {
 		return append(r.samplePrologue(), r.sampled(r.entrySites())...)
 	}
 	return r.entrySites()

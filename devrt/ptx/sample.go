@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 )
 
@@ -36,8 +37,69 @@ import (
 // would crowd the instruction cache) every site is wrapped in a branch
 // that blocks not sampled take around it.
 
+// Sampling by launch (Spec.BlocksPerLaunch): one rate for every kernel
+// either spares the kernels that need it least or starves the small grids
+// (a GEMM of 132 blocks at 1 in 16 leaves 8). What a probe costs a kernel
+// grows with the blocks it runs in, and a launch's blocks are only known
+// on the GPU; so each block computes its launch's rate from %nctaid: a
+// launch of b blocks runs the probes in 1 of 2^s, the least s with b / 2^s
+// at most BlocksPerLaunch (s at most MaxLaunchShift): from BlocksPerLaunch/2
+// to BlocksPerLaunch blocks of each launch larger than that, every block
+// of the others. The same hash picks them (a power of two n = 2^s picks
+// the blocks whose hash is below 2^(32-s), as BlockSample n does), and
+// the probes weigh what they count by 2^s (devrt/jit's block weight
+// helper), so one map can hold launches sampled at different rates.
+
 // MaxBlockSample bounds Spec.BlockSample.
 const MaxBlockSample = 1 << 16
+
+// MaxLaunchShift bounds the rate of sampling by launch: 1 in 2^16 blocks.
+const MaxLaunchShift = 16
+
+// MaxBlocksPerLaunch bounds Spec.BlocksPerLaunch.
+const MaxBlocksPerLaunch = 1 << 30
+
+// CheckSampling checks a block sampling: n (BlockSample) at most
+// MaxBlockSample; perLaunch (BlocksPerLaunch) 0 or a power of two up to
+// MaxBlocksPerLaunch, and not with n > 1.
+func CheckSampling(n, perLaunch uint32) error {
+	switch {
+	case n > MaxBlockSample:
+		return fmt.Errorf("block sample 1 in %d: at most 1 in %d", n, MaxBlockSample)
+	case perLaunch&(perLaunch-1) != 0 || perLaunch > MaxBlocksPerLaunch:
+		return fmt.Errorf("blocks per launch %d: want a power of two up to %d", perLaunch, MaxBlocksPerLaunch)
+	case perLaunch > 0 && n > 1:
+		return fmt.Errorf("block sample 1 in %d and %d blocks per launch: one or the other", n, perLaunch)
+	}
+	return nil
+}
+
+// LaunchShift is s of a launch of blocks blocks sampled by launch
+// (perLaunch > 0): it runs the probes in 1 of 2^s blocks. 0 for
+// perLaunch 0.
+func LaunchShift(blocks uint64, perLaunch uint32) uint32 {
+	if perLaunch == 0 || blocks <= uint64(perLaunch) {
+		return 0
+	}
+	// ceil(log2 blocks) - log2 perLaunch, as the GPU computes it
+	s := uint32(bits.Len64(blocks-1)) - uint32(bits.TrailingZeros32(perLaunch))
+	return min(s, MaxLaunchShift)
+}
+
+// LaunchSampled tells whether block i of a launch of blocks blocks runs the
+// probes when sampled by launch: what the code Instrument inserts computes.
+func LaunchSampled(i uint32, blocks uint64, perLaunch uint32) bool {
+	return i*sampleMul>>(32-LaunchShift(blocks, perLaunch)) == 0 // Go: a shift by 32 gives 0
+}
+
+// SampleWeight is the blocks a sampled block stands for: n of BlockSample,
+// 2^LaunchShift of BlocksPerLaunch, else 1.
+func SampleWeight(n, perLaunch uint32, blocks uint64) uint32 {
+	if perLaunch > 0 {
+		return 1 << LaunchShift(blocks, perLaunch)
+	}
+	return max(n, 1)
+}
 
 // sampleMul is the multiplier of the block hash: 2^32 / golden ratio.
 const sampleMul = 0x9E3779B9
@@ -53,25 +115,32 @@ func BlockSampled(i, n uint32) bool {
 
 // Registers of the sampling code.
 const (
-	sampleReg  = RegPrefix + "s" // .pred: this block runs the probes
-	sampleTemp = RegPrefix + "r" // .b32 %gx_r<3>, at entry only
+	sampleReg  = RegPrefix + "s"  // .pred: this block runs the probes
+	sampleTemp = RegPrefix + "r"  // .b32 %gx_r<3>, at entry only
+	sampleWide = RegPrefix + "rw" // .b64 %gx_rw<2>, at entry only: a launch's blocks (by launch)
 )
 
 // sampleDecls declares the registers of the sampling code.
-func sampleDecls() []Stmt {
-	return []Stmt{
+func sampleDecls(spec Spec) []Stmt {
+	d := []Stmt{
 		&RegDecl{Type: ".pred", Names: []RegName{{Name: sampleReg}}},
 		&RegDecl{Type: ".b32", Names: []RegName{{Name: sampleTemp, Count: 3}}},
 	}
+	if spec.BlocksPerLaunch > 0 {
+		d = append(d, &RegDecl{Type: ".b64", Names: []RegName{{Name: sampleWide, Count: 2}}})
+	}
+	return d
 }
 
-// sampleCode computes sampleReg for 1 in n blocks.
-func sampleCode(n uint32) []Stmt {
+// sampleCode computes sampleReg: for 1 in spec.BlockSample blocks, or by
+// launch (LaunchShift, LaunchSampled).
+func sampleCode(spec Spec) []Stmt {
 	r := func(i int) Expr { return name(sampleTemp + strconv.Itoa(i)) }
+	lit := func(v uint64) Expr { return &IntLit{Text: strconv.FormatUint(v, 10)} }
 	sreg := func(s string) Expr { return name(s) }
 	mad := func(d, a, b, c Expr) Stmt { return mkIns("mad", []string{".lo", ".u32"}, d, a, b, c) }
 	mov := func(d Expr, s string) Stmt { return mkIns("mov", []string{".u32"}, d, sreg(s)) }
-	return []Stmt{
+	code := []Stmt{
 		mov(r(0), "%ctaid.z"),
 		mov(r(1), "%nctaid.y"),
 		mov(r(2), "%ctaid.y"),
@@ -80,15 +149,37 @@ func sampleCode(n uint32) []Stmt {
 		mov(r(2), "%ctaid.x"),
 		mad(r(0), r(0), r(1), r(2)), // (z*ny + y)*nx + x
 		mkIns("mul", []string{".lo", ".u32"}, r(0), r(0), &IntLit{Text: fmt.Sprintf("0x%08X", sampleMul)}),
-		mkIns("setp", []string{".lt", ".u32"}, name(sampleReg), r(0), &IntLit{Text: fmt.Sprintf("0x%08X", sampleLimit(n))}),
 	}
+	if spec.BlocksPerLaunch == 0 {
+		return append(code, mkIns("setp", []string{".lt", ".u32"}, name(sampleReg), r(0), &IntLit{Text: fmt.Sprintf("0x%08X", sampleLimit(spec.BlockSample))}))
+	}
+	// 32 - s = 32 - clamp(64 - clz(blocks - 1) - log2 perLaunch, 0, 16),
+	// the launch's blocks in 64 bits (nx * ny * nz can pass 2^32)
+	w, w1 := name(sampleWide+"0"), name(sampleWide+"1")
+	k := uint64(bits.TrailingZeros32(spec.BlocksPerLaunch))
+	return append(code,
+		mov(r(1), "%nctaid.y"),
+		mov(r(2), "%nctaid.x"),
+		mkIns("mul", []string{".wide", ".u32"}, w, r(1), r(2)),
+		mov(r(1), "%nctaid.z"),
+		mkIns("cvt", []string{".u64", ".u32"}, w1, r(1)),
+		mkIns("mul", []string{".lo", ".u64"}, w, w, w1),
+		mkIns("sub", []string{".u64"}, w, w, lit(1)),
+		mkIns("clz", []string{".b64"}, r(1), w),
+		mkIns("sub", []string{".s32"}, r(1), lit(64-k), r(1)), // s unclamped: may be negative
+		mkIns("max", []string{".s32"}, r(1), r(1), lit(0)),
+		mkIns("min", []string{".s32"}, r(1), r(1), lit(MaxLaunchShift)),
+		mkIns("sub", []string{".u32"}, r(1), lit(32), r(1)),
+		mkIns("shr", []string{".b32"}, r(0), r(0), r(1)), // a shift by 32 gives 0
+		mkIns("setp", []string{".eq", ".u32"}, name(sampleReg), r(0), lit(0)),
+	)
 }
 
 // sampled wraps the code of one site (or the entry's) in a branch that
 // blocks not sampled take around it (the guards form; in the copy form
 // those blocks never reach a site).
 func (r *kernelRewriter) sampled(code []Stmt) []Stmt {
-	if r.spec.BlockSample <= 1 || r.copyLabel != "" || len(code) == 0 {
+	if !r.spec.sampling() || r.copyLabel != "" || len(code) == 0 {
 		return code
 	}
 	skip := r.uniqueLabel("$GXS_SKIP")
@@ -142,7 +233,7 @@ func copyable(f *Function) bool {
 // samplePrologue is the entry's sampling code: whether the block is
 // sampled and, in the copy form, the branch of the others to the copy.
 func (r *kernelRewriter) samplePrologue() []Stmt {
-	code := sampleCode(r.spec.BlockSample)
+	code := sampleCode(r.spec)
 	if r.copyLabel != "" {
 		code = append(code, &Instruction{Guard: &Guard{Neg: true, Reg: sampleReg}, Opcode: "bra", Modifiers: []string{".uni"}, Operands: []Expr{name(r.copyLabel)}})
 	}

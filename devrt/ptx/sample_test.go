@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -97,6 +98,14 @@ func TestInstrumentBlockSampleForms(t *testing.T) {
 			"setp.lt.u32 %gx_s, %gx_r0, 0x55555556;", "@!%gx_s bra.uni $GXS_ORIG;", "ld.param.u64 %rd1, [a];",
 			"{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}",
 			"ret;", "$GXS_ORIG:", "ld.param.u64 %rd1, [a];", "ret;")},
+		{"by launch", Spec{Exit: []string{p1}, BlocksPerLaunch: 256}, with(
+			"mov.u32 %gx_r1, %nctaid.y;", "mov.u32 %gx_r2, %nctaid.x;", "mul.wide.u32 %gx_rw0, %gx_r1, %gx_r2;",
+			"mov.u32 %gx_r1, %nctaid.z;", "cvt.u64.u32 %gx_rw1, %gx_r1;", "mul.lo.u64 %gx_rw0, %gx_rw0, %gx_rw1;",
+			"sub.u64 %gx_rw0, %gx_rw0, 1;", "clz.b64 %gx_r1, %gx_rw0;", "sub.s32 %gx_r1, 56, %gx_r1;",
+			"max.s32 %gx_r1, %gx_r1, 0;", "min.s32 %gx_r1, %gx_r1, 16;", "sub.u32 %gx_r1, 32, %gx_r1;",
+			"shr.b32 %gx_r0, %gx_r0, %gx_r1;", "setp.eq.u32 %gx_s, %gx_r0, 0;", "ld.param.u64 %rd1, [a];",
+			"@!%gx_s bra.uni $GXS_SKIP;", "{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}",
+			"$GXS_SKIP:", "ret;")},
 		{"1 in 1", Spec{Exit: []string{p1}, BlockSample: 1}, []string{
 			"ld.param.u64 %rd1, [a];", "{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}", "ret;"}},
 	} {
@@ -202,7 +211,7 @@ func TestInstrumentBlockSampleInline(t *testing.T) {
 func TestBlockSampleCodeMatchesBlockSampled(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []uint32{2, 3, 16, 100, MaxBlockSample} {
-		code := sampleCode(n)
+		code := sampleCode(Spec{BlockSample: n})
 		for range 2000 {
 			sreg := map[string]uint32{
 				"%nctaid.x": 1 + rng.Uint32N(1<<31-1), "%nctaid.y": 1 + rng.Uint32N(65535), "%nctaid.z": 1 + rng.Uint32N(65535),
@@ -220,15 +229,87 @@ func TestBlockSampleCodeMatchesBlockSampled(t *testing.T) {
 	}
 }
 
+// TestLaunchSampleCodeMatchesLaunchSampled runs the code of sampling by
+// launch on random grids (their blocks past 2^32 too) and blocks, and on
+// grids of exactly perLaunch * 2^s blocks and one more, and checks it
+// decides as LaunchSampled does.
+func TestLaunchSampleCodeMatchesLaunchSampled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, per := range []uint32{1, 2, 256, 1 << 12, MaxBlocksPerLaunch} {
+		code := sampleCode(Spec{BlocksPerLaunch: per})
+		check := func(sreg map[string]uint32) {
+			sreg["%ctaid.x"], sreg["%ctaid.y"], sreg["%ctaid.z"] = rng.Uint32N(sreg["%nctaid.x"]), rng.Uint32N(sreg["%nctaid.y"]), rng.Uint32N(sreg["%nctaid.z"])
+			linear := sreg["%ctaid.x"] + sreg["%nctaid.x"]*(sreg["%ctaid.y"]+sreg["%nctaid.y"]*sreg["%ctaid.z"])
+			blocks := uint64(sreg["%nctaid.x"]) * uint64(sreg["%nctaid.y"]) * uint64(sreg["%nctaid.z"])
+			if got, want := runSampleCode(t, code, sreg), LaunchSampled(linear, blocks, per); got != want {
+				t.Fatalf("%d per launch, block %v: code says %v, LaunchSampled %v", per, sreg, got, want)
+			}
+		}
+		for range 2000 {
+			sreg := map[string]uint32{
+				"%nctaid.x": 1 + rng.Uint32N(1<<31-1), "%nctaid.y": 1 + rng.Uint32N(65535), "%nctaid.z": 1 + rng.Uint32N(65535),
+			}
+			if rng.IntN(2) == 0 {
+				sreg["%nctaid.x"], sreg["%nctaid.y"], sreg["%nctaid.z"] = 1+rng.Uint32N(5000), 1+rng.Uint32N(4), 1+rng.Uint32N(4)
+			}
+			check(sreg)
+		}
+		for s := range uint32(20) {
+			if b := uint64(per) << s; b < 1<<31 {
+				for _, x := range []uint32{uint32(b), uint32(b) + 1} {
+					for range 20 {
+						check(map[string]uint32{"%nctaid.x": x, "%nctaid.y": 1, "%nctaid.z": 1})
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLaunchShift: the rate of a launch by its blocks, exact at the
+// boundaries; a power-of-two BlockSample and the launch's shift pick the
+// same blocks; SampleWeight.
+func TestLaunchShift(t *testing.T) {
+	for _, tt := range []struct {
+		blocks uint64
+		per    uint32
+		want   uint32
+	}{
+		{1, 256, 0}, {256, 256, 0}, {257, 256, 1}, {512, 256, 1}, {513, 256, 2}, {65536, 256, 8},
+		{16384, 256, 6}, {4096, 256, 4}, {132, 256, 0}, {1 << 40, 256, MaxLaunchShift}, {1 << 24, 256, 16},
+		{1<<24 + 1, 256, MaxLaunchShift}, {5, 1, 3}, {100, 0, 0}, {1 << 20, MaxBlocksPerLaunch, 0},
+	} {
+		if got := LaunchShift(tt.blocks, tt.per); got != tt.want {
+			t.Errorf("LaunchShift(%d, %d) = %d, want %d", tt.blocks, tt.per, got, tt.want)
+		}
+	}
+	for s := range uint32(MaxLaunchShift + 1) {
+		blocks := uint64(256) << s
+		for i := range uint32(1 << 16) {
+			if LaunchSampled(i, blocks, 256) != BlockSampled(i, 1<<s) {
+				t.Fatalf("shift %d, block %d: LaunchSampled and BlockSampled differ", s, i)
+			}
+		}
+		if w := SampleWeight(0, 256, blocks); w != 1<<s {
+			t.Errorf("weight of %d blocks at 256 a launch: %d", blocks, w)
+		}
+	}
+	for _, tt := range []struct{ n, per, want uint32 }{{0, 0, 1}, {1, 0, 1}, {7, 0, 7}, {0, 256, 4}} {
+		if w := SampleWeight(tt.n, tt.per, 1024); w != tt.want {
+			t.Errorf("SampleWeight(%d, %d, 1024) = %d, want %d", tt.n, tt.per, w, tt.want)
+		}
+	}
+}
+
 // runSampleCode interprets sampleCode's instructions.
 func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) bool {
 	t.Helper()
-	regs := map[string]uint32{}
-	val := func(e Expr) uint32 {
+	regs := map[string]uint64{}
+	val := func(e Expr) uint64 {
 		switch e := e.(type) {
 		case *Name:
 			if v, ok := sreg[e.Text]; ok {
-				return v
+				return uint64(v)
 			}
 			return regs[e.Text]
 		case *IntLit:
@@ -236,11 +317,12 @@ func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) bool {
 			if !ok {
 				t.Fatalf("literal %s", e.Text)
 			}
-			return uint32(v)
+			return uint64(v)
 		}
 		t.Fatalf("operand %T", e)
 		return 0
 	}
+	u32 := func(e Expr) uint32 { return uint32(val(e)) }
 	var pred *bool
 	for _, s := range code {
 		in := s.(*Instruction)
@@ -248,13 +330,34 @@ func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) bool {
 		d := op[0].(*Name).Text
 		switch in.Opcode + strings.Join(in.Modifiers, "") {
 		case "mov.u32":
-			regs[d] = val(op[1])
+			regs[d] = uint64(u32(op[1]))
 		case "mad.lo.u32":
-			regs[d] = val(op[1])*val(op[2]) + val(op[3])
+			regs[d] = uint64(u32(op[1])*u32(op[2]) + u32(op[3]))
 		case "mul.lo.u32":
+			regs[d] = uint64(u32(op[1]) * u32(op[2]))
+		case "mul.wide.u32":
+			regs[d] = uint64(u32(op[1])) * uint64(u32(op[2]))
+		case "cvt.u64.u32":
+			regs[d] = uint64(u32(op[1]))
+		case "mul.lo.u64":
 			regs[d] = val(op[1]) * val(op[2])
+		case "sub.u64":
+			regs[d] = val(op[1]) - val(op[2])
+		case "clz.b64":
+			regs[d] = uint64(bits.LeadingZeros64(val(op[1])))
+		case "sub.s32", "sub.u32":
+			regs[d] = uint64(u32(op[1]) - u32(op[2]))
+		case "max.s32":
+			regs[d] = uint64(uint32(max(int32(u32(op[1])), int32(u32(op[2])))))
+		case "min.s32":
+			regs[d] = uint64(uint32(min(int32(u32(op[1])), int32(u32(op[2])))))
+		case "shr.b32": // PTX clamps the shift at 32
+			regs[d] = uint64(u32(op[1]) >> min(u32(op[2]), 32))
 		case "setp.lt.u32":
-			b := val(op[1]) < val(op[2])
+			b := u32(op[1]) < u32(op[2])
+			pred = &b
+		case "setp.eq.u32":
+			b := u32(op[1]) == u32(op[2])
 			pred = &b
 		default:
 			t.Fatalf("unexpected %s", WriteStmt(in))
@@ -308,10 +411,21 @@ func TestBlockSampled(t *testing.T) {
 }
 
 func TestInstrumentBlockSampleLimit(t *testing.T) {
-	m := linked(t, testHeader+".visible .entry k()\n{\nret;\n}\n")
-	_, err := Instrument(m, Spec{Exit: []string{p0}, BlockSample: MaxBlockSample + 1})
-	if err == nil || !strings.Contains(err.Error(), "block sample 1 in 65537: at most 1 in 65536") {
-		t.Fatalf("err %v", err)
+	for _, tt := range []struct {
+		spec Spec
+		err  string
+	}{
+		{Spec{BlockSample: MaxBlockSample + 1}, "ptx: instrument: block sample 1 in 65537: at most 1 in 65536"},
+		{Spec{BlocksPerLaunch: 100}, "ptx: instrument: blocks per launch 100: want a power of two up to 1073741824"},
+		{Spec{BlocksPerLaunch: 1 << 31}, "ptx: instrument: blocks per launch 2147483648: want a power of two up to 1073741824"},
+		{Spec{BlockSample: 4, BlocksPerLaunch: 256}, "ptx: instrument: block sample 1 in 4 and 256 blocks per launch: one or the other"},
+	} {
+		m := linked(t, testHeader+".visible .entry k()\n{\nret;\n}\n")
+		tt.spec.Exit = []string{p0}
+		_, err := Instrument(m, tt.spec)
+		if err == nil || err.Error() != tt.err {
+			t.Errorf("%+v: err %v, want %s", tt.spec, err, tt.err)
+		}
 	}
 }
 
