@@ -204,12 +204,13 @@ def main(d):
             for x in vs:
                 if x["v"]["level"] == "warp" and not x["v"].get("form") and x["v"]["probe"] in ("block_sched", "sm_load"):
                     sample = x["v"].get("block_sample", 0)
+                    per_launch = x["v"].get("blocks_per_launch", 0)
                     reset(x)
                     launch(x)
                     check(cu.cuCtxSynchronize(), "report launch")
                     buf = c.create_string_buffer(x["v"]["region_size"])
                     check(cu.cuMemcpyDtoH_v2(buf, c.c_uint64(x["region"]), x["v"]["region_size"]), "read region")
-                    suffix = f".s{sample}" if sample > 1 else ""
+                    suffix = f".s{sample}" if sample > 1 else (f".l{per_launch}" if per_launch else "")
                     open(os.path.join(d, f"report.{x['v']['probe']}{suffix}.bin"), "wb").write(buf.raw)
         for x in vs:
             cu.cuModuleUnload(x["mod"])

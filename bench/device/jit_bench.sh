@@ -22,7 +22,9 @@
 #                                    LEVELS=warp; BLOCK_SAMPLE=1,16: each probe
 #                                    also in 1 of 16 blocks, and the report
 #                                    checks the blocks sampled on the GPU;
-#                                    16g: the same in the guards form)
+#                                    16g: the same in the guards form; l256:
+#                                    by launch, at most 256 blocks of each,
+#                                    the collector's default; l256g)
 # Output also in $OUT/jit_bench.txt.
 set -u
 cd "$(dirname "$0")/../.."

@@ -120,9 +120,37 @@ def run(kernels_ptx, triton_ptx):
     print(json.dumps(res))
 
 
-def sampled(i, n):
-    """devrt/ptx BlockSampled: whether block i runs the probes at 1 in n."""
-    return n <= 1 or (i * 0x9E3779B9) & 0xFFFFFFFF < (2**32 + n - 1) // n
+def sampling():
+    """BLOCK_SAMPLE: n (devrt::probes::block_sample: 1 in n blocks; 1 every
+    block) or lK (blocks_per_launch K: by launch, the collector's default
+    l256). (n, K), one of them in force."""
+    s = os.environ.get("BLOCK_SAMPLE", "l256")
+    return (1, int(s[1:])) if s.startswith("l") else (int(s), 0)
+
+
+def launch_shift(blocks, per):
+    """devrt/ptx LaunchShift: a launch of blocks blocks runs the probes in 1
+    of 2^s, at most per of them."""
+    if per == 0 or blocks <= per:
+        return 0
+    return min((blocks - 1).bit_length() - (per.bit_length() - 1), 16)
+
+
+def weight(grid):
+    """The blocks each sampled block of a launch of grid blocks stands for."""
+    n, per = sampling()
+    return 1 << launch_shift(grid, per) if per else max(n, 1)
+
+
+def sampled(i, grid):
+    """devrt/ptx BlockSampled / LaunchSampled: whether block i of a launch of
+    grid blocks runs the probes."""
+    n, per = sampling()
+    h = (i * 0x9E3779B9) & 0xFFFFFFFF
+    if per:
+        s = launch_shift(grid, per)
+        return s == 0 or h >> (32 - s) == 0
+    return n <= 1 or h < (2**32 + n - 1) // n
 
 
 def otel(path):
@@ -187,10 +215,9 @@ def analyze(otel_path, run_path, probe):
     check(patched is not None and value(patched) >= 2, f"both modules patched (gpu.devrt.modules patched = {value(patched) if patched else None})")
     broken = last("gpu.devrt.probes.regions", state="broken")
     check(broken is not None and value(broken) == 0, "no region broken")
-    # 1 in BLOCK_SAMPLE blocks runs the probes (devrt::probes::block_sample):
-    # exactly those sampled() picks, block 0 always.
-    n = int(os.environ.get("BLOCK_SAMPLE", "1"))
-    picked = lambda grid: [i for i in range(grid) if sampled(i, n)]
+    # The blocks sampling picks run the probes (devrt::probes::block_sample
+    # or blocks_per_launch): exactly those sampled() picks, block 0 always.
+    picked = lambda grid: [i for i in range(grid) if sampled(i, grid)]
     if probe == "block_sched":
         # The ring holds ~262k block records between two reads; kernels of
         # 16k blocks launched back to back overflow it within a few ms. Lost
@@ -230,11 +257,11 @@ def analyze(otel_path, run_path, probe):
             med = durs[len(durs) // 2]
             check(med >= 0.5 * ev[0] or ev[0] < 20, f"{k}: median block span {med:.1f} µs against the fastest event time {ev[0]:.1f} µs")
             short = [b for b in blocks if b != want]
-            check(not short, f"{k}: every span saw all {want} blocks of {r['grid']} sampled 1 in {n} "
+            w = weight(r["grid"])
+            check(not short, f"{k}: every span saw all {want} blocks of {r['grid']} sampled 1 in {w} "
                   f"({len(short)} of {len(blocks)} short: {sorted(short)[:5]})")
-            if n > 1:
-                marks = {int(s["attrs"].get("gpu.kernel.block.sample", 1)) for s in mine}
-                check(marks == {n}, f"{k}: spans say block sample {sorted(marks)}")
+            marks = {int(s["attrs"].get("gpu.kernel.block.sample", 1)) for s in mine}
+            check(marks == {w}, f"{k}: spans say block sample {sorted(marks)}, want {w}")
             dmax = max(float(s["attrs"]["gpu.kernel.block.duration.max"]) for s in mine) * 1e6
             check(dmax <= ev[-1] + 5, f"{k}: longest block {dmax:.1f} µs within the launch")
             if k == "imbalanced":
@@ -252,23 +279,24 @@ def analyze(otel_path, run_path, probe):
         imb = last("gpu.kernel.sm.imbalance", **{"process.pid": str(run_res["pid"])})
         v = value(imb) if imb is not None else 0.0
         sms = {p["attrs"].get("gpu.sm.id") for p in points if p["name"] == "gpu.kernel.sm.blocks"}
-        if n == 1:
+        if weight(run_res["sms"]) == 1:
             check(1.4 < v < 2.2, f"imbalanced: SM imbalance {v:.3f} (ideal one block per SM: {2 * run_res['sms'] / (run_res['sms'] + 1):.3f})")
             check(len(sms) >= 0.9 * run_res["sms"], f"{len(sms)} SMs reported of {run_res['sms']}")
         else:
-            # Sampled blocks stand for n each: the last launch's SMs are
+            # Sampled blocks stand for their weight: the last launch's SMs are
             # those of its sampled blocks (one block per SM), the rest idle.
             check(imb is not None and v >= 1, f"imbalanced: SM imbalance {v:.3f} of the sampled blocks")
             check(len(sms) >= len(picked(run_res["sms"])),
                   f"{len(sms)} SMs reported, at least the {len(picked(run_res['sms']))} of imbalanced's sampled blocks")
-            blk = [p for p in points if p["name"] == "gpu.kernel.sm.blocks" and p["attrs"].get("process.pid") == str(run_res["pid"])]
-            if blk:
-                last_ts = max(int(p["timeUnixNano"]) for p in blk)
-                total = sum(value(p) for p in blk if int(p["timeUnixNano"]) == last_ts)
-                launches = sum(1 + len(r["times_us"]) for r in run_res["kernels"].values())
-                want = sum((1 + len(r["times_us"])) * len(picked(r["grid"])) * n for r in run_res["kernels"].values())
-                print(f"INFO {probe}: blocks counted {total:.0f} (sampled x {n}), {want} expected over {launches} launches")
-                check(total == want, f"blocks counted {total:.0f} = sampled blocks x {n} = {want}")
+        blk = [p for p in points if p["name"] == "gpu.kernel.sm.blocks" and p["attrs"].get("process.pid") == str(run_res["pid"])]
+        if blk:
+            # every launch's sampled blocks, each standing for its weight
+            last_ts = max(int(p["timeUnixNano"]) for p in blk)
+            total = sum(value(p) for p in blk if int(p["timeUnixNano"]) == last_ts)
+            launches = sum(1 + len(r["times_us"]) for r in run_res["kernels"].values())
+            want = sum((1 + len(r["times_us"])) * len(picked(r["grid"])) * weight(r["grid"]) for r in run_res["kernels"].values())
+            print(f"INFO {probe}: blocks counted {total:.0f} (sampled x weight), {want} expected over {launches} launches")
+            check(total == want, f"blocks counted {total:.0f} = sampled blocks x weight = {want}")
     if probe == "launch_latency":
         for k in run_res["kernels"]:
             h = last("gpu.kernel.launch.latency", **{"gpu.cuda.kernel.name": k})
@@ -309,14 +337,13 @@ def triton_live(otel_path, base_path, run_path, probe):
     n = value(patched[-1]) if patched else 0
     check(n >= 5, f"its cubins' modules patched too (gpu.devrt.modules patched = {n:.0f}: the check program's 2 and Triton's 3)")
     if probe == "block_sched":
-        n = int(os.environ.get("BLOCK_SAMPLE", "1"))
         for kname, r in ((name, run_res), ("live_matmul", run_res["matmul"]), ("live_attn", run_res["attention"])):
             mine = [s for s in spans if s["name"] == kname + " blocks"]
             blocks = [int(s["attrs"].get("gpu.kernel.blocks")) for s in mine]
-            want = sum(sampled(i, n) for i in range(r["grid"]))
+            want = sum(sampled(i, r["grid"]) for i in range(r["grid"]))
             check(len(mine) >= 0.9 * r["launches"] and all(b == want for b in blocks),
                   f"{kname}: {len(mine)} block spans for {r['launches']} launches, each of the {want} of {r['grid']} blocks "
-                  f"sampled 1 in {n} ({sorted(set(blocks))[:3]})")
+                  f"sampled 1 in {weight(r['grid'])} ({sorted(set(blocks))[:3]})")
     if probe == "launch_latency":
         h = [p for p in points if p["name"] == "gpu.kernel.launch.latency" and p["attrs"].get("gpu.cuda.kernel.name") == name]
         check(bool(h) and int(h[-1]["count"]) > 0, f"{int(h[-1]['count']) if h else 0} launch latencies")

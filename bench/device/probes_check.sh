@@ -26,9 +26,11 @@
 #     calibrated from devrt's timed launches); the launches are
 #     synchronous, so mean 0.5-100 µs, none below -5 µs or above 1 ms;
 #   - warp_occupancy: occupancy points between 0 and 64 warps per SM;
-#   - with BLOCK_SAMPLE=n (devrt::probes::block_sample): block_sched's
-#     spans hold exactly the blocks devrt/ptx's BlockSampled picks and say
-#     the sample, sm_load counts each sampled block n times;
+#   - sampled (BLOCK_SAMPLE: l256, the collector's default
+#     blocks_per_launch 256; lK another; n, block_sample n; 1 every
+#     block): block_sched's spans hold exactly the blocks devrt/ptx picks
+#     (BlockSampled, LaunchSampled) and say their weight, sm_load counts
+#     each sampled block as many times;
 # and times each kernel (median of REPS launches, CUDA events):
 # uninstrumented, devrt without a collector, each probe warp-level and per
 # thread, as a table of ratios to the uninstrumented time; and the patch +
@@ -44,7 +46,7 @@
 # (sm_90); otherwise the committed nvcc output of the corpus is used. The
 # ring directory is on /dev/shm: devrt's regions must be on tmpfs (see
 # devrt/README.md). Knobs: REPS (21), BASE_ITERS (2000), PROBES, MODES,
-# BLOCK_SAMPLE (1).
+# BLOCK_SAMPLE (l256).
 # Output: $OUT/probes_check.txt, the collector's exports and logs; exit 1
 # on any failure.
 set -u
@@ -53,7 +55,7 @@ cd "$(dirname "$0")/../.."
 probes_setup probes
 PROBES=${PROBES:-"block_sched launch_latency sm_load warp_occupancy"}
 MODES=${MODES:-"warp thread"}
-export BLOCK_SAMPLE=${BLOCK_SAMPLE:-1}
+export BLOCK_SAMPLE=${BLOCK_SAMPLE:-l256}
 
 KPTX=$ROOT/devrt/ptx/testdata/corpus/nvcc_kernels.ptx
 if command -v nvcc >/dev/null; then

@@ -27,12 +27,16 @@ probes_cleanup() {
 	rm -rf "$DIR" "$W"
 }
 #
-# probes_collector_config DIR PROBES MODE BLOCK_SAMPLE FILE: a collector
+# probes_collector_config DIR PROBES MODE SAMPLE FILE: a collector
 # config with devrt alone (its rings and injection socket in DIR), the
-# device probes PROBES ("a, b") at MODE (warp, thread), 1 launch in 4
-# timed (launch latency's clock offset), spans and metrics to FILE; the
-# collector logs at LOG_LEVEL (default info; debug: each launch latency).
+# device probes PROBES ("a, b") at MODE (warp, thread) in the blocks SAMPLE
+# says (n: block_sample n, every block for 1; lK: blocks_per_launch K, the
+# collector's default l256), 1 launch in 4 timed (launch latency's clock
+# offset), spans and metrics to FILE; the collector logs at LOG_LEVEL
+# (default info; debug: each launch latency).
 probes_collector_config() {
+	local bs=$4 bpl=0
+	case $4 in l*) bs=1 bpl=${4#l} ;; esac
 	cat <<YAML
 receivers:
   gpuebpf:
@@ -54,7 +58,8 @@ receivers:
         enabled: true
         probes: [$2]
         mode: $3
-        block_sample: $4
+        block_sample: $bs
+        blocks_per_launch: $bpl
 exporters:
   file:
     path: $5

@@ -100,7 +100,8 @@ def analyze(otel_path, run_path, base_path, name):
     kernels = {}
     for s in blocks:
         kernels.setdefault(s["name"][:-len(" blocks")], []).append(s)
-    n = int(os.environ.get("BLOCK_SAMPLE", "1"))
+    bs = os.environ.get("BLOCK_SAMPLE", "1")  # n, or lK: blocks_per_launch K
+    n, per = (1, int(bs[1:])) if bs.startswith("l") else (int(bs), 0)
     if r["mode"] != "compile":
         # Eager PyTorch runs its own kernels, which ship as SASS only; what
         # devrt could patch (a cuBLAS fat binary's PTX) need not run.
@@ -113,9 +114,11 @@ def analyze(otel_path, run_path, base_path, name):
         check(not bad, f"every block span has blocks and ends after it starts ({len(bad)} do not" +
               (f", as {bad[0]['name'][:50]}: {bad[0]['startTimeUnixNano']}..{bad[0]['endTimeUnixNano']}, "
                f"{bad[0]['attrs'].get('gpu.kernel.blocks')} blocks)" if bad else ")"))
-        if n > 1:
-            marks = {int(s["attrs"].get("gpu.kernel.block.sample", 1)) for s in blocks}
-            check(marks == {n}, f"block spans say block sample {sorted(marks)}")
+        marks = {int(s["attrs"].get("gpu.kernel.block.sample", 1)) for s in blocks}
+        if per:  # by launch: each launch its own power of two
+            check(all(m & (m - 1) == 0 and m <= 1 << 16 for m in marks), f"block spans say block sample {sorted(marks)}")
+        else:
+            check(marks == {max(n, 1)}, f"block spans say block sample {sorted(marks)}")
         top = sorted(kernels.items(), key=lambda kv: -len(kv[1]))[:5]
         for k, ss in top:
             durs = sorted((int(s["endTimeUnixNano"]) - int(s["startTimeUnixNano"])) / 1e3 for s in ss)

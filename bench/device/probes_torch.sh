@@ -6,7 +6,8 @@
 # and run eagerly (MODE=eager: PyTorch's own kernels ship as SASS and are
 # not instrumentable; a cuBLAS fat binary carries PTX for one kernel that
 # need not run), under devrt and the collector with every shipped probe at
-# warp level, every block and 1 in 16.
+# warp level, every block, 1 in 16 and by launch (at most 256 blocks of
+# each, the collector's default).
 #
 # Per mode: an uninstrumented run (base), devrt without a collector, the
 # probes at each BLOCK_SAMPLES, and base again (the run-to-run noise of
@@ -25,7 +26,7 @@
 #   make build && make -C devrt OUT=$(pwd)/.device/probes/devrt
 #   mkdir -p .device/probes && cp bin/otelcol-gpu .device/probes/
 # then on the GPU machine: bench/device/probes_torch.sh
-# Knobs: MODES ("compile eager"), BLOCK_SAMPLES ("1 16"), TRAIN_MODEL
+# Knobs: MODES ("compile eager"), BLOCK_SAMPLES ("1 16 l256"), TRAIN_MODEL
 # (small), STEPS (40), WARMUP (5), LOG_LEVEL. Output: $OUT/probes_torch.txt,
 # the collector's exports and logs; exit 1 on any failure.
 set -u
@@ -33,7 +34,7 @@ cd "$(dirname "$0")/../.."
 . bench/device/probes_config.sh
 probes_setup torch
 MODES=${MODES:-"compile eager"}
-BLOCK_SAMPLES=${BLOCK_SAMPLES:-"1 16"}
+BLOCK_SAMPLES=${BLOCK_SAMPLES:-"1 16 l256"}
 PROBES="block_sched, launch_latency, sm_load, warp_occupancy"
 export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1 TRAIN_MODEL=${TRAIN_MODEL:-small}
 

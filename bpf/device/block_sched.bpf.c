@@ -13,7 +13,8 @@
  * its one ring record: each global access the last warp waits for
  * delays the block's retirement. The record names its launch (%gridid),
  * so the receiver groups blocks by launch in whatever order the ring's
- * shards hand them over.
+ * shards hand them over, and its weight (block sampling: the blocks of
+ * its launch it stands for).
  * Receiver: gpu.kernel.block.* (schedule time, duration, SM).
  */
 #include <linux/bpf.h>
@@ -79,6 +80,7 @@ int block_exit(const struct gpuext_dev_ctx *ctx)
 	rec.end_ns = bpf_get_globaltimer();
 	rec.smid = bpf_get_sm_id();
 	rec.threads = threads;
+	rec.weight = gpuext_block_weight();
 	rec.grid_id = gpuext_grid_id();
 	bpf_ringbuf_output(&gx_block_ring, &rec, sizeof(rec), 0);
 	return 1;

@@ -15,6 +15,12 @@
  * its warp: helpers that read per-thread values (thread index, lane id)
  * return the leader's. gpuext_active_lanes() says how many lanes this run
  * stands for (1 per thread in per-thread mode).
+ *
+ * Under block sampling (devrt::probes::block_sample, blocks_per_launch)
+ * only some blocks run the probes; gpuext_block_weight() says how many
+ * blocks of its launch this one stands for (1 when every block runs them):
+ * a probe that counts multiplies by it, so that readers need not know the
+ * rate, which by launch differs from one launch to the next.
  */
 #ifndef GPUEXT_DEVICE_H
 #define GPUEXT_DEVICE_H
@@ -35,6 +41,7 @@ static __u64 (*gpuext_global_warp)(void) = (void *)GPUEXT_HELPER_GLOBAL_WARP;
 static __u64 (*gpuext_block_linear)(void) = (void *)GPUEXT_HELPER_BLOCK_LINEAR;
 static __u64 (*gpuext_active_lanes)(void) = (void *)GPUEXT_HELPER_ACTIVE_LANES;
 static __u64 (*gpuext_grid_id)(void) = (void *)GPUEXT_HELPER_GRID_ID;
+static __u64 (*gpuext_block_weight)(void) = (void *)GPUEXT_HELPER_BLOCK_WEIGHT;
 
 /* gpuext_thread_linear - the thread's index inside its block (x fastest). */
 static __always_inline __u64 gpuext_thread_linear(void)

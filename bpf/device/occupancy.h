@@ -73,7 +73,7 @@ static __always_inline int occ_exit_add(const struct gpuext_dev_ctx *ctx)
 		return 0;
 	o = occ_exit_slot(now, start);
 	if (o)
-		__sync_fetch_and_add(&o->lane_ns, (now - start) * gpuext_active_lanes());
+		__sync_fetch_and_add(&o->lane_ns, (now - start) * gpuext_active_lanes() * gpuext_block_weight());
 	return 0;
 }
 

@@ -12,7 +12,8 @@
  * its first instruction, and the block with it (vecadd 16M on an H100:
  * 1.08x -> 1.06x, earlyexits 1.34-1.35x -> 1.28-1.29x). On a short
  * memory-bound kernel each memory instruction a warp adds, global or
- * shared, costs 15-25% (bench/device/jit_ablation.sh).
+ * shared, costs 15-25% (bench/device/jit_ablation.sh). Every count is
+ * weighed by gpuext_block_weight() (block sampling).
  * Receiver: gpu.sm.blocks, gpu.sm.busy (imbalance across SMs).
  */
 #include <linux/bpf.h>
@@ -40,7 +41,7 @@ __u64 sm_entry(const struct gpuext_dev_ctx *ctx)
 SEC("gpu/exit/*")
 int sm_exit(const struct gpuext_dev_ctx *ctx)
 {
-	__u64 start = ctx->entry_ret, now;
+	__u64 start = ctx->entry_ret, now, w = gpuext_block_weight();
 	__u32 zero = 0;
 	struct gpuext_dev_sm *sm;
 
@@ -49,13 +50,13 @@ int sm_exit(const struct gpuext_dev_ctx *ctx)
 		return 0;
 	/* Thread 0 leaves in exactly one exit of its block, led by it. */
 	if (gpuext_first_thread()) {
-		__sync_fetch_and_add(&sm->blocks, 1);
-		__sync_fetch_and_add(&sm->threads, gpuext_block_threads());
+		__sync_fetch_and_add(&sm->blocks, w);
+		__sync_fetch_and_add(&sm->threads, w * gpuext_block_threads());
 	}
 	if (!start)
 		return 0;
 	now = bpf_get_globaltimer();
 	if (now > start)
-		__sync_fetch_and_add(&sm->lane_ns, (now - start) * gpuext_active_lanes());
+		__sync_fetch_and_add(&sm->lane_ns, (now - start) * gpuext_active_lanes() * w);
 	return 0;
 }

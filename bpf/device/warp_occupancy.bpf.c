@@ -11,7 +11,7 @@
  * and marks its bucket's slot, so the other warps touch memory only at
  * their exit, with one reduction; no probe reads global memory or waits
  * for it (sm_load counts at thread 0's exit instead: it has no slot to
- * mark).
+ * mark). Counts are weighed by gpuext_block_weight() (block sampling).
  * Receiver: gpu.warp.occupancy.
  */
 #include <linux/bpf.h>
@@ -35,7 +35,7 @@ __u64 occ_entry(const struct gpuext_dev_ctx *ctx)
 		return now;
 	o = occ_mark(now >> GPUEXT_DEV_OCC_SHIFT);
 	if (o)
-		__sync_fetch_and_add(&o->threads, gpuext_block_threads());
+		__sync_fetch_and_add(&o->threads, gpuext_block_weight() * gpuext_block_threads());
 	return now;
 }
 

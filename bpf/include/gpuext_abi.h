@@ -1082,6 +1082,12 @@ enum gpuext_dev_helper {
 	                                   * popc(activemask) at warp level, 1 per thread */
 	GPUEXT_HELPER_GRID_ID = 545,      /* u64 (): %gridid, the launch (unique in its
 	                                   * CUDA context while the process runs) */
+	GPUEXT_HELPER_BLOCK_WEIGHT = 546, /* u64 (): the blocks of the launch this block
+	                                   * stands for under block sampling: 1 when
+	                                   * every block runs the probes, n for 1 in n
+	                                   * (block_sample, or the launch's own under
+	                                   * blocks_per_launch); a probe that counts
+	                                   * multiplies by it */
 };
 
 #define GPUEXT_GPUMAP_MAGIC 0x50414d47U /* "GMAP" */
@@ -1127,10 +1133,16 @@ struct gpuext_gpumap_hdr {
 	                    * only for one shard */
 	__u32 block_sample; /* 1 in block_sample thread blocks of each instrumented
 	                     * kernel runs the probes (a hash of the block's
-	                     * linear index picks them; block 0 always does):
-	                     * the reader scales counts by it. The same in every
-	                     * map of a region; 1: every block */
-	__u64 _reserved[6];
+	                     * linear index picks them; block 0 always does);
+	                     * 1: every block. The same in every map of a region */
+	__u32 blocks_per_launch; /* instead of block_sample (0: not): a launch of
+	                          * b blocks runs the probes in 1 of 2^s, the least
+	                          * s (at most 16) with b / 2^s <= blocks_per_launch
+	                          * (a power of two). Either way the probes weigh
+	                          * what they count by GPUEXT_HELPER_BLOCK_WEIGHT:
+	                          * readers do not scale */
+	__u32 _pad;
+	__u64 _reserved[5];
 };
 
 /* Hash bucket state (struct gpuext_gpuhash_bucket.state). */
@@ -1206,8 +1218,10 @@ struct gpuext_dev_block {
 	__u64 block;
 	__u64 start_ns;   /* thread 0's entry */
 	__u64 end_ns;     /* last thread's exit */
-	__u32 smid;
-	__u32 threads;    /* threads of the block */
+	__u16 smid;
+	__u16 threads;    /* threads of the block (at most 1024) */
+	__u32 weight;     /* blocks of its launch it stands for (block sampling;
+	                   * 1: every block ran the probes) */
 	__u64 grid_id;    /* %gridid: the launch, unique in its context, so the
 	                   * receiver groups blocks by launch whatever order the
 	                   * ring's shards hand them over in */

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 )
 
 // Options change how probes are compiled.
@@ -20,6 +21,11 @@ type Options struct {
 	// MaxInsns is the verifier's budget of explored instructions
 	// (0: MaxInsnsExplored).
 	MaxInsns int
+	// BlockSample and BlocksPerLaunch are the block sampling the probes
+	// will be patched in with (devrt/ptx's Spec fields of the same names;
+	// the Layout carries them): the block weight helper returns the
+	// weight it gives a sampled block.
+	BlockSample, BlocksPerLaunch uint32
 }
 
 // Probe is one compiled probe function.
@@ -146,11 +152,14 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 		slots = 1 << (bits.Len32(slots) - 1)
 		defs[j].ValueSize, defs[j].MaxEntries = vs, slots
 	}
+	if err := ptx.CheckSampling(opt.BlockSample, opt.BlocksPerLaunch); err != nil {
+		return nil, err
+	}
 	lay, err := gpumap.NewLayout(defs)
 	if err != nil {
 		return nil, err
 	}
-	c.Layout = lay
+	c.Layout = lay.WithSampling(opt.BlockSample, opt.BlocksPerLaunch)
 	if lay.BlockSize > 0 {
 		c.BlockInit = BlockInitFunc
 	}
@@ -168,11 +177,11 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 			c.Probes[e].Returns = true
 		}
 	}
-	ptx, err := generate(c)
+	code, err := generate(c)
 	if err != nil {
 		return nil, err
 	}
-	c.PTX = ptx
+	c.PTX = code
 	return c, nil
 }
 

@@ -57,6 +57,12 @@ func TestGoldenPTX(t *testing.T) {
 			golden(t, fmt.Sprintf("%s.%s.ptx", p.Name, map[bool]string{false: "warp", true: "thread"}[per]), c.PTX)
 		}
 	}
+	// the block weight by launch: 2^s of the launch's blocks, computed
+	weight, err := classes.Only("weight")
+	require.NoError(t, err)
+	c, err := jit.Compile([]*jit.Object{weight}, jit.Options{BlocksPerLaunch: 256})
+	require.NoError(t, err)
+	golden(t, "weight.launch256.warp.ptx", c.PTX)
 	pb := loadFile(t, "check/progs/per_block.bpf.o")
 	for _, per := range []bool{false, true} {
 		c, err := jit.Compile([]*jit.Object{pb}, jit.Options{PerThread: per})

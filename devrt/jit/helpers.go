@@ -22,6 +22,7 @@ const (
 	HelperBlockLinear   = 543
 	HelperActiveLanes   = 544
 	HelperGridID        = 545
+	HelperBlockWeight   = 546
 )
 
 // helperNames is every helper the verifier accepts.
@@ -45,6 +46,7 @@ var helperNames = map[int64]string{
 	HelperBlockLinear:   "get_block_linear",
 	HelperActiveLanes:   "get_active_lanes",
 	HelperGridID:        "get_grid_id",
+	HelperBlockWeight:   "get_block_weight",
 }
 
 // scalarHelperMax is the largest value a helper without arguments returns
@@ -60,6 +62,7 @@ var scalarHelperMax = map[int64]uint64{
 	HelperBlockLinear: ^uint64(0),
 	HelperActiveLanes: 32,
 	HelperGridID:      ^uint64(0),
+	HelperBlockWeight: 1 << 16, // ptx.MaxBlockSample, 1 << ptx.MaxLaunchShift
 }
 
 // dim3Helpers write x, y and z through their three pointer arguments.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 )
 
 // Env is what one GPU thread would see: the ctx its call site built and the
@@ -307,6 +308,9 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 		return uint64(m.env.ActiveLanes), nil
 	case HelperGridID:
 		return m.env.GridID, nil
+	case HelperBlockWeight:
+		g := m.env.GridDim
+		return uint64(ptx.SampleWeight(m.p.Layout.BlockSample, m.p.Layout.BlocksPerLaunch, uint64(g[0])*uint64(g[1])*uint64(g[2]))), nil
 	case HelperBlockIdx, HelperBlockDim, HelperThreadIdx, HelperGridDim:
 		d := map[int64][3]uint32{HelperBlockIdx: m.env.BlockIdx, HelperBlockDim: m.env.BlockDim,
 			HelperThreadIdx: m.env.ThreadIdx, HelperGridDim: m.env.GridDim}[in.Imm]

@@ -55,7 +55,7 @@ func TestLoadObject(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	require.Equal(t, []string{"alu32", "alu64", "array_ops", "atomics", "atomics_fetch", "bswap", "ctx_read", "ctx_var", "dims", "divmod",
-		"hash_ops", "jumps", "ldimm64", "per_copy", "props", "ring_map", "ring_out", "ring_out4", "stack_loop"}, names)
+		"hash_ops", "jumps", "ldimm64", "per_copy", "props", "ring_map", "ring_out", "ring_out4", "stack_loop", "weight"}, names)
 	require.Equal(t, []gpumap.Def{
 		{Name: ".bss", Type: gpumap.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
 		{Name: "t_arr", Type: gpumap.Array, KeySize: 4, ValueSize: 8, MaxEntries: 8},

@@ -2,10 +2,12 @@ package jit
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 )
 
 // PTX code generation. Each eBPF register is a .b64 PTX register (%gr0..
@@ -285,6 +287,7 @@ var uniformHelpers = map[int64]bool{
 	HelperKtime: true, HelperGlobaltimer: true, HelperBlockIdx: true, HelperBlockDim: true,
 	HelperGridDim: true, HelperSMID: true, HelperWarpID: true, HelperNSMID: true,
 	HelperGlobalWarp: true, HelperBlockLinear: true, HelperActiveLanes: true, HelperGridID: true,
+	HelperBlockWeight: true,
 }
 
 // laneUniform tells whether entry program p can run in every lane of a
@@ -1170,6 +1173,30 @@ func (g *gen) blockInit() {
 	g.b.WriteString("}\n")
 }
 
+// blockWeight leaves in %gr0 the blocks a sampled block stands for
+// (ptx.SampleWeight): a constant, or by launch 2^s of the launch's blocks
+// as devrt/ptx's sampling code computes s.
+func (g *gen) blockWeight() {
+	l := g.c.Layout
+	if l.BlocksPerLaunch == 0 {
+		g.f("mov.b64 %%gr0, %d;", max(l.BlockSample, 1))
+		return
+	}
+	g.f("mov.u32 %%gw3, %%nctaid.y;")
+	g.f("mov.u32 %%gw4, %%nctaid.x;")
+	g.f("mul.wide.u32 %%gt0, %%gw3, %%gw4;")
+	g.f("mov.u32 %%gw3, %%nctaid.z;")
+	g.f("cvt.u64.u32 %%gt1, %%gw3;")
+	g.f("mul.lo.u64 %%gt0, %%gt0, %%gt1;")
+	g.f("sub.u64 %%gt0, %%gt0, 1;")
+	g.f("clz.b64 %%gw3, %%gt0;")
+	g.f("sub.s32 %%gw3, %d, %%gw3;", 64-bits.TrailingZeros32(l.BlocksPerLaunch))
+	g.f("max.s32 %%gw3, %%gw3, 0;")
+	g.f("min.s32 %%gw3, %%gw3, %d;", ptx.MaxLaunchShift)
+	g.f("mov.b64 %%gr0, 1;")
+	g.f("shl.b64 %%gr0, %%gr0, %%gw3;")
+}
+
 func hashFuncName(m int) string { return fmt.Sprintf("__gpuext_hash_%d", m) }
 
 // hashCall leaves in %gt3 the bucket address of key %gk.. or 0; with
@@ -1224,6 +1251,8 @@ func (g *gen) call(i int, in Insn) error {
 		g.dimReg("%gr0", "%nsmid")
 	case HelperGridID:
 		g.f("mov.u64 %%gr0, %%gridid;")
+	case HelperBlockWeight:
+		g.blockWeight()
 	case HelperActiveLanes:
 		if g.c.Opts.PerThread {
 			g.f("mov.b64 %%gr0, 1;")

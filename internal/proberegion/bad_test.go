@@ -177,6 +177,7 @@ func TestReaderNeverWrites(t *testing.T) {
 		binary.LittleEndian.PutUint64(rec[8:], i)
 		binary.LittleEndian.PutUint64(rec[16:], 100*i)
 		binary.LittleEndian.PutUint64(rec[24:], 100*i+50)
+		binary.LittleEndian.PutUint32(rec[36:], 1)
 		return rec
 	}
 	file := append([]byte(nil), dev...) // the mirror
@@ -216,4 +217,29 @@ func TestReaderNeverWrites(t *testing.T) {
 	require.Empty(t, s.Blocks, "nothing read twice")
 	require.Equal(t, uint64(3), s.Drops[MapBlockRing])
 	require.Equal(t, dev, file)
+}
+
+// TestBlockWeights: a block record's weight is 1 to MaxWeight (what block
+// sampling gives); 0 or more is a bad record, counted and left out.
+func TestBlockWeights(t *testing.T) {
+	lay := smallLayout(t)
+	dev := make([]byte, lay.Size)
+	require.NoError(t, lay.Init(dev))
+	for i, w := range []uint32{0, 1, 16, MaxWeight, MaxWeight + 1, ^uint32(0)} {
+		rec := make([]byte, BlockSize)
+		binary.LittleEndian.PutUint64(rec[8:], uint64(i))
+		binary.LittleEndian.PutUint32(rec[36:], w)
+		_, err := lay.Maps[0].RingOutput(gpumap.Region(dev), rec)
+		require.NoError(t, err)
+	}
+	r, err := FromBytes(dev, lay)
+	require.NoError(t, err)
+	s, err := r.Read()
+	require.NoError(t, err)
+	var got [][2]uint64
+	for _, b := range s.Blocks {
+		got = append(got, [2]uint64{b.Block, uint64(b.Weight)})
+	}
+	require.Equal(t, [][2]uint64{{1, 1}, {2, 16}, {3, MaxWeight}}, got)
+	require.Equal(t, 3, s.Bad)
 }

@@ -18,6 +18,10 @@ const (
 	// OccResetting is GPUEXT_DEV_OCC_RESETTING, the reset marker of earlier
 	// probes (no longer written): such a slot is skipped.
 	OccResetting = ^uint64(0)
+	// MaxWeight is the largest block weight a probe writes (devrt/ptx's
+	// MaxBlockSample, 1 << MaxLaunchShift): a block record of weight 0 or
+	// more is bad.
+	MaxWeight = 1 << 16
 )
 
 // Block is struct gpuext_dev_block: one finished thread block.
@@ -27,7 +31,10 @@ type Block struct {
 	StartNS, EndNS uint64 // %globaltimer: first warp's entry, last thread's exit
 	SM             uint32
 	Threads        uint32
-	GridID         uint64 // %gridid: the launch
+	// Weight is the blocks of its launch it stands for (block sampling;
+	// 1: every block ran the probes).
+	Weight uint32
+	GridID uint64 // %gridid: the launch
 }
 
 // Launch is struct gpuext_dev_launch: thread 0 of block 0 of a launch started.
@@ -128,11 +135,11 @@ func (r *Region) read(s *Snapshot) error {
 			}
 			for _, b := range recs {
 				switch {
-				case m.Name == MapBlockRing && len(b) == BlockSize:
+				case m.Name == MapBlockRing && len(b) == BlockSize && le.Uint32(b[36:])-1 < MaxWeight:
 					s.Blocks = append(s.Blocks, Block{
 						KernelID: le.Uint64(b), Block: le.Uint64(b[8:]),
 						StartNS: le.Uint64(b[16:]), EndNS: le.Uint64(b[24:]),
-						SM: le.Uint32(b[32:]), Threads: le.Uint32(b[36:]), GridID: le.Uint64(b[40:]),
+						SM: uint32(le.Uint16(b[32:])), Threads: uint32(le.Uint16(b[34:])), Weight: le.Uint32(b[36:]), GridID: le.Uint64(b[40:]),
 					})
 				case m.Name == MapLaunchRing && len(b) == LaunchSize:
 					s.Launches = append(s.Launches, Launch{KernelID: le.Uint64(b), StartNS: le.Uint64(b[8:]), SM: le.Uint32(b[16:])})

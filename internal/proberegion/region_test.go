@@ -1,15 +1,18 @@
 package proberegion
 
 import (
+	"cmp"
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/probeset"
 )
 
 // TestImbalancedKernel: the four shipped probes run on the interpreter for
@@ -37,24 +40,14 @@ func TestImbalancedKernel(t *testing.T) {
 	grid := snap.Blocks[0].GridID // the simulator's next launch number
 	require.NotZero(t, grid)
 	for _, b := range blocks {
-		require.Equal(t, Block{KernelID: kid, Block: uint64(b.Block), StartNS: b.Start, EndNS: b.End, SM: b.SM, Threads: simThreads, GridID: grid}, got[uint64(b.Block)])
+		require.Equal(t, Block{KernelID: kid, Block: uint64(b.Block), StartNS: b.Start, EndNS: b.End, SM: b.SM, Threads: simThreads, Weight: 1, GridID: grid}, got[uint64(b.Block)])
 	}
 	require.Equal(t, []Launch{{KernelID: kid, StartNS: base, SM: 0}}, snap.Launches)
 	require.Equal(t, map[string]uint64{MapBlockRing: 0, MapLaunchRing: 0, MapSM: 0, MapOcc: 0}, snap.Drops)
 	require.Zero(t, snap.Bad)
 
 	// SM load: per SM 4 blocks, 256 threads, lane-ns of its warps.
-	wantSM := make([]SMLoad, 4)
-	for _, b := range blocks {
-		l := &wantSM[b.SM]
-		l.SM = b.SM
-		l.Blocks++
-		l.Threads += simThreads
-		for w := uint32(0); w < simThreads/32; w++ {
-			in, out := warpTimes(b, w)
-			l.LaneNS += (out - in) * 32
-		}
-	}
+	wantSM := wantSMLoad(blocks, 4, 1)
 	require.Equal(t, wantSM, snap.SMs)
 	tr := NewTracker()
 	bal := tr.SMs(snap.SMs)
@@ -92,10 +85,37 @@ func TestImbalancedKernel(t *testing.T) {
 		require.Equal(t, uint64(i)*1000, d)
 	}
 
-	// Occupancy: per SM and bucket, the threads of the blocks whose warp 0
-	// entered in the bucket and the lane-ns of the warps that exited in
-	// it, computed here from the same timeline: all in the slots' first
-	// lap, so each slot holds its one bucket's counts.
+	// Occupancy: all in the slots' first lap, so each slot holds its one
+	// bucket's counts.
+	require.Equal(t, uint32(256), snap.OccSlots)
+	require.Equal(t, wantOccupancy(blocks, snap.OccSlots, 1), snap.Occupancy)
+	// First seen, a slot's counts may hold earlier laps: no points.
+	require.Empty(t, tr.Occupancy(snap.Occupancy, snap.OccSlots))
+}
+
+// wantSMLoad is sm_load's totals for blocks on nsm SMs, each block
+// weighing weight: its blocks, threads and lane-ns of its warps, for the
+// SMs that ran any.
+func wantSMLoad(blocks []simBlock, nsm uint32, weight uint64) []SMLoad {
+	want := make([]SMLoad, nsm)
+	for _, b := range blocks {
+		l := &want[b.SM]
+		l.SM = b.SM
+		l.Blocks += weight
+		l.Threads += simThreads * weight
+		for w := uint32(0); w < simThreads/32; w++ {
+			in, out := warpTimes(b, w)
+			l.LaneNS += (out - in) * 32 * weight
+		}
+	}
+	return slices.DeleteFunc(want, func(l SMLoad) bool { return l.Blocks == 0 }) // Read leaves idle SMs out
+}
+
+// wantOccupancy is warp_occupancy's slots, in the order Read gives them
+// (by SM, then slot), for blocks of weight each that all fall in the
+// slots' first lap: per SM and bucket the threads of the blocks whose warp
+// 0 entered in the bucket and the lane-ns of the warps that exited in it.
+func wantOccupancy(blocks []simBlock, slots uint32, weight uint64) []Occ {
 	type key struct {
 		sm     uint32
 		bucket uint64
@@ -104,7 +124,7 @@ func TestImbalancedKernel(t *testing.T) {
 	at := func(sm uint32, ts uint64) *Occ {
 		k := key{sm, ts >> OccShift}
 		if want[k] == nil {
-			want[k] = &Occ{SM: sm, Slot: uint32(k.bucket % uint64(snap.OccSlots)), Bucket: k.bucket}
+			want[k] = &Occ{SM: sm, Slot: uint32(k.bucket % uint64(slots)), Bucket: k.bucket}
 		}
 		return want[k]
 	}
@@ -112,18 +132,46 @@ func TestImbalancedKernel(t *testing.T) {
 		for w := uint32(0); w < simThreads/32; w++ {
 			in, out := warpTimes(b, w)
 			if w == 0 {
-				at(b.SM, in).Threads += simThreads
+				at(b.SM, in).Threads += simThreads * weight
 			}
-			at(b.SM, out).LaneNS += (out - in) * 32
+			at(b.SM, out).LaneNS += (out - in) * 32 * weight
 		}
 	}
-	require.Equal(t, uint32(256), snap.OccSlots)
-	require.Len(t, snap.Occupancy, len(want))
-	for _, o := range snap.Occupancy {
-		require.Equal(t, *want[key{o.SM, o.Bucket}], o)
+	var out []Occ
+	for _, o := range want {
+		out = append(out, *o)
 	}
-	// First seen, a slot's counts may hold earlier laps: no points.
-	require.Empty(t, tr.Occupancy(snap.Occupancy, snap.OccSlots))
+	slices.SortFunc(out, func(a, b Occ) int { return cmp.Or(cmp.Compare(a.SM, b.SM), cmp.Compare(a.Slot, b.Slot)) })
+	return out
+}
+
+// TestSampledByLaunch: compiled for 4 blocks a launch, the probes run in
+// the blocks of a 16-block launch that ptx.LaunchSampled picks (1 in 4)
+// and weigh what they count by 4: every block record says 4, sm_load's
+// and warp_occupancy's counts are 4 times the sampled blocks'.
+func TestSampledByLaunch(t *testing.T) {
+	s, err := probeset.New(probeset.Config{BlocksPerLaunch: 4})
+	require.NoError(t, err)
+	r, err := FromBytes(make([]byte, s.Layout().Size), s.Layout())
+	require.NoError(t, err)
+	var blocks []simBlock
+	for _, b := range imbalancedBlocks(base) {
+		if ptx.LaunchSampled(b.Block, 16, 4) {
+			blocks = append(blocks, b)
+		}
+	}
+	require.Len(t, blocks, 5) // 0 5 10 13 ...: the hash's
+	simulate(t, s.Compiled(), r.mem, "imbalanced", 16, 4, blocks)
+	snap, err := r.Read()
+	require.NoError(t, err)
+	require.Len(t, snap.Blocks, len(blocks))
+	for _, b := range snap.Blocks {
+		require.Equal(t, uint32(4), b.Weight)
+		require.True(t, ptx.LaunchSampled(uint32(b.Block), 16, 4))
+	}
+	require.Equal(t, wantSMLoad(blocks, 4, 4), snap.SMs)
+	require.Equal(t, wantOccupancy(blocks, snap.OccSlots, 4), snap.Occupancy)
+	require.Zero(t, snap.Bad)
 }
 
 // TestOccupancyLaps: warp_occupancy's slots keep counting over their

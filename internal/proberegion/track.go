@@ -26,6 +26,16 @@ func (r *Run) Delays() []uint64 {
 	return out
 }
 
+// Weight is the blocks of the launch each block of the run stands for
+// (block sampling; the same in every block of a launch): the largest seen.
+func (r *Run) Weight() uint32 {
+	w := uint32(1)
+	for _, b := range r.Blocks {
+		w = max(w, b.Weight)
+	}
+	return w
+}
+
 // Duration is the run's first block start to its last block end (ns).
 func (r *Run) Duration() uint64 { return r.LastEnd - r.FirstStart }
 

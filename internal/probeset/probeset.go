@@ -61,12 +61,36 @@ type Config struct {
 	Mode string `mapstructure:"mode"`
 	// BlockSample runs the probes in 1 of BlockSample thread blocks of
 	// each kernel (0 or 1: every block; at most 65536): the blocks picked
-	// by a hash of their index, block 0 always. Per-SM and occupancy
-	// counts are scaled by it; block spans and histograms describe the
-	// blocks sampled. On short memory-bound kernels the probes that touch
-	// memory in every warp cost 15-80% of the kernel's time at 1; see
-	// devrt/jit/README.md.
+	// by a hash of their index, block 0 always. On short memory-bound
+	// kernels the probes that touch memory in every warp cost 15-80% of
+	// the kernel's time in every block; see devrt/jit/README.md. Over 1,
+	// it replaces BlocksPerLaunch.
 	BlockSample uint32 `mapstructure:"block_sample"`
+	// BlocksPerLaunch samples each launch by its own size: a launch of b
+	// blocks runs the probes in 1 of 2^s (the same hash), the least s
+	// with b / 2^s <= BlocksPerLaunch (s at most 16): every block of a
+	// launch of at most that many, from half as many to that many of
+	// larger ones. A power of two; 0: off (every block, unless
+	// BlockSample). Either way the probes weigh what they count by the
+	// blocks each sampled block stands for: per-SM, occupancy, block
+	// counts and the schedule delay histogram estimate all blocks, a
+	// block span describes the blocks sampled and says the weight.
+	BlocksPerLaunch uint32 `mapstructure:"blocks_per_launch"`
+}
+
+// DefaultBlocksPerLaunch is the receiver's default BlocksPerLaunch: every
+// block of grids up to 256 blocks (one or two waves on an H100), and at
+// most 256 of larger ones (bench/device/jit_bench.sh: the stress kernels'
+// probes from 1.1-1.6x to ...; devrt/jit/README.md).
+const DefaultBlocksPerLaunch = 256
+
+// sampling is the block sampling the configuration asks for: BlockSample
+// over 1 replaces BlocksPerLaunch.
+func (c *Config) sampling() (every, perLaunch uint32) {
+	if c.BlockSample > 1 {
+		return c.BlockSample, 0
+	}
+	return 1, c.BlocksPerLaunch
 }
 
 // Validate checks the configuration without compiling anything; errors
@@ -75,6 +99,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.BlockSample > ptx.MaxBlockSample {
 		errs = append(errs, fmt.Errorf("devrt::probes::block_sample: %d: at most %d", c.BlockSample, ptx.MaxBlockSample))
+	}
+	if ptx.CheckSampling(0, c.BlocksPerLaunch) != nil {
+		errs = append(errs, fmt.Errorf("devrt::probes::blocks_per_launch: %d: want 0 (off) or a power of two up to %d", c.BlocksPerLaunch, ptx.MaxBlocksPerLaunch))
 	}
 	switch c.Mode {
 	case "", ModeWarp, ModeThread:
@@ -148,11 +175,11 @@ func New(cfg Config) (*Set, error) {
 		}
 		objs = append(objs, o)
 	}
-	c, err := jit.Compile(objs, jit.Options{PerThread: cfg.Mode == ModeThread})
+	every, perLaunch := cfg.sampling()
+	c, err := jit.Compile(objs, jit.Options{PerThread: cfg.Mode == ModeThread, BlockSample: every, BlocksPerLaunch: perLaunch})
 	if err != nil {
 		return nil, fmt.Errorf("compile device probes: %w", err)
 	}
-	c.Layout = c.Layout.WithBlockSample(cfg.BlockSample)
 	p := probepatch.New(c, probepatch.Options{})
 	h := sha256.New()
 	binary.Write(h, binary.LittleEndian, p.Version())

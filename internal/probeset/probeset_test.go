@@ -146,7 +146,7 @@ func TestVersion(t *testing.T) {
 	for _, c := range []Config{
 		{}, {Mode: ModeThread}, {Probes: []string{"sm_load"}},
 		{Include: []string{"a*"}}, {Exclude: []string{"a*"}}, {Include: []string{"a*"}, Exclude: []string{"b*"}},
-		{BlockSample: 16}, {BlockSample: 3},
+		{BlockSample: 16}, {BlockSample: 3}, {BlocksPerLaunch: 256}, {BlocksPerLaunch: 1024},
 	} {
 		s, err := New(c)
 		require.NoError(t, err)
@@ -169,6 +169,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Include: []string{"[a"}}, `devrt::probes::include[0]: bad glob "[a"`},
 		{Config{Exclude: []string{""}}, `devrt::probes::exclude[0]: bad glob ""`},
 		{Config{BlockSample: 1<<16 + 1}, `devrt::probes::block_sample: 65537: at most 65536`},
+		{Config{BlocksPerLaunch: 300}, `devrt::probes::blocks_per_launch: 300: want 0 (off) or a power of two up to 1073741824`},
+		{Config{BlocksPerLaunch: 1 << 31}, `devrt::probes::blocks_per_launch: 2147483648: want 0 (off) or a power of two up to 1073741824`},
 	} {
 		require.EqualError(t, tc.cfg.Validate(), tc.want)
 		_, err := New(tc.cfg)
@@ -182,30 +184,40 @@ func TestConfigErrors(t *testing.T) {
 	require.ErrorContains(t, err, "device probe "+bad+": read eBPF object:")
 }
 
-// TestBlockSample: block_sample reaches the patched kernels (each computes
-// its sample predicate and branches around every site) and the layout the
-// region readers use, whose headers say it; 0 and 1 are every block.
+// TestBlockSample: block_sample and blocks_per_launch reach the patched
+// kernels (each computes its sample predicate and branches around every
+// site; by launch from %nctaid) and the layout the region readers use,
+// whose headers say them; 0 and 1 are every block, block_sample over 1
+// replaces blocks_per_launch.
 func TestBlockSample(t *testing.T) {
 	src := read(t, "nvcc_kernels_debug.ptx")
 	for _, tt := range []struct {
-		sample, want uint32
-		code         bool
-	}{{0, 1, false}, {1, 1, false}, {32, 32, true}} {
-		s, err := New(Config{BlockSample: tt.sample})
+		sample, perLaunch   uint32
+		want, wantPerLaunch uint32
+		code, byLaunch      bool
+	}{
+		{0, 0, 1, 0, false, false}, {1, 0, 1, 0, false, false}, {32, 0, 32, 0, true, false},
+		{0, 256, 1, 256, true, true}, {1, 64, 1, 64, true, true}, {32, 256, 32, 0, true, false},
+	} {
+		s, err := New(Config{BlockSample: tt.sample, BlocksPerLaunch: tt.perLaunch})
 		require.NoError(t, err)
 		require.Equal(t, tt.want, s.Layout().BlockSample)
+		require.Equal(t, tt.wantPerLaunch, s.Layout().BlocksPerLaunch)
 		for _, m := range s.Layout().Maps {
 			require.Equal(t, tt.want, m.BlockSample, m.Name)
 			h := m.HeaderBytes()
 			require.Equal(t, tt.want, binary.LittleEndian.Uint32(h[gpumap.OffBlockSample:]), m.Name)
+			require.Equal(t, tt.wantPerLaunch, binary.LittleEndian.Uint32(h[gpumap.OffBlocksPerLaunch:]), m.Name)
 		}
 		res, err := s.Patch(context.Background(), &devrtinject.Module{PTX: src})
 		require.NoError(t, err)
 		require.Equal(t, devrtinject.StatusPatched, res.Status)
 		for _, in := range res.Init {
 			require.Equal(t, tt.want, binary.LittleEndian.Uint32(in.Data[gpumap.OffBlockSample:]))
+			require.Equal(t, tt.wantPerLaunch, binary.LittleEndian.Uint32(in.Data[gpumap.OffBlocksPerLaunch:]))
 		}
 		require.Equal(t, tt.code, strings.Contains(string(res.PTX), "@!%gx_s bra.uni"), "sample %d", tt.sample)
+		require.Equal(t, tt.byLaunch, strings.Contains(string(res.PTX), "%gx_rw0"), "sample %d", tt.sample)
 	}
 }
 

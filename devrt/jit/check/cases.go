@@ -18,6 +18,20 @@ func Cases() []*Case {
 		add(&Case{Name: p + "-warp-mixed", Object: "classes", Entry: p, Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{40, 1, 1}, Active: "mixed"})
 		add(&Case{Name: p + "-thread", Object: "classes", Entry: p, Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{64, 1, 1}, PerThread: true})
 	}
+	// Block sampling's weight: fixed, and by launch from grids of 128
+	// blocks (1 in 8 at 16 a launch) and 4x4x4 (1 in 16 at 4), or of fewer
+	// blocks than the rate (every block: 1).
+	for _, w := range []struct {
+		name       string
+		every, per uint32
+		grid       [3]uint32
+	}{
+		{"none", 0, 0, [3]uint32{2, 1, 1}}, {"every5", 5, 0, [3]uint32{2, 1, 1}}, {"launch16", 0, 16, [3]uint32{64, 2, 1}},
+		{"launch4-3d", 0, 4, [3]uint32{4, 4, 4}}, {"launch256-small", 0, 256, [3]uint32{8, 2, 1}},
+	} {
+		add(&Case{Name: "weight-" + w.name, Object: "classes", Entry: "weight", Grid: w.grid, Block: [3]uint32{64, 1, 1},
+			BlockSample: w.every, BlocksPerLaunch: w.per})
+	}
 	// Commutative atomics: exact map bytes whatever the order.
 	add(&Case{Name: "atomics-warp", Object: "classes", Entry: "atomics", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{128, 1, 1}})
 	add(&Case{Name: "atomics-thread", Object: "classes", Entry: "atomics", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: true})
@@ -69,6 +83,14 @@ func Cases() []*Case {
 			Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, PerThread: per, Kernel: true, Work: true,
 			R0: Skip, Maps: map[string]Mode{"gx_occ": Skip}, Check: checkOcc})
 	}
+	// The same weighed: compiled for 16 blocks a launch, the 64 blocks
+	// (all run here) stand for 4 each.
+	add(&Case{Name: "block_sched-warp-launch16", Object: "device/block_sched", Entry: "block_entry", Exit: "block_exit",
+		Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, Kernel: true, Work: true, BlocksPerLaunch: 16,
+		R0: Skip, Maps: map[string]Mode{"gx_block_ring": Skip}, Check: checkBlockSched})
+	add(&Case{Name: "sm_load-warp-launch16", Object: "device/sm_load", Entry: "sm_entry", Exit: "sm_exit",
+		Grid: [3]uint32{64, 1, 1}, Block: [3]uint32{128, 1, 1}, Kernel: true, Work: true, BlocksPerLaunch: 16,
+		R0: Skip, Maps: map[string]Mode{"gx_sm": Skip}, Check: checkSMLoad})
 	for _, c := range cs {
 		if c.R0 == "" {
 			c.R0 = Exact
@@ -114,11 +136,12 @@ func checkBlockSched(c *Case, l gpumap.Layout, region []byte, _ []uint64) error 
 		if len(rec) != 48 {
 			return fmt.Errorf("record of %d bytes, want 48", len(rec))
 		}
-		blk, start, end, threads, grid := u64(rec, 8), u64(rec, 16), u64(rec, 24), u32(rec, 36), u64(rec, 40)
+		blk, start, end, grid := u64(rec, 8), u64(rec, 16), u64(rec, 24), u64(rec, 40)
+		threads, weight := uint32(binary.LittleEndian.Uint16(rec[34:])), u32(rec, 36)
 		if u64(rec, 0) != KernelID || blk >= uint64(nb) || seen[blk] || threads != tpb || start == 0 || end < start ||
-			grid == 0 || grid != u64(recs[0], 40) {
-			return fmt.Errorf("bad record: kernel %#x block %d start %d end %d threads %d grid %d (first %d)",
-				u64(rec, 0), blk, start, end, threads, grid, u64(recs[0], 40))
+			grid == 0 || grid != u64(recs[0], 40) || weight != c.weight() {
+			return fmt.Errorf("bad record: kernel %#x block %d start %d end %d threads %d weight %d grid %d (first %d)",
+				u64(rec, 0), blk, start, end, threads, weight, grid, u64(recs[0], 40))
 		}
 		seen[blk] = true
 	}
@@ -141,9 +164,10 @@ func checkSMLoad(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 		threads += u64(v[0], 8)
 		ns += u64(v[0], 16)
 	}
-	nb := uint64(c.Grid[0] * c.Grid[1] * c.Grid[2])
+	nb := uint64(c.Grid[0]*c.Grid[1]*c.Grid[2]) * uint64(c.weight())
 	if blocks != nb || threads != nb*uint64(c.Block[0]*c.Block[1]*c.Block[2]) || ns == 0 {
-		return fmt.Errorf("blocks %d threads %d lane_ns %d, want %d blocks, %d threads, lane_ns > 0", blocks, threads, ns, nb, uint64(c.Threads()))
+		return fmt.Errorf("blocks %d threads %d lane_ns %d, want %d blocks, %d threads, lane_ns > 0 (weight %d)",
+			blocks, threads, ns, nb, uint64(c.Threads())*uint64(c.weight()), c.weight())
 	}
 	return nil
 }

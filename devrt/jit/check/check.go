@@ -17,6 +17,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/bpf/device"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 )
 
 //go:embed progs/*.bpf.o
@@ -48,11 +49,20 @@ type Case struct {
 	Unique    bool   // ctx addr distinct for every thread
 	Kernel    bool   // ctx as one kernel's: same kernel_id for all threads, kind entry/exit
 	Work      bool   // the harness spins between entry and exit, longer for higher blocks
-	R0        Mode   // Exact or Skip
-	Maps      map[string]Mode
+	// BlockSample and BlocksPerLaunch compile the programs for that block
+	// sampling (jit.Options; the harness runs them in every block all the
+	// same): what the block weight helper returns.
+	BlockSample, BlocksPerLaunch uint32
+	R0                           Mode // Exact or Skip
+	Maps                         map[string]Mode
 	// Check tests properties of the results no interpreter can predict
 	// (timestamps, SM ids); run on both the expected and the GPU results.
 	Check func(c *Case, l gpumap.Layout, region []byte, out []uint64) error
+}
+
+// weight is what the block weight helper returns in the case's launch.
+func (c *Case) weight() uint32 {
+	return ptx.SampleWeight(c.BlockSample, c.BlocksPerLaunch, uint64(c.Grid[0])*uint64(c.Grid[1])*uint64(c.Grid[2]))
 }
 
 // Threads is the launch's thread count.
@@ -103,7 +113,8 @@ func (c *Case) Compile() (*jit.Compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", c.Name, err)
 	}
-	comp, err := jit.Compile([]*jit.Object{o}, jit.Options{PerThread: c.PerThread, Harness: true})
+	comp, err := jit.Compile([]*jit.Object{o}, jit.Options{PerThread: c.PerThread, Harness: true,
+		BlockSample: c.BlockSample, BlocksPerLaunch: c.BlocksPerLaunch})
 	if err != nil {
 		return nil, fmt.Errorf("case %s: %w", c.Name, err)
 	}

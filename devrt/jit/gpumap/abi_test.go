@@ -20,7 +20,8 @@ func TestLayoutMatchesBTF(t *testing.T) {
 		"magic": OffMagic, "type": OffType, "key_size": OffKeySize, "value_size": OffValueSize,
 		"max_entries": OffMaxEntries, "slots": OffSlots, "stride": OffStride, "flags": OffFlags,
 		"data_size": OffDataSize, "head": OffHead, "drops": OffDrops, "count": OffCount, "tail": OffTail,
-		"shards": OffShards, "block_sample": OffBlockSample, "_reserved": OffReserved,
+		"shards": OffShards, "block_sample": OffBlockSample, "blocks_per_launch": OffBlocksPerLaunch,
+		"_pad": OffBlocksPerLaunch + 4, "_reserved": OffReserved,
 	})
 	btftest.Struct(t, spec.Types, "gpuext_gpuhash_bucket", BucketHeaderSize, map[string]uint32{"state": 0, "_pad": 4})
 	btftest.Struct(t, spec.Types, "gpuext_gpuring_rec", RecHeaderSize,

@@ -83,7 +83,9 @@ const (
 	OffTail        = 64
 	OffShards      = 72
 	OffBlockSample = 76
-	OffReserved    = 80
+	// OffBlocksPerLaunch is blocks_per_launch (then 4 bytes of padding).
+	OffBlocksPerLaunch = 80
+	OffReserved        = 88
 
 	// RecHeaderSize is struct gpuext_gpuring_rec (seq, len, check).
 	RecHeaderSize = 16
@@ -162,10 +164,12 @@ type Map struct {
 	Stride      uint32 // bytes per element, bucket or ring slot
 	DataSize    uint64
 	// BlockSample: 1 in BlockSample thread blocks run the probes (0 or 1:
-	// every block); the same in every map of a layout
-	// (Layout.WithBlockSample), in each header, so a region's reader
-	// knows what to scale its counts by.
-	BlockSample uint32
+	// every block); BlocksPerLaunch, instead, samples each launch by its
+	// size (devrt/ptx's Spec.BlocksPerLaunch). The same in every map of a
+	// layout (Layout.WithSampling), in each header. The probes weigh their
+	// counts themselves (the block weight helper): readers do not scale.
+	BlockSample     uint32
+	BlocksPerLaunch uint32
 }
 
 // Layout is every map of a probe set, placed in one region.
@@ -175,19 +179,22 @@ type Layout struct {
 	// BlockSize is the bytes of shared memory each thread block needs for
 	// the per-block arrays (zeroed when the block starts); 0: none.
 	BlockSize uint32
-	// BlockSample is the maps' BlockSample (0: every block).
-	BlockSample uint32
+	// BlockSample and BlocksPerLaunch are the maps' sampling (0 and 0:
+	// every block).
+	BlockSample     uint32
+	BlocksPerLaunch uint32
 }
 
-// WithBlockSample returns l for probes that run in 1 of n thread blocks
-// (n 0 or 1: every block): every map's header says so. The maps are
+// WithSampling returns l for probes that run in 1 of n thread blocks (n 0
+// or 1: every block) or, with perLaunch > 0, in the blocks devrt/ptx's
+// sampling by launch picks: every map's header says so. The maps are
 // copied; l is unchanged.
-func (l Layout) WithBlockSample(n uint32) Layout {
+func (l Layout) WithSampling(n, perLaunch uint32) Layout {
 	n = max(n, 1)
-	l.BlockSample = n
+	l.BlockSample, l.BlocksPerLaunch = n, perLaunch
 	l.Maps = slices.Clone(l.Maps)
 	for i := range l.Maps {
-		l.Maps[i].BlockSample = n
+		l.Maps[i].BlockSample, l.Maps[i].BlocksPerLaunch = n, perLaunch
 	}
 	return l
 }
@@ -353,6 +360,7 @@ func (m Map) HeaderBytes() []byte {
 		le.PutUint32(h[OffShards:], max(m.Shards, 1))
 	}
 	le.PutUint32(h[OffBlockSample:], max(m.BlockSample, 1))
+	le.PutUint32(h[OffBlocksPerLaunch:], m.BlocksPerLaunch)
 	return h
 }
 

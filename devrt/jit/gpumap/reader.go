@@ -11,7 +11,7 @@ import (
 type Header struct {
 	Magic, Type, KeySize, ValueSize, MaxEntries, Slots, Stride, Flags uint32
 	DataSize, Head, Drops, Count, Tail                                uint64
-	Shards, BlockSample                                               uint32
+	Shards, BlockSample, BlocksPerLaunch                              uint32
 }
 
 // ErrNotInitialised is returned for a map header the host has not written yet.
@@ -29,7 +29,7 @@ func (m Map) ReadHeader(r Region) (Header, error) {
 		Magic: u32(OffMagic), Type: u32(OffType), KeySize: u32(OffKeySize), ValueSize: u32(OffValueSize),
 		MaxEntries: u32(OffMaxEntries), Slots: u32(OffSlots), Stride: u32(OffStride), Flags: u32(OffFlags),
 		DataSize: u64(OffDataSize), Head: u64(OffHead), Drops: u64(OffDrops), Count: u64(OffCount), Tail: u64(OffTail),
-		Shards: u32(OffShards), BlockSample: u32(OffBlockSample),
+		Shards: u32(OffShards), BlockSample: u32(OffBlockSample), BlocksPerLaunch: u32(OffBlocksPerLaunch),
 	}
 	shards := uint32(0)
 	if m.Type == Ringbuf {
@@ -40,7 +40,7 @@ func (m Map) ReadHeader(r Region) (Header, error) {
 	}
 	if h.Magic != Magic || Type(h.Type) != m.Type || h.KeySize != m.KeySize || h.ValueSize != m.ValueSize ||
 		h.MaxEntries != m.MaxEntries || h.Slots != m.Slots || h.Stride != m.Stride || h.DataSize != m.DataSize ||
-		h.Shards != shards || h.BlockSample != max(m.BlockSample, 1) {
+		h.Shards != shards || h.BlockSample != max(m.BlockSample, 1) || h.BlocksPerLaunch != m.BlocksPerLaunch {
 		return h, fmt.Errorf("map %q: header %+v does not match the layout", m.Name, h)
 	}
 	return h, nil

@@ -436,3 +436,11 @@ __u64 props(const struct gpuext_dev_ctx *ctx)
 		r |= 16;
 	return r;
 }
+
+/* The weight block sampling gives a block: its case compiles it with a
+ * rate (fixed, or by launch from the grid's blocks). */
+SEC("gpu/entry/*")
+__u64 weight(const struct gpuext_dev_ctx *ctx)
+{
+	return gpuext_block_weight();
+}

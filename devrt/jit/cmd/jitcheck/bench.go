@@ -222,12 +222,14 @@ type benchVariant struct {
 	Probe  string `json:"probe"` // "" for the original
 	Level  string `json:"level"` // warp, thread
 	Form   string `json:"form"`  // "" inlined probe bodies, "call" probe calls, "guards" block sampling's guards form
-	// BlockSample: the probes run in 1 of that many blocks (0: every one).
-	BlockSample uint32   `json:"block_sample,omitempty"`
-	PTX         string   `json:"ptx"`
-	RegionSize  uint64   `json:"region_size"`
-	Headers     [][2]any `json:"headers"`  // [offset, hex]: the map headers of the zeroed region
-	PatchMS     float64  `json:"patch_ms"` // compile + link + instrument + write, in Go
+	// BlockSample: the probes run in 1 of that many blocks (0: every one);
+	// BlocksPerLaunch: in the blocks sampling by launch picks.
+	BlockSample     uint32   `json:"block_sample,omitempty"`
+	BlocksPerLaunch uint32   `json:"blocks_per_launch,omitempty"`
+	PTX             string   `json:"ptx"`
+	RegionSize      uint64   `json:"region_size"`
+	Headers         [][2]any `json:"headers"`  // [offset, hex]: the map headers of the zeroed region
+	PatchMS         float64  `json:"patch_ms"` // compile + link + instrument + write, in Go
 }
 
 type benchFile struct {
@@ -235,12 +237,14 @@ type benchFile struct {
 	Variants []benchVariant `json:"variants"`
 }
 
-// benchSample is one block sampling of -block-sample: 1 in N blocks, in
-// the guards form if Guards (ptx.MaxSampleCopy: a branch around each site
-// instead of a copy of the original code for the blocks not sampled).
+// benchSample is one block sampling of -block-sample: 1 in N blocks, or
+// by launch at most PerLaunch blocks of each, in the guards form if Guards
+// (ptx.MaxSampleCopy: a branch around each site instead of a copy of the
+// original code for the blocks not sampled).
 type benchSample struct {
-	N      uint32
-	Guards bool
+	N         uint32
+	Guards    bool
+	PerLaunch uint32
 }
 
 func genBench(dir, corpus string, probes, levels []string, calls bool, samples []benchSample) error {
@@ -326,6 +330,11 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool, op
 		v.Name += fmt.Sprintf(",1/%d", sample)
 		file = strings.TrimSuffix(file, ".ptx") + fmt.Sprintf(".s%d.ptx", sample)
 	}
+	if bs.PerLaunch > 0 {
+		v.BlocksPerLaunch = bs.PerLaunch
+		v.Name += fmt.Sprintf(",l%d", bs.PerLaunch)
+		file = strings.TrimSuffix(file, ".ptx") + fmt.Sprintf(".l%d.ptx", bs.PerLaunch)
+	}
 	if bs.Guards {
 		v.Form = "guards" // not one of the imbalance report's
 		v.Name += "g"
@@ -339,11 +348,10 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool, op
 		return v, err
 	}
 	t0 := time.Now()
-	c, err := jit.Compile([]*jit.Object{o}, jit.Options{PerThread: perThread})
+	c, err := jit.Compile([]*jit.Object{o}, jit.Options{PerThread: perThread, BlockSample: sample, BlocksPerLaunch: bs.PerLaunch})
 	if err != nil {
 		return v, err
 	}
-	c.Layout = c.Layout.WithBlockSample(sample)
 	res, err := probepatch.New(c, opts).Patch(context.Background(), &devrtinject.Module{PTX: []byte(src)})
 	if err != nil {
 		return v, err
@@ -441,8 +449,10 @@ func report(dir string) error {
 }
 
 // reportSampled checks the regions of the sampled variants of the same
-// launch (report.<probe>.s<N>.bin): block_sched must have recorded exactly
-// the blocks ptx.BlockSampled picks, sm_load counted exactly as many.
+// launch (report.<probe>.s<N>.bin: 1 in N; report.<probe>.l<N>.bin: by
+// launch, at most N): block_sched must have recorded exactly the blocks
+// devrt/ptx picks, each weighing what ptx.SampleWeight says, and sm_load
+// counted as many blocks times that weight.
 func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error)) error {
 	grid := uint32(0)
 	for _, k := range benchKernels() {
@@ -450,16 +460,23 @@ func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error
 			grid = k.Grid
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "report.*.s*.bin"))
+	files, _ := filepath.Glob(filepath.Join(dir, "report.*.[sl]*.bin"))
 	for _, f := range files {
 		var probe string
+		var kind rune
 		var n uint32
-		if _, err := fmt.Sscanf(strings.ReplaceAll(strings.TrimPrefix(filepath.Base(f), "report."), ".", " "), "%s s%d bin", &probe, &n); err != nil {
+		if _, err := fmt.Sscanf(strings.ReplaceAll(strings.TrimPrefix(filepath.Base(f), "report."), ".", " "), "%s %c%d bin", &probe, &kind, &n); err != nil {
 			return fmt.Errorf("%s: %v", f, err)
 		}
+		every, perLaunch, what := n, uint32(0), fmt.Sprintf("1 in %d", n)
+		if kind == 'l' {
+			every, perLaunch = 0, n
+			what = fmt.Sprintf("%d a launch (1 in %d)", n, ptx.SampleWeight(0, n, uint64(grid)))
+		}
+		weight := uint64(ptx.SampleWeight(every, perLaunch, uint64(grid)))
 		want := map[uint64]bool{}
 		for i := range grid {
-			if ptx.BlockSampled(i, n) {
+			if perLaunch == 0 && ptx.BlockSampled(i, n) || perLaunch > 0 && ptx.LaunchSampled(i, uint64(grid), n) {
 				want[uint64(i)] = true
 			}
 		}
@@ -467,7 +484,7 @@ func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error
 		if err != nil {
 			return err
 		}
-		l = l.WithBlockSample(n)
+		l = l.WithSampling(every, perLaunch)
 		region, err := os.ReadFile(f)
 		if err != nil {
 			return err
@@ -480,17 +497,19 @@ func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error
 				return err
 			}
 			got := map[uint64]bool{}
+			weighed := true
 			for _, r := range recs {
 				got[binary.LittleEndian.Uint64(r[8:])] = true
+				weighed = weighed && uint64(binary.LittleEndian.Uint32(r[36:])) == weight
 			}
-			ok := len(got) == len(recs) && len(got) == len(want)
+			ok := len(got) == len(recs) && len(got) == len(want) && weighed
 			for b := range got {
 				ok = ok && want[b]
 			}
-			fmt.Printf("block_sched 1 in %d: %d block records of %d blocks; the blocks BlockSampled picks: %d (%s)\n",
-				n, len(recs), grid, len(want), map[bool]string{true: "the same blocks", false: "MISMATCH"}[ok])
+			fmt.Printf("block_sched %s: %d block records of %d blocks, weight %d; the blocks devrt/ptx picks: %d (%s)\n",
+				what, len(recs), grid, weight, len(want), map[bool]string{true: "the same blocks", false: "MISMATCH"}[ok])
 			if !ok {
-				return fmt.Errorf("block_sched sampled 1 in %d recorded other blocks than BlockSampled picks", n)
+				return fmt.Errorf("block_sched sampled %s recorded other blocks or weights than devrt/ptx picks", what)
 			}
 		case "sm_load":
 			sm, _ := l.Find("gx_sm")
@@ -502,9 +521,9 @@ func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error
 				}
 				blocks += binary.LittleEndian.Uint64(v[0])
 			}
-			fmt.Printf("sm_load 1 in %d: %d blocks counted (picked: %d), scaled %d of %d\n", n, blocks, len(want), blocks*uint64(n), grid)
-			if blocks != uint64(len(want)) {
-				return fmt.Errorf("sm_load sampled 1 in %d counted %d blocks, %d picked", n, blocks, len(want))
+			fmt.Printf("sm_load %s: %d blocks counted (picked: %d, weighing %d each) of %d\n", what, blocks, len(want), weight, grid)
+			if blocks != uint64(len(want))*weight {
+				return fmt.Errorf("sm_load sampled %s counted %d blocks, %d picked of weight %d", what, blocks, len(want), weight)
 			}
 		}
 	}

@@ -84,17 +84,28 @@ func main() {
 			"PTX corpus directory (devrt/ptx/testdata/corpus) whose compiler-written kernels join the hand-written ones (Triton add, softmax and GEMM, nvcc axpy)")
 		calls := fs.Bool("calls", false, "also patch each module with probe calls instead of inlined probe bodies (form \"call\")")
 		samples := fs.String("block-sample", "1", "block samplings to patch each module with, comma-separated: 1 (every block), 16 (1 block in 16), "+
-			"16g (the same in the guards form: a branch around every site instead of a copy of the original code)")
+			"16g (the same in the guards form: a branch around every site instead of a copy of the original code), "+
+			"l256 (by launch: at most 256 blocks of each launch, a power of two; l256g in the guards form)")
 		_ = fs.Parse(os.Args[2:])
 		var ns []benchSample
 		for _, f := range strings.Split(*samples, ",") {
+			if per, ok := strings.CutPrefix(f, "l"); ok {
+				per, guards := strings.CutSuffix(per, "g")
+				n, perr := strconv.ParseUint(per, 10, 32)
+				if perr != nil || n == 0 || ptx.CheckSampling(0, uint32(n)) != nil {
+					fmt.Fprintf(os.Stderr, "jitcheck bench: -block-sample %q: want l and a power of two up to %d, g after it for the guards form\n", f, ptx.MaxBlocksPerLaunch)
+					os.Exit(2)
+				}
+				ns = append(ns, benchSample{N: 1, PerLaunch: uint32(n), Guards: guards})
+				continue
+			}
 			num, guards := strings.CutSuffix(f, "g")
 			n, perr := strconv.ParseUint(num, 10, 32)
 			if perr != nil || n < 1 || n > ptx.MaxBlockSample || guards && n == 1 {
 				fmt.Fprintf(os.Stderr, "jitcheck bench: -block-sample %q: want numbers from 1 to %d, or from 2 with g\n", f, ptx.MaxBlockSample)
 				os.Exit(2)
 			}
-			ns = append(ns, benchSample{uint32(n), guards})
+			ns = append(ns, benchSample{N: uint32(n), Guards: guards})
 		}
 		err = genBench(*out, *corpus, strings.Split(*probes, ","), strings.Split(*levels, ","), *calls, ns)
 	case "report":

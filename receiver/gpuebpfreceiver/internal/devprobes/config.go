@@ -32,7 +32,7 @@ type Config struct {
 // shipped probe in every kernel at warp level.
 func NewDefaultConfig() Config {
 	return Config{
-		Config: probeset.Config{Mode: probeset.ModeWarp},
+		Config: probeset.Config{Mode: probeset.ModeWarp, BlocksPerLaunch: probeset.DefaultBlocksPerLaunch},
 		ScheduleDelay: histogram.Config{Enabled: true, Buckets: []float64{
 			1e-6, 2e-6, 5e-6, 10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 50e-3, 100e-3, 1}},
 		LaunchLatency: histogram.Config{Enabled: true, Buckets: []float64{

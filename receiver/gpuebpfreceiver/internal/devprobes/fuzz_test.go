@@ -49,7 +49,7 @@ func FuzzRegionPID(f *testing.F) {
 // mapping) does to the region, and when the source reads it.
 const (
 	opWord   = iota // 3-byte word index, 8-byte value: any word of the region
-	opBlock         // 1-byte SM, 48-byte gpuext_dev_block (kernel id forced to "imbalanced" when the SM byte is odd)
+	opBlock         // 1-byte SM, 48-byte gpuext_dev_block (kernel id forced to "imbalanced" when the SM byte is odd, the weight to 1-64 when its bit 1 is set)
 	opLaunch        // 24-byte gpuext_dev_launch (the same kernel id rule on its first byte)
 	opPoll          // the source reads the region (Poll), and emits (Metrics) every other time
 	opHost          // 8-byte start: devrt's launch call of "imbalanced", timed when odd
@@ -83,6 +83,9 @@ func regionOps(t *testing.T, s *Source, mem []byte, b []byte, emit func()) {
 			rec := append([]byte(nil), b[1:1+proberegion.BlockSize]...)
 			if b[0]&1 != 0 {
 				le.PutUint64(rec, known)
+			}
+			if b[0]&2 != 0 { // a weight block sampling gives (others: mostly bad records)
+				le.PutUint32(rec[36:], 1+uint32(rec[36])%64)
 			}
 			_, _ = ring.RingOutputSM(reg, uint64(b[0]), rec)
 			b = b[1+proberegion.BlockSize:]
@@ -273,8 +276,9 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		for _, v := range []uint64{id, start, end} {
 			b = binary.LittleEndian.AppendUint64(b, v)
 		}
-		b = binary.LittleEndian.AppendUint32(b, uint32(smID))
-		b = binary.LittleEndian.AppendUint32(b, 64)
+		b = binary.LittleEndian.AppendUint16(b, uint16(smID))
+		b = binary.LittleEndian.AppendUint16(b, 64)
+		b = binary.LittleEndian.AppendUint32(b, 1) // weight: every block
 		return binary.LittleEndian.AppendUint64(b, grid)
 	}
 	var blocks, hostile []byte

@@ -15,39 +15,51 @@ import (
 )
 
 // TestBlockSampleScalesCounts: with block_sample n the probes run only in
-// the blocks ptx.BlockSampled picks (simulated here: the others are left
-// out of the launch); blocks, per-SM blocks and busy time, the schedule
-// delay histogram and occupancy stand for n blocks each, while the span
-// describes the blocks sampled and says n. With 1 the same launch reads
-// as itself.
+// the blocks ptx.BlockSampled picks, with blocks_per_launch in those
+// ptx.LaunchSampled picks (simulated here: the others are left out of the
+// launch); blocks, per-SM blocks and busy time, the schedule delay
+// histogram and occupancy stand for n blocks each (the probes weigh them),
+// while the span describes the blocks sampled and says n. With every
+// block the same launch reads as itself.
 func TestBlockSampleScalesCounts(t *testing.T) {
 	const grid, nsm = 64, 4
 	for _, tt := range []struct {
 		sample     uint32
-		picked     int   // blocks the sampling picks of 64
-		blocks     int64 // gpu.kernel.blocks
+		perLaunch  uint32 // blocks_per_launch
+		picked     int    // blocks the sampling picks of 64
+		blocks     int64  // gpu.kernel.blocks
 		smBlocks   []int64
 		delayCount uint64
 		spanAttr   any // gpu.kernel.block.sample, nil: none
 	}{
-		{1, 64, 64, []int64{16, 16, 16, 16}, 64, nil},
-		{4, 17, 68, []int64{20, 12, 20, 16}, 68, int64(4)}, // blocks 0 2 5 10 13 18 23 26 31 34 36 39 44 47 52 57 60
+		{1, 0, 64, 64, []int64{16, 16, 16, 16}, 64, nil},
+		{1, 256, 64, 64, []int64{16, 16, 16, 16}, 64, nil}, // the default: 64 blocks, all
+		{1, 64, 64, 64, []int64{16, 16, 16, 16}, 64, nil},
+		{4, 0, 17, 68, []int64{20, 12, 20, 16}, 68, int64(4)},   // blocks 0 2 5 10 13 18 23 26 31 34 36 39 44 47 52 57 60
+		{4, 256, 17, 68, []int64{20, 12, 20, 16}, 68, int64(4)}, // block_sample replaces blocks_per_launch
+		{1, 16, 17, 68, []int64{20, 12, 20, 16}, 68, int64(4)},  // 64 blocks at 16 a launch: 1 in 4, the same blocks
+		{0, 32, 32, 64, []int64{18, 14, 18, 14}, 64, int64(2)},
 	} {
-		t.Run("", func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d,%d", tt.sample, tt.perLaunch), func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := NewDefaultConfig()
 			cfg.Enabled = true
-			cfg.BlockSample = tt.sample
+			cfg.BlockSample, cfg.BlocksPerLaunch = tt.sample, tt.perLaunch
 			now := wall
 			s, err := New(cfg, Options{Dirs: []string{dir}, Settings: receivertest.NewNopSettings(metadata.Type), HostName: "node",
 				Alive: func(uint32) bool { return true }, Now: func() time.Time { return now },
 				Monotonic: func() uint64 { return uint64(now.UnixNano() - wallMono) }})
 			require.NoError(t, err)
-			require.Equal(t, max(tt.sample, 1), s.Set().Layout().BlockSample)
+			every, perLaunch := max(tt.sample, 1), tt.perLaunch
+			if every > 1 {
+				perLaunch = 0
+			}
+			require.Equal(t, every, s.Set().Layout().BlockSample)
+			require.Equal(t, perLaunch, s.Set().Layout().BlocksPerLaunch)
 			mem := mapRegion(t, s, dir, 1)
 			var blocks []probesim.Block
 			for _, b := range probesim.Imbalanced(base, grid, nsm) {
-				if ptx.BlockSampled(b.Block, tt.sample) {
+				if perLaunch == 0 && ptx.BlockSampled(b.Block, every) || perLaunch > 0 && ptx.LaunchSampled(b.Block, grid, perLaunch) {
 					blocks = append(blocks, b)
 				}
 			}
@@ -74,7 +86,7 @@ func TestBlockSampleScalesCounts(t *testing.T) {
 			for _, p := range got["gpu.kernel.sm.busy"] {
 				busy += p.value
 			}
-			require.InDelta(t, wantBusy*float64(max(tt.sample, 1)), busy, 1e-12)
+			require.InDelta(t, wantBusy*float64(ptx.SampleWeight(every, perLaunch, grid)), busy, 1e-12)
 			require.Len(t, got["gpu.kernel.block.schedule.delay"], 1)
 			require.Equal(t, float64(tt.delayCount), got["gpu.kernel.block.schedule.delay"][0].value)
 

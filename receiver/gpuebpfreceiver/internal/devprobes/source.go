@@ -96,10 +96,6 @@ type Source struct {
 	modules map[devrtinject.Outcome]int64
 	spans   ptrace.Traces
 	nspans  int
-	// sample: the probes run in 1 of sample thread blocks (the probe
-	// set's block_sample; the regions' headers say the same): counts of
-	// blocks, busy time and warps are scaled by it.
-	sample uint64
 	// disc is where region files are found and whose they are (discover.go).
 	disc discovery
 }
@@ -198,7 +194,6 @@ func New(cfg Config, opts Options) (*Source, error) {
 		bad:     map[string]bool{},
 		modules: map[devrtinject.Outcome]int64{},
 		spans:   ptrace.NewTraces(),
-		sample:  uint64(max(set.Layout().BlockSample, 1)),
 	}
 	s.mb = metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, opts.Settings, metadata.WithStartTime(s.start))
 	return s, nil
@@ -437,8 +432,9 @@ func (s *Source) Poll() {
 		g := s.procs[k.pid].gpu(k.dev)
 		b := proberegion.Balance(loads)
 		for _, l := range b.SMs {
-			g.smBlocks[l.SM] = addSat(g.smBlocks[l.SM], mulSat(l.Blocks, s.sample))
-			g.smBusy[l.SM] += float64(l.LaneNS) / 32 / 1e9 * float64(s.sample)
+			// weighed by the probes under block sampling
+			g.smBlocks[l.SM] = addSat(g.smBlocks[l.SM], l.Blocks)
+			g.smBusy[l.SM] += float64(l.LaneNS) / 32 / 1e9
 		}
 		g.interval = proberegion.Balance(append(g.interval, b.SMs...)).SMs // summed per SM: bounded
 	}
@@ -515,7 +511,7 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last b
 		h.Record(s.cfg.LaunchLatency.Buckets, float64(l.NS)/1e9)
 	}
 	for _, o := range rg.tr.Occupancy(snap.Occupancy, snap.OccSlots) {
-		g.occ[o.SM] = o.Warps * float64(s.sample) // in bucket order: the newest stays
+		g.occ[o.SM] = o.Warps // in bucket order: the newest stays (weighed by the probes)
 	}
 	for m, d := range snap.Drops {
 		if d > rg.drops[m] {
@@ -534,14 +530,16 @@ func (s *Source) finishRuns(p *proc, rg *region, runs []proberegion.Run) {
 	for i := range runs {
 		run := &runs[i]
 		name := s.kernelName(run.KernelID)
-		g.blocks[name] = addSat(g.blocks[name], mulSat(uint64(len(run.Blocks)), s.sample))
 		h := g.delay[name]
 		if h == nil {
 			h = histogram.New(s.cfg.ScheduleDelay.Buckets)
 			g.delay[name] = h
 		}
-		for _, d := range run.Delays() {
-			h.RecordN(s.cfg.ScheduleDelay.Buckets, float64(d)/1e9, s.sample)
+		// each block stands for its weight (block sampling)
+		for i, d := range run.Delays() {
+			w := uint64(max(run.Blocks[i].Weight, 1))
+			g.blocks[name] = addSat(g.blocks[name], w)
+			h.RecordN(s.cfg.ScheduleDelay.Buckets, float64(d)/1e9, w)
 		}
 		if s.cfg.Spans && s.nspans < maxSpansHeld {
 			s.appendSpan(p, rg, name, run)
@@ -629,9 +627,9 @@ func (s *Source) appendSpan(p *proc, rg *region, name string, run *proberegion.R
 	delays := run.Delays()
 	a.PutDouble("gpu.kernel.block.schedule.delay.max", float64(delays[len(delays)-1])/1e9)
 	a.PutBool("gpu.clock.calibrated", cal)
-	if s.sample > 1 {
+	if w := run.Weight(); w > 1 {
 		// the blocks above are those sampled: 1 in this many ran the probes
-		a.PutInt("gpu.kernel.block.sample", int64(s.sample))
+		a.PutInt("gpu.kernel.block.sample", int64(w))
 	}
 	s.nspans++
 }

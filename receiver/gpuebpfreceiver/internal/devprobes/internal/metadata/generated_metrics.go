@@ -415,7 +415,7 @@ type metricGpuKernelBlocks struct {
 // init fills gpu.kernel.blocks metric with initial data.
 func (m *metricGpuKernelBlocks) init() {
 	m.data.SetName("gpu.kernel.blocks")
-	m.data.SetDescription("Thread blocks that finished, as block_sched saw them, by kernel (with block_sample n, each block sampled counts n).")
+	m.data.SetDescription("Thread blocks that finished, as block_sched saw them, by kernel (under block sampling each block sampled counts the blocks of its launch it stands for: block_sample n, or its launch's rate with blocks_per_launch).")
 	m.data.SetUnit("{block}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
@@ -506,7 +506,7 @@ type metricGpuKernelSmBlocks struct {
 // init fills gpu.kernel.sm.blocks metric with initial data.
 func (m *metricGpuKernelSmBlocks) init() {
 	m.data.SetName("gpu.kernel.sm.blocks")
-	m.data.SetDescription("Thread blocks that ran on each SM (sm_load, counted when thread 0 exits), all instrumented kernels of the process (with block_sample n, each block sampled counts n).")
+	m.data.SetDescription("Thread blocks that ran on each SM (sm_load, counted when thread 0 exits), all instrumented kernels of the process (under block sampling each block sampled counts the blocks it stands for).")
 	m.data.SetUnit("{block}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
@@ -597,7 +597,7 @@ type metricGpuKernelSmBusy struct {
 // init fills gpu.kernel.sm.busy metric with initial data.
 func (m *metricGpuKernelSmBusy) init() {
 	m.data.SetName("gpu.kernel.sm.busy")
-	m.data.SetDescription("Warp-seconds the process's warps were resident on each SM (sm_load's lane-ns / 32): a warp of 32 active lanes resident for 1 s adds 1 (with block_sample n, n times what the blocks sampled were resident).")
+	m.data.SetDescription("Warp-seconds the process's warps were resident on each SM (sm_load's lane-ns / 32): a warp of 32 active lanes resident for 1 s adds 1 (under block sampling each block sampled counts as many times as the blocks it stands for).")
 	m.data.SetUnit("s")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
@@ -738,7 +738,7 @@ type metricGpuWarpOccupancy struct {
 // init fills gpu.warp.occupancy metric with initial data.
 func (m *metricGpuWarpOccupancy) init() {
 	m.data.SetName("gpu.warp.occupancy")
-	m.data.SetDescription("Mean warps of the process resident on each SM over the newest complete ~1.05 ms bucket of %globaltimer (warp_occupancy; lane-weighted; with block_sample n, n times the sampled blocks' warps).")
+	m.data.SetDescription("Mean warps of the process resident on each SM over the newest complete ~1.05 ms bucket of %globaltimer (warp_occupancy; lane-weighted; under block sampling each block sampled counts as many times as the blocks it stands for).")
 	m.data.SetUnit("{warp}")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)

@@ -302,7 +302,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.kernel.blocks"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Thread blocks that finished, as block_sched saw them, by kernel (with block_sample n, each block sampled counts n).", mi.Description())
+						assert.Equal(t, "Thread blocks that finished, as block_sched saw them, by kernel (under block sampling each block sampled counts the blocks of its launch it stands for: block_sample n, or its launch's rate with blocks_per_launch).", mi.Description())
 						assert.Equal(t, "{block}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -319,7 +319,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.kernel.blocks"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Thread blocks that finished, as block_sched saw them, by kernel (with block_sample n, each block sampled counts n).", mi.Description())
+						assert.Equal(t, "Thread blocks that finished, as block_sched saw them, by kernel (under block sampling each block sampled counts the blocks of its launch it stands for: block_sample n, or its launch's rate with blocks_per_launch).", mi.Description())
 						assert.Equal(t, "{block}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -346,7 +346,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.kernel.sm.blocks"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Thread blocks that ran on each SM (sm_load, counted when thread 0 exits), all instrumented kernels of the process (with block_sample n, each block sampled counts n).", mi.Description())
+						assert.Equal(t, "Thread blocks that ran on each SM (sm_load, counted when thread 0 exits), all instrumented kernels of the process (under block sampling each block sampled counts the blocks it stands for).", mi.Description())
 						assert.Equal(t, "{block}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -363,7 +363,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.kernel.sm.blocks"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Thread blocks that ran on each SM (sm_load, counted when thread 0 exits), all instrumented kernels of the process (with block_sample n, each block sampled counts n).", mi.Description())
+						assert.Equal(t, "Thread blocks that ran on each SM (sm_load, counted when thread 0 exits), all instrumented kernels of the process (under block sampling each block sampled counts the blocks it stands for).", mi.Description())
 						assert.Equal(t, "{block}", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -390,7 +390,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.kernel.sm.busy"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Warp-seconds the process's warps were resident on each SM (sm_load's lane-ns / 32): a warp of 32 active lanes resident for 1 s adds 1 (with block_sample n, n times what the blocks sampled were resident).", mi.Description())
+						assert.Equal(t, "Warp-seconds the process's warps were resident on each SM (sm_load's lane-ns / 32): a warp of 32 active lanes resident for 1 s adds 1 (under block sampling each block sampled counts as many times as the blocks it stands for).", mi.Description())
 						assert.Equal(t, "s", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -407,7 +407,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.kernel.sm.busy"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Warp-seconds the process's warps were resident on each SM (sm_load's lane-ns / 32): a warp of 32 active lanes resident for 1 s adds 1 (with block_sample n, n times what the blocks sampled were resident).", mi.Description())
+						assert.Equal(t, "Warp-seconds the process's warps were resident on each SM (sm_load's lane-ns / 32): a warp of 32 active lanes resident for 1 s adds 1 (under block sampling each block sampled counts as many times as the blocks it stands for).", mi.Description())
 						assert.Equal(t, "s", mi.Unit())
 						assert.True(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -446,7 +446,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.warp.occupancy"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Mean warps of the process resident on each SM over the newest complete ~1.05 ms bucket of %globaltimer (warp_occupancy; lane-weighted; with block_sample n, n times the sampled blocks' warps).", mi.Description())
+						assert.Equal(t, "Mean warps of the process resident on each SM over the newest complete ~1.05 ms bucket of %globaltimer (warp_occupancy; lane-weighted; under block sampling each block sampled counts as many times as the blocks it stands for).", mi.Description())
 						assert.Equal(t, "{warp}", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -461,7 +461,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["gpu.warp.occupancy"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Mean warps of the process resident on each SM over the newest complete ~1.05 ms bucket of %globaltimer (warp_occupancy; lane-weighted; with block_sample n, n times the sampled blocks' warps).", mi.Description())
+						assert.Equal(t, "Mean warps of the process resident on each SM over the newest complete ~1.05 ms bucket of %globaltimer (warp_occupancy; lane-weighted; under block sampling each block sampled counts as many times as the blocks it stands for).", mi.Description())
 						assert.Equal(t, "{warp}", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
