@@ -899,10 +899,16 @@ struct gpuext_inj_init {
 /*
  * struct gpuext_devmaps_info - the device a region belongs to. A region
  * file is the region's page-rounded bytes (region_len, what devrt's copies
- * of the device memory overwrite) and one more page that only devrt's
- * creation writes: this record fills the last GPUEXT_DEVMAPS_INFO_SIZE
- * bytes of the file. A file without it (or with another magic) names no
- * device. 64 bytes.
+ * of the device memory overwrite) and one more page that only devrt
+ * writes: this record fills the last GPUEXT_DEVMAPS_INFO_SIZE bytes of the
+ * file. A file without it (or with another magic) names no device. After
+ * each copy of the device's memory into the file, devrt stores when that
+ * copy was issued and when it was seen complete (CLOCK_MONOTONIC ns;
+ * copy_start_ns first, then copy_end_ns with release order; 0: none yet):
+ * the region's contents are then at least as new as the GPU at
+ * copy_start_ns, which tells the collector how far the GPU's clock has
+ * gone while no kernel writes anything (warp occupancy's buckets). 64
+ * bytes.
  */
 #define GPUEXT_DEVMAPS_INFO_MAGIC 0x4f464e49U /* "INFO" */
 #define GPUEXT_DEVMAPS_INFO_VERSION 1
@@ -920,7 +926,8 @@ struct gpuext_devmaps_info {
 	__u32 flags;       /* GPUEXT_DMI_* */
 	__u8 uuid[16];     /* the GPU's UUID (hw.id "GPU-" + its 8-4-4-4-12 hex) */
 	__u64 ctx;         /* the CUcontext */
-	__u64 _reserved[2];
+	__u64 copy_start_ns; /* the last device -> file copy: issued */
+	__u64 copy_end_ns;   /* and seen complete (0: no copy yet) */
 };
 
 /*

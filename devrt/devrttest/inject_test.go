@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
@@ -498,6 +499,7 @@ func TestInjectRegionMirror(t *testing.T) {
 			}
 		}
 	}()
+	runStart := monoNow(t)
 	ir := runInject(t, h, true, dir, "FAKECUDA_DEVICE_BACKING=1",
 		"FAKECUDA_PROBE_COUNTER="+strconv.Itoa(counter),
 		"GPUEXT_DEVRT_PROBE_SYNC_MS=5", "WORKLOAD_INJECT_HOLD_MS=300")
@@ -511,7 +513,7 @@ func TestInjectRegionMirror(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok, "its device record")
 	require.Equal(t, devrtinject.DeviceInfo{RegionLen: 8192, UUID: [16]byte([]byte("fakecuda-gpu\x00\x00\x00\x00")),
-		HasUUID: true, Ctx: d.Ctx}, d)
+		HasUUID: true, Ctx: d.Ctx, CopyStartNS: d.CopyStartNS, CopyEndNS: d.CopyEndNS}, d)
 	require.NotZero(t, d.Ctx)
 	require.Equal(t, hdr, s.first[:128], "the initial contents when first seen")
 	require.Equal(t, []byte("tail-hdr"), s.first[4096:4104])
@@ -541,6 +543,26 @@ func TestInjectRegionMirror(t *testing.T) {
 		}
 		require.Zero(t, c, "byte %d", i)
 	}
+	// The last copy's times, in the device record: issued, then seen
+	// complete, both during the run (CLOCK_MONOTONIC, as the collector's).
+	whole := make([]byte, 8192+devrtinject.DeviceTrailer)
+	_, err = s.f.ReadAt(whole, 0)
+	require.NoError(t, err)
+	last, ok, err := devrtinject.DecodeDeviceInfo(whole[len(whole)-devrtinject.DeviceInfoSize:], int64(len(whole)))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NotZero(t, last.CopyStartNS, "a copy noted")
+	require.LessOrEqual(t, last.CopyStartNS, last.CopyEndNS)
+	require.Less(t, runStart, last.CopyStartNS, "noted during the run")
+	require.Less(t, last.CopyEndNS, monoNow(t), "noted during the run")
+	require.Greater(t, last.CopyStartNS, d.CopyStartNS, "later than the copies before the file was first seen")
+}
+
+// monoNow is CLOCK_MONOTONIC in ns, devrt's clock for its copies' times.
+func monoNow(t *testing.T) uint64 {
+	var ts unix.Timespec
+	require.NoError(t, unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts))
+	return uint64(ts.Nano())
 }
 
 // TestInjectLibraryContexts: a library's CUkernel launched in two contexts,

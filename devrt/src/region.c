@@ -26,7 +26,9 @@
  *     gpuext_devmaps_info names the context's device (ordinal and UUID),
  *     so the collector can tell the GPUs of one process apart (a process
  *     has a region per context: one per GPU it launches patched kernels
- *     on).  The copies never reach that page;
+ *     on), and each copy into the file notes there when it was issued and
+ *     seen complete (how far the GPU's clock has gone, for the collector,
+ *     while no kernel writes).  The copies never reach that page;
  *   - cuMemAlloc of the same size, filled from the file on a stream of
  *     devrt's own (CU_STREAM_NON_BLOCKING: never ordered with the
  *     program's streams, the legacy one included).
@@ -54,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inject.h"
@@ -75,7 +78,8 @@ struct devrt_region {
 	__u64 version;
 	__u64 size;             /* what the collector asked for */
 	size_t len;             /* page-rounded */
-	void *host;             /* the file, mapped */
+	void *host;             /* the file, mapped (the region, then the trailer page) */
+	struct gpuext_devmaps_info *info; /* in the trailer page */
 	CUdeviceptr dev;
 	CUstream stream;
 	pthread_mutex_t mu;     /* one copy at a time */
@@ -168,12 +172,24 @@ static CUresult stream_wait(struct devrt_region *g, __u64 bound)
 	return r;
 }
 
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
 /* One copy (dir 0: device -> file, 1: file -> device), in the region's
- * context, bounded.  Caller holds g->mu. */
+ * context, bounded.  Caller holds g->mu.  A copy into the file notes its
+ * issue and completion times in the trailer's record (the collector reads
+ * the end, then the start: a start newer than the end it read is the next
+ * copy's, which it then does not trust). */
 static CUresult copy(struct devrt_region *g, int to_dev, __u64 bound)
 {
 	CUcontext old;
 	CUresult r;
+	__u64 t0;
 
 	if (g->dead || g->stuck || g->pid != getpid())
 		return CUDA_ERROR_NOT_READY;
@@ -182,6 +198,7 @@ static CUresult copy(struct devrt_region *g, int to_dev, __u64 bound)
 		g->dead = 1;
 		return r;
 	}
+	t0 = mono_ns();
 	r = to_dev ? rdrv.htod(g->dev, g->host, g->len, g->stream) :
 		     rdrv.dtoh(g->host, g->dev, g->len, g->stream);
 	if (r == CUDA_SUCCESS)
@@ -189,8 +206,13 @@ static CUresult copy(struct devrt_region *g, int to_dev, __u64 bound)
 	rdrv.ctx_pop(&old);
 	if (r != CUDA_SUCCESS && !g->stuck)
 		g->dead = 1;	/* context destroyed, device lost: stop */
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
 		g->copies++;
+		if (!to_dev && g->info) {
+			__atomic_store_n(&g->info->copy_start_ns, t0, __ATOMIC_RELAXED);
+			__atomic_store_n(&g->info->copy_end_ns, mono_ns(), __ATOMIC_RELEASE);
+		}
+	}
 	return r;
 }
 
@@ -215,7 +237,7 @@ static void region_destroy(struct devrt_region *g)
 			unlink(g->path);
 	}
 	if (g->host)
-		munmap(g->host, g->len);
+		munmap(g->host, g->len + GPUEXT_DEVMAPS_TRAILER);
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 }
@@ -335,12 +357,15 @@ struct devrt_region *devrt_region_get(__u64 size, __u64 version,
 		close(fd);
 		goto fail;
 	}
-	g->host = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	g->host = mmap(NULL, g->len + GPUEXT_DEVMAPS_TRAILER,
+		       PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (g->host == MAP_FAILED) {
 		g->host = NULL;
 		goto fail;
 	}
+	g->info = (struct gpuext_devmaps_info *)((char *)g->host + g->len +
+		GPUEXT_DEVMAPS_TRAILER - sizeof(*g->info));
 	/* inject_ask.c checked every entry against size <= len. */
 	for (i = 0; i < init_len; i += ((size_t)e.len + 7) / 8 * 8) {
 		memcpy(&e, init + i, sizeof(e));
@@ -409,7 +434,7 @@ void devrt_region_put(struct devrt_region *g)
 		/* A forked child: the parent's region, whose lock may have
 		 * been held at the fork.  Only the child's mapping goes. */
 		if (!--g->refs && g->host)
-			munmap(g->host, g->len);
+			munmap(g->host, g->len + GPUEXT_DEVMAPS_TRAILER);
 		return;
 	}
 	pthread_mutex_lock(&reg_lock);

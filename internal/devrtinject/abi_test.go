@@ -87,7 +87,7 @@ func TestLayoutMatchesBTF(t *testing.T) {
 		{"gpuext_devmaps_info", DeviceInfoSize, map[string]uint32{
 			"magic": diOffMagic, "version": diOffVersion, "size": diOffSize,
 			"region_len": diOffRegionLen, "device": diOffDevice, "flags": diOffFlags,
-			"uuid": diOffUUID, "ctx": diOffCtx}},
+			"uuid": diOffUUID, "ctx": diOffCtx, "copy_start_ns": DeviceInfoOffCopyStart, "copy_end_ns": DeviceInfoOffCopyEnd}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

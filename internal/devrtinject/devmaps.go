@@ -28,6 +28,14 @@ const (
 	diOffCtx       = 40
 )
 
+// Offsets of copy_start_ns and copy_end_ns in the record, which devrt
+// updates after every copy of the device's memory into the file (readers
+// of a live file load the end, then the start: CopyTimes).
+const (
+	DeviceInfoOffCopyStart = 48
+	DeviceInfoOffCopyEnd   = 56
+)
+
 // DeviceInfo is what devrt knows of a region's device.
 type DeviceInfo struct {
 	RegionLen uint64 // the file's bytes before the trailer page
@@ -35,6 +43,10 @@ type DeviceInfo struct {
 	UUID      [16]byte
 	HasUUID   bool
 	Ctx       uint64 // the CUcontext
+	// CopyStartNS and CopyEndNS are when devrt issued its last copy of
+	// the device's memory into the file and saw it complete
+	// (CLOCK_MONOTONIC; 0: none yet).
+	CopyStartNS, CopyEndNS uint64
 }
 
 // HWID is the GPU's hw.id, "GPU-" and its UUID as 8-4-4-4-12 hex digits
@@ -63,6 +75,8 @@ func (d DeviceInfo) Encode() []byte {
 		copy(b[diOffUUID:], d.UUID[:])
 	}
 	le.PutUint64(b[diOffCtx:], d.Ctx)
+	le.PutUint64(b[DeviceInfoOffCopyStart:], d.CopyStartNS)
+	le.PutUint64(b[DeviceInfoOffCopyEnd:], d.CopyEndNS)
 	return b
 }
 
@@ -105,5 +119,6 @@ func DecodeDeviceInfo(b []byte, size int64) (d DeviceInfo, ok bool, err error) {
 		copy(d.UUID[:], b[diOffUUID:diOffUUID+16])
 	}
 	d.Ctx = le.Uint64(b[diOffCtx:])
+	d.CopyStartNS, d.CopyEndNS = le.Uint64(b[DeviceInfoOffCopyStart:]), le.Uint64(b[DeviceInfoOffCopyEnd:])
 	return d, true, nil
 }

@@ -11,7 +11,7 @@ import (
 // record after it.
 func devmapsFile(regionLen uint64, device int32, uuid []byte, ctx uint64) []byte {
 	f := make([]byte, regionLen+DeviceTrailer)
-	d := DeviceInfo{RegionLen: regionLen, Device: device, HasUUID: uuid != nil, Ctx: ctx}
+	d := DeviceInfo{RegionLen: regionLen, Device: device, HasUUID: uuid != nil, Ctx: ctx, CopyStartNS: ctx + 1, CopyEndNS: ctx + 2}
 	copy(d.UUID[:], uuid)
 	copy(f[len(f)-DeviceInfoSize:], d.Encode())
 	return f
@@ -29,9 +29,10 @@ func TestReadDeviceInfo(t *testing.T) {
 		ok      bool
 		wantErr string
 	}{
-		{"record", good, DeviceInfo{RegionLen: 8192, Device: 1, UUID: [16]byte(uuid), HasUUID: true, Ctx: 0x5555aaaa0000},
+		{"record", good, DeviceInfo{RegionLen: 8192, Device: 1, UUID: [16]byte(uuid), HasUUID: true, Ctx: 0x5555aaaa0000,
+			CopyStartNS: 0x5555aaaa0001, CopyEndNS: 0x5555aaaa0002},
 			"GPU-78fd6999-84ed-c979-19d1-8be15de7c08c", true, ""},
-		{"no uuid", noUUID, DeviceInfo{RegionLen: 4096, Device: 0, Ctx: 7}, "", true, ""},
+		{"no uuid", noUUID, DeviceInfo{RegionLen: 4096, Device: 0, Ctx: 7, CopyStartNS: 8, CopyEndNS: 9}, "", true, ""},
 		{"no record", make([]byte, 12288), DeviceInfo{}, "", false, ""},
 		{"shorter than a trailer", make([]byte, 100), DeviceInfo{}, "", false, ""},
 		{"region length not the file's", append(bytes.Clone(good[:4096]), good[8192:]...), DeviceInfo{}, "", false,

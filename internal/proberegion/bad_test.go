@@ -140,7 +140,15 @@ func FuzzRegion(f *testing.F) {
 		// the tracker's differences between reads), and of the bytes again.
 		rot := append(append([]byte(nil), b[len(b)/2:]...), b[:len(b)/2]...)
 		tr := NewTracker()
-		for _, img := range [][]byte{b, rot, b} {
+		// host clocks from the bytes too: any, as a hostile or torn
+		// device record could give
+		var clk ReadClock
+		if len(b) >= 16 {
+			clk = ReadClock{CopyStart: binary.LittleEndian.Uint64(b), Now: binary.LittleEndian.Uint64(b[8:])}
+		}
+		for i, img := range [][]byte{b, rot, b} {
+			clk.CopyStart += uint64(i) << 28
+			clk.Now += uint64(i) << 28
 			clear(mem)
 			copy(mem, img)
 			snap, err := r.Read()
@@ -150,7 +158,7 @@ func FuzzRegion(f *testing.F) {
 			for _, o := range snap.Occupancy {
 				most = max(most, o.Threads)
 			}
-			for _, p := range tr.Occupancy(snap.Occupancy, snap.OccSlots) {
+			for _, p := range tr.Occupancy(snap.Occupancy, snap.OccSlots, clk) {
 				// A bucket's counts are a slot's growth: never more
 				// than a slot holds, never negative.
 				require.LessOrEqual(t, p.Threads, most)

@@ -56,7 +56,7 @@ func BenchmarkRegionRead(b *testing.B) {
 			}
 			tr.Blocks(snap.Blocks, snap.BlockHead, time.Time{})
 			tr.SMs(snap.SMs)
-			tr.Occupancy(snap.Occupancy, snap.OccSlots)
+			tr.Occupancy(snap.Occupancy, snap.OccSlots, ReadClock{})
 			if i%8 == 0 {
 				b.StopTimer()
 				grow(uint64(i))

@@ -96,6 +96,11 @@ type Snapshot struct {
 	// BlockHead is the block ring's head (records reserved, summed over
 	// its shards): whether the GPU wrote since the last copy (Tracker).
 	BlockHead uint64
+	// CopyStartNS and CopyEndNS are devrt's times (CLOCK_MONOTONIC) of the
+	// copy of the device's memory this read began from: the contents are
+	// at least as new as the GPU was at CopyStartNS. 0: unknown (no device
+	// record, no copy yet, or read while devrt noted the next copy).
+	CopyStartNS, CopyEndNS uint64
 }
 
 // Read drains the rings and reads the maps of the probes the layout has.
@@ -108,6 +113,7 @@ func (r *Region) Read() (Snapshot, error) {
 }
 
 func (r *Region) read(s *Snapshot) error {
+	s.CopyStartNS, s.CopyEndNS = r.copyTimes() // before the contents: they are at least that new
 	reg := gpumap.Region(r.mem)
 	le := binary.LittleEndian
 	s.Drops = map[string]uint64{}

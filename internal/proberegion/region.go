@@ -1,15 +1,18 @@
 package proberegion
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 )
 
 // Map names of the shipped probes (bpf/device/*.bpf.c).
@@ -36,6 +39,11 @@ var ErrShort = errors.New("shorter than the layout")
 type Region struct {
 	layout gpumap.Layout
 	mem    []byte
+	// file is the whole mapping when mapped: mem, then (in devrt's
+	// files) the trailer page whose last bytes are devrt's device record,
+	// info (nil: none).
+	file   []byte
+	info   []byte
 	mapped bool
 	broken error
 	path   string
@@ -48,6 +56,26 @@ type Region struct {
 	// poll reads tens of thousands, every 50 ms, so they are not
 	// allocated anew each time.
 	occ []Occ
+}
+
+// maxTrailerGap is the most bytes a file may have past the region for its
+// last page to be read as devrt's trailer (page rounding and the page).
+const maxTrailerGap = 1 << 20
+
+// copyTimes reads devrt's times of its last copy into the file (the end,
+// then the start: a start newer than the end read is the next copy's,
+// whose data may not be whole yet) from the device record, or zeros: no
+// record, no copy yet, or torn.
+func (r *Region) copyTimes() (start, end uint64) {
+	if len(r.info) < devrtinject.DeviceInfoSize || binary.LittleEndian.Uint32(r.info) != devrtinject.DeviceInfoMagic {
+		return 0, 0
+	}
+	end = atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.info[devrtinject.DeviceInfoOffCopyEnd])))
+	start = atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.info[devrtinject.DeviceInfoOffCopyStart])))
+	if start == 0 || start > end {
+		return 0, 0
+	}
+	return start, end
 }
 
 // ringShard names one shard of a ring.
@@ -89,11 +117,22 @@ func FromFile(f *os.File, path string, layout gpumap.Layout) (*Region, error) {
 	if layout.Size == 0 || uint64(st.Size) < layout.Size {
 		return nil, fmt.Errorf("%w: %s has %d bytes, the probe set's maps need %d (%w)", ErrBroken, path, st.Size, layout.Size, ErrShort)
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, int(layout.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	// The trailer page too, when the file has one (devrt's device record,
+	// whose copy times it updates; a file much longer is not devrt's).
+	n, trailer := int(layout.Size), uint64(st.Size) >= layout.Size+devrtinject.DeviceTrailer &&
+		uint64(st.Size) <= layout.Size+maxTrailerGap
+	if trailer {
+		n = int(st.Size)
+	}
+	file, err := unix.Mmap(int(f.Fd()), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
-	r := &Region{layout: layout, mem: mem, mapped: true, path: path, tail: map[ringShard]gpumap.RingCursor{}, lost: map[string]uint64{}}
+	r := &Region{layout: layout, mem: file[:layout.Size], file: file, mapped: true, path: path,
+		tail: map[ringShard]gpumap.RingCursor{}, lost: map[string]uint64{}}
+	if trailer {
+		r.info = file[len(file)-devrtinject.DeviceInfoSize:]
+	}
 	if err := r.init(); err != nil {
 		r.Close()
 		return nil, err
@@ -150,9 +189,9 @@ func (r *Region) Close() error {
 	}
 	var err error
 	if r.mapped {
-		err = unix.Munmap(r.mem)
+		err = unix.Munmap(r.file)
 	}
-	r.mem = nil
+	r.mem, r.file, r.info = nil, nil, nil
 	return err
 }
 
@@ -169,8 +208,12 @@ func (r *Region) guard(f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			fault, ok := p.(interface{ Addr() uintptr })
-			base := uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
-			if !ok || fault.Addr() < base || fault.Addr() >= base+uintptr(len(r.mem)) {
+			whole := r.file
+			if whole == nil {
+				whole = r.mem
+			}
+			base := uintptr(unsafe.Pointer(unsafe.SliceData(whole)))
+			if !ok || fault.Addr() < base || fault.Addr() >= base+uintptr(len(whole)) {
 				panic(p)
 			}
 			err = fmt.Errorf("%w: fault at offset %d of %s (file truncated?)", ErrBroken, fault.Addr()-base, r.path)

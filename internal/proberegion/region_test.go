@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/probeset"
 )
 
@@ -90,7 +91,7 @@ func TestImbalancedKernel(t *testing.T) {
 	require.Equal(t, uint32(256), snap.OccSlots)
 	require.Equal(t, wantOccupancy(blocks, snap.OccSlots, 1), snap.Occupancy)
 	// First seen, a slot's counts may hold earlier laps: no points.
-	require.Empty(t, tr.Occupancy(snap.Occupancy, snap.OccSlots))
+	require.Empty(t, tr.Occupancy(snap.Occupancy, snap.OccSlots, ReadClock{}))
 }
 
 // wantSMLoad is sm_load's totals for blocks on nsm SMs, each block
@@ -217,7 +218,7 @@ func TestOccupancyLaps(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, uint32(lap), snap.OccSlots)
 		require.Zero(t, snap.Bad)
-		return tr.Occupancy(snap.Occupancy, snap.OccSlots)
+		return tr.Occupancy(snap.Occupancy, snap.OccSlots, ReadClock{})
 	}
 	slotOf := func(n uint64) uint64 { return (start>>OccShift + n) % lap }
 	poke := func(sm uint32, n uint64, epoch uint64) {
@@ -402,4 +403,144 @@ func TestRunAcrossCopies(t *testing.T) {
 	require.Len(t, runs, 1)
 	require.Len(t, runs[0].Blocks, 2)
 	require.Equal(t, uint64(1000), runs[0].FirstStart)
+}
+
+// TestOccupancyBursts: work in bursts more than a lap apart, read every
+// 20 ms between them as the collector does, each read's copy begun 0.5 ms
+// before it. With devrt's copy times (ReadClock) every bucket comes out
+// exact, the first burst's included: the copies of two reads less than a
+// lap apart leave a slot one bucket at most, and the host's clock since a
+// bucket was seen says when the GPU is past a burst's last bucket.
+// Without them the tracker has only the buckets it sees: nothing of the
+// first burst (no read before it gave the GPU's time), nothing of a burst
+// a lap after the one before, and a burst's last bucket would wait for the
+// next burst. Reads more than a lap apart give no point for a slot that
+// may have taken two buckets between them.
+func TestOccupancyBursts(t *testing.T) {
+	start := base &^ (BucketNS - 1)
+	bucket := func(n uint64) uint64 { return start + n*BucketNS }
+	const off = 1 << 50 // GPU clock minus host clock, any
+	const lap = 256
+	block := func(sm uint32, at uint64, ns uint64) simBlock {
+		return simBlock{Block: 0, SM: sm, Start: at + 1000, End: at + 1000 + ns}
+	}
+	point := func(b simBlock) OccPoint {
+		var ns uint64
+		for w := uint32(0); w < simThreads/32; w++ {
+			in, out := warpTimes(b, w)
+			ns += (out - in) * 32
+		}
+		return OccPoint{SM: b.SM, Bucket: b.Start >> OccShift, Threads: simThreads, Warps: float64(ns) / 32 / BucketNS}
+	}
+	for _, clock := range []bool{true, false} {
+		t.Run(map[bool]string{true: "copy times", false: "none"}[clock], func(t *testing.T) {
+			s := newSet(t, "warp_occupancy")
+			region := make([]byte, s.Layout().Size)
+			r, err := FromBytes(region, s.Layout())
+			require.NoError(t, err)
+			tr := NewTracker()
+			// read at GPU time now (its host time: now - off)
+			read := func(now uint64) []OccPoint {
+				snap, err := r.Read()
+				require.NoError(t, err)
+				var clk ReadClock
+				if clock {
+					clk = ReadClock{CopyStart: now - off - 500_000, Now: now - off}
+				}
+				return tr.Occupancy(snap.Occupancy, snap.OccSlots, clk)
+			}
+			want := func(ps ...OccPoint) []OccPoint {
+				if !clock {
+					return nil
+				}
+				return ps
+			}
+			run := func(bs ...simBlock) {
+				for _, b := range bs {
+					simulate(t, s.Compiled(), region, "k", 1, 4, []simBlock{b})
+				}
+			}
+			require.Empty(t, read(bucket(0)), "nothing yet")
+			// Burst 1: SM 1 in bucket 2, SM 2 in bucket 3.
+			b1, b2 := block(1, bucket(2), 8000), block(2, bucket(3), 4000)
+			run(b1, b2)
+			at := bucket(3) + BucketNS*9/10
+			require.Equal(t, want(point(b1)), read(at), "bucket 2 over (3 seen)")
+			require.Empty(t, read(at+600_000), "3 not over: its copy began 0.1 ms after 3 was seen")
+			require.Equal(t, want(point(b2)), read(bucket(38)), "bucket 3 over: the host's clock says")
+			for n := uint64(57); n < 2000; n += 19 {
+				require.Empty(t, read(bucket(n)), "idle at %d", n)
+			}
+			// Burst 2, 2000 buckets (~2 s) on: SM 1's slot took bucket
+			// 2 a lap and more before; SM 3's slot is new.
+			b3, b4 := block(1, bucket(2000), 6000), block(3, bucket(2001), 3000)
+			run(b3, b4)
+			require.Equal(t, want(point(b3), point(b4)), read(bucket(2010)), "both over: the GPU is at 2009 at least")
+			require.Empty(t, read(bucket(2029)))
+			// Reads stop for more than a lap: SM 1 takes bucket 2000+lap
+			// (2000's slot) and 2000+2*lap; the read after cannot split
+			// them; the next burst, a read later, is exact again.
+			run(block(1, bucket(2000+lap), 5000), block(1, bucket(2000+2*lap), 5000))
+			require.Empty(t, read(bucket(2000+2*lap+10)), "two of the slot's buckets since the last read")
+			b5 := block(1, bucket(2000+2*lap+20), 7000)
+			run(b5)
+			require.Empty(t, read(bucket(2000+2*lap+25)), "the newest: not over")
+			require.Equal(t, want(point(b5)), read(bucket(2000+2*lap+44)))
+		})
+	}
+}
+
+// TestCopyTimes: a region file with devrt's trailer page gives each read
+// the times devrt noted of its last copy (read live: devrt updates them);
+// none, torn (a start newer than the end: the next copy's) or a file
+// without the record give zeros.
+func TestCopyTimes(t *testing.T) {
+	s := newSet(t, "warp_occupancy")
+	lay := s.Layout()
+	regionLen := (lay.Size + 4095) &^ 4095
+	path := filepath.Join(t.TempDir(), "gpuext-devmaps-1-2.maps")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, f.Truncate(int64(regionLen+devrtinject.DeviceTrailer)))
+	record := func(start, end uint64) {
+		d := devrtinject.DeviceInfo{RegionLen: regionLen, Device: 0, CopyStartNS: start, CopyEndNS: end}
+		_, err := f.WriteAt(d.Encode(), int64(regionLen+devrtinject.DeviceTrailer-devrtinject.DeviceInfoSize))
+		require.NoError(t, err)
+	}
+	record(0, 0)
+	r, err := Open(path, lay)
+	require.NoError(t, err)
+	defer r.Close()
+	for _, tt := range []struct {
+		start, end, wantStart, wantEnd uint64
+	}{
+		{0, 0, 0, 0},             // no copy yet
+		{1000, 1500, 1000, 1500}, // a copy
+		{2000, 2600, 2000, 2600}, // the next, read live
+		{3000, 2600, 0, 0},       // the next's start over the last's end: torn
+		{3000, 0, 0, 0},          // no end
+		{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}, // any values: the tracker bounds what it makes of them
+	} {
+		record(tt.start, tt.end)
+		snap, err := r.Read()
+		require.NoError(t, err)
+		require.Equal(t, [2]uint64{tt.wantStart, tt.wantEnd}, [2]uint64{snap.CopyStartNS, snap.CopyEndNS}, "%d %d", tt.start, tt.end)
+	}
+	// another magic: not devrt's record
+	_, err = f.WriteAt([]byte("XXXX"), int64(regionLen+devrtinject.DeviceTrailer-devrtinject.DeviceInfoSize))
+	require.NoError(t, err)
+	snap, err := r.Read()
+	require.NoError(t, err)
+	require.Zero(t, snap.CopyStartNS)
+
+	// a file of the region alone (no trailer)
+	bare := filepath.Join(t.TempDir(), "gpuext-devmaps-1-3.maps")
+	require.NoError(t, os.WriteFile(bare, make([]byte, lay.Size), 0o600))
+	r2, err := Open(bare, lay)
+	require.NoError(t, err)
+	defer r2.Close()
+	snap, err = r2.Read()
+	require.NoError(t, err)
+	require.Zero(t, snap.CopyStartNS)
 }

@@ -84,8 +84,24 @@ type Tracker struct {
 	open      map[launchKey]*openRun
 	sms       map[uint32]SMLoad // totals at the last read
 	occ       map[uint32]*occSM // per SM, its occupancy slots as last read
-	occNewest uint64            // the newest bucket of the last read (0: none)
+	occNewest uint64            // the last read's bucket: the GPU had reached it (0: none)
+	// occAnchorGPU and occAnchorHost: the GPU's clock had reached
+	// occAnchorGPU (a bucket's first ns) by host time occAnchorHost
+	// (CLOCK_MONOTONIC), from the newest bucket a read saw; 0: unknown.
+	occAnchorGPU, occAnchorHost uint64
+	// occPrevCopy is the last read's ReadClock.CopyStart (0: unknown).
+	occPrevCopy uint64
 }
+
+// ReadClock is when a read's contents are from, on the host's
+// CLOCK_MONOTONIC: CopyStart is Snapshot.CopyStartNS (the contents are at
+// least as new as the GPU was then) and Now the time the read was done.
+// Zeros: unknown; the tracker then goes by the buckets it sees alone.
+type ReadClock struct{ CopyStart, Now uint64 }
+
+// maxDrift bounds how much slower than the host's the GPU's clock may run:
+// 1/maxDrift (100 ppm; an H100's ran 18 ppm apart).
+const maxDrift = 10_000
 
 // occSM is what the tracker knows of one SM's occupancy slots: each slot's
 // bucket and cumulative counts at the last read (bucket 0: not seen yet),
@@ -227,6 +243,22 @@ func Balance(loads []SMLoad) SMBalance {
 	return b
 }
 
+// clockBucket is the bucket the GPU's clock had at least reached when the
+// copy a read began from was taken, from the host's clock since an earlier
+// read saw a bucket (0: not known), and takes seen, this read's newest
+// bucket, as the anchor of later reads.
+func (t *Tracker) clockBucket(seen uint64, clk ReadClock) uint64 {
+	var b uint64
+	if t.occAnchorHost != 0 && clk.CopyStart > t.occAnchorHost {
+		d := clk.CopyStart - t.occAnchorHost
+		b = (t.occAnchorGPU + d - d/maxDrift) >> OccShift
+	}
+	if clk.Now != 0 && seen<<OccShift > t.occAnchorGPU {
+		t.occAnchorGPU, t.occAnchorHost = seen<<OccShift, clk.Now
+	}
+	return b
+}
+
 func sub(a, b uint64) uint64 {
 	if a < b {
 		return a
@@ -235,9 +267,10 @@ func sub(a, b uint64) uint64 {
 }
 
 // Occupancy takes a read's occupancy slots (Snapshot's Occupancy and
-// OccSlots: lap slots per SM, bucket b in slot b % lap) and returns the
-// buckets that are complete (older than the newest bucket any SM holds),
-// known and not reported before, by bucket then SM.
+// OccSlots: lap slots per SM, bucket b in slot b % lap) and when they are
+// from (clk) and returns the buckets that are complete (older than the
+// newest bucket any SM holds, or than the GPU's clock when the copy read
+// began), known and not reported before, by bucket then SM.
 //
 // A slot's counts are cumulative over its buckets, so a bucket's are the
 // slot's at a read after it was over minus the slot's at the last read
@@ -246,7 +279,16 @@ func sub(a, b uint64) uint64 {
 // slot's bucket one lap earlier was already over at that read (older than
 // its newest), which holds whenever the tracker reads at least once a lap
 // (~268 ms; devrt copies the region every 100 ms by default), whatever the
-// slot held before, idle laps included. A slot first seen counts from zero
+// slot held before, idle laps included. It holds too when the two copies
+// are less than a lap apart, by the host's clock (clk: devrt notes when
+// each copy began; the GPU's clock runs at the host's rate, to
+// 1/maxDrift): a slot then took writes of one bucket at most between them,
+// the one it now holds. And how far the GPU's clock had gone at a read
+// (which buckets are over) is the newest bucket it saw or, when the GPU
+// wrote nothing for a while, what the host's clock says since a bucket was
+// seen. Without clk, work in bursts more than a lap apart (a program
+// idle between steps) gave no point until a burst's second read, and a
+// burst's last bucket none until the next burst. A slot first seen counts from zero
 // if an earlier read found it unwritten (by the same rule); one that
 // already held counts at the tracker's first read (a collector started
 // while the program ran) gives no point until its next bucket. A read
@@ -258,17 +300,24 @@ func sub(a, b uint64) uint64 {
 // go to the slot's next bucket or its base, and a warp held up a whole lap
 // between its clock read and its mark (preempted) can hide its bucket's
 // first counts in the base.
-func (t *Tracker) Occupancy(slots []Occ, lap uint32) []OccPoint {
+func (t *Tracker) Occupancy(slots []Occ, lap uint32, clk ReadClock) []OccPoint {
 	if lap == 0 {
 		return nil
 	}
-	var newest uint64
+	var seen uint64
 	for i := range slots {
 		if ownBucket(slots[i].Bucket, slots[i].Slot, lap) {
-			newest = max(newest, slots[i].Bucket)
+			seen = max(seen, slots[i].Bucket)
 		}
 	}
+	newest := max(seen, t.clockBucket(seen, clk))
 	prev := t.occNewest
+	// The copy this read began from came less than a lap (less a bucket:
+	// a lap's buckets of one slot are that far apart) after the last
+	// read's, the read's end bounding any copy under way.
+	span := uint64(lap-1) * BucketNS
+	short := t.occPrevCopy != 0 && clk.Now > t.occPrevCopy && clk.Now-t.occPrevCopy < span-span/maxDrift
+	t.occPrevCopy = clk.CopyStart
 	var out []OccPoint
 	report := func(sm uint32, b occCounts, o Occ) {
 		out = append(out, OccPoint{SM: sm, Bucket: o.Bucket, Threads: o.Threads - b.threads,
@@ -290,9 +339,10 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32) []OccPoint {
 		}
 		k := o.Slot
 		lastBucket, last := sm.bucket[k], occCounts{sm.threads[k], sm.laneNS[k]}
-		// The bucket one lap before o's was over at the last read:
-		// nothing came between that read and o's bucket.
-		clean := o.Bucket-uint64(lap) < prev
+		// The bucket one lap before o's was over at the last read, or
+		// the reads' copies are less than a lap apart: nothing but o's
+		// bucket came between that read and this one.
+		clean := o.Bucket-uint64(lap) < prev || short
 		known := false
 		switch {
 		case lastBucket == 0:

@@ -547,3 +547,50 @@ func TestLatencyFlushedWhenRegionGoes(t *testing.T) {
 	require.Equal(t, lat(map[int]uint64{2: 1, 3: 1}, 12e-6, 2), roundSums(metrics(s.Metrics())["gpu.kernel.launch.latency"]),
 		"reported when the region went: 7 µs")
 }
+
+// TestOccupancyFromCopyTimes: the source hands the tracker devrt's copy
+// times (the device record after the region) and its own clock, so a
+// program's first burst of work, read from a region the source read empty
+// 20 ms before, gives its occupancy once the host's clock says its bucket
+// is over, with no later work; without them (the record's times zero) the
+// tracker could not know the first read's GPU time nor the bucket's end
+// and gives none.
+func TestOccupancyFromCopyTimes(t *testing.T) {
+	for _, times := range []bool{true, false} {
+		t.Run(map[bool]string{true: "copy times", false: "none"}[times], func(t *testing.T) {
+			dir := t.TempDir()
+			s, _ := newSource(t, dir)
+			mem := mapRegionOn(t, s, dir, 1, []byte("uuid-of-the-gpu!"), 0)
+			size := (s.Set().Layout().Size + 4095) &^ 4095
+			f, err := os.OpenFile(filepath.Join(dir, "gpuext-devmaps-4242-1.maps"), os.O_RDWR, 0)
+			require.NoError(t, err)
+			defer f.Close()
+			// poll at host time mono, devrt's last copy begun 0.5 ms before
+			poll := func(mono uint64) {
+				d := devrtinject.DeviceInfo{RegionLen: size, HasUUID: true, UUID: [16]byte([]byte("uuid-of-the-gpu!"))}
+				if times {
+					d.CopyStartNS, d.CopyEndNS = mono-500_000, mono-400_000
+				}
+				_, err := f.WriteAt(d.Encode(), int64(size)+devrtinject.DeviceTrailer-devrtinject.DeviceInfoSize)
+				require.NoError(t, err)
+				s.opts.Monotonic = func() uint64 { return mono }
+				s.Poll()
+			}
+			mono := base - offset
+			poll(mono - 20_000_000) // empty
+			blocks := []probesim.Block{{Block: 0, SM: 1, Start: base, End: base + 300_000}}
+			require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "k", Grid: 1, Threads: 64, NSM: 4, Blocks: blocks}))
+			poll(mono + 20_000_000) // the burst's one bucket, the newest: not over
+			poll(mono + 40_000_000) // by the host's clock it is
+			got := metrics(s.Metrics())["gpu.warp.occupancy"]
+			if !times {
+				require.Empty(t, got)
+				return
+			}
+			want := 2 * float64(300_000-probesim.WarpGap) / proberegion.BucketNS // its 2 warps' residence in the bucket
+			require.Len(t, got, 1)
+			require.Equal(t, map[string]any{"gpu.sm.id": int64(1), "pid": int64(pid), "hw.id": got[0].attrs["hw.id"]}, got[0].attrs)
+			require.InDelta(t, want, got[0].value, 1e-12)
+		})
+	}
+}
