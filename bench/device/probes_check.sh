@@ -25,7 +25,8 @@
 #   - launch_latency: one latency per launch of every kernel (the offset
 #     calibrated from devrt's timed launches); the launches are
 #     synchronous, so mean 0.5-100 µs, none below -5 µs or above 1 ms;
-#   - warp_occupancy: occupancy points between 0 and 64 warps per SM;
+#   - warp_occupancy: occupancy points between 0 and 64 warps per SM (times
+#     the largest weight when sampled);
 #   - sampled (BLOCK_SAMPLE: l256, the collector's default
 #     blocks_per_launch 256; lK another; n, block_sample n; 1 every
 #     block): block_sched's spans hold exactly the blocks devrt/ptx picks

@@ -1097,7 +1097,10 @@ enum gpuext_dev_helper {
 	                                   * multiplies by it */
 };
 
-#define GPUEXT_GPUMAP_MAGIC 0x50414d47U /* "GMAP" */
+/* "GMP2": the maps of 2026-11-27 on (block records with weights, the
+ * header's blocks_per_launch); "GMAP" before: a region of those is
+ * another probe set's */
+#define GPUEXT_GPUMAP_MAGIC 0x32504d47U
 
 /*
  * struct gpuext_gpumap_hdr - the header of one GPU map inside the shared
@@ -1141,7 +1144,8 @@ struct gpuext_gpumap_hdr {
 	__u32 block_sample; /* 1 in block_sample thread blocks of each instrumented
 	                     * kernel runs the probes (a hash of the block's
 	                     * linear index picks them; block 0 always does);
-	                     * 1: every block. The same in every map of a region */
+	                     * 1: every block, unless blocks_per_launch. The same
+	                     * in every map of a region */
 	__u32 blocks_per_launch; /* instead of block_sample (0: not): a launch of
 	                          * b blocks runs the probes in 1 of 2^s, the least
 	                          * s (at most 16) with b / 2^s <= blocks_per_launch

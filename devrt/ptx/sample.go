@@ -43,9 +43,10 @@ import (
 // grows with the blocks it runs in, and a launch's blocks are only known
 // on the GPU; so each block computes its launch's rate from %nctaid: a
 // launch of b blocks runs the probes in 1 of 2^s, the least s with b / 2^s
-// at most BlocksPerLaunch (s at most MaxLaunchShift): from BlocksPerLaunch/2
-// to BlocksPerLaunch blocks of each launch larger than that, every block
-// of the others. The same hash picks them (a power of two n = 2^s picks
+// at most BlocksPerLaunch (s at most MaxLaunchShift): about half of
+// BlocksPerLaunch to BlocksPerLaunch blocks of each launch larger than that
+// (the hash rounds: 128 to 262 at 256), up to BlocksPerLaunch * 2^16
+// blocks (beyond, 1 in 2^16), every block of the others. The same hash picks them (a power of two n = 2^s picks
 // the blocks whose hash is below 2^(32-s), as BlockSample n does), and
 // the probes weigh what they count by 2^s (devrt/jit's block weight
 // helper), so one map can hold launches sampled at different rates.

@@ -6,6 +6,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/btftest"
 )
 
@@ -28,4 +29,11 @@ func TestRecordsMatchBTF(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) { btftest.Struct(t, spec.Types, tt.name, tt.size, tt.offsets) })
 	}
+}
+
+// TestMaxWeight: the largest block weight the reader accepts is the
+// largest the probes can be given, by either sampling.
+func TestMaxWeight(t *testing.T) {
+	require.Equal(t, uint32(MaxWeight), ptx.SampleWeight(ptx.MaxBlockSample, 0, 1))
+	require.Equal(t, uint32(MaxWeight), ptx.SampleWeight(0, 1, 1<<40))
 }

@@ -123,6 +123,7 @@ func FuzzRegion(f *testing.F) {
 		binary.LittleEndian.PutUint64(rec[8:], uint64(i%3))
 		binary.LittleEndian.PutUint64(rec[16:], uint64(100*i))
 		binary.LittleEndian.PutUint64(rec[24:], uint64(100*i+50))
+		binary.LittleEndian.PutUint32(rec[36:], 1) // weight
 		_, _ = lay.Maps[0].RingOutput(reg, rec)
 	}
 	_, _ = lay.Maps[1].RingOutput(reg, make([]byte, LaunchSize))
@@ -228,7 +229,8 @@ func TestReaderNeverWrites(t *testing.T) {
 }
 
 // TestBlockWeights: a block record's weight is 1 to MaxWeight (what block
-// sampling gives); 0 or more is a bad record, counted and left out.
+// sampling gives); 0 or over MaxWeight is a bad record, counted and left
+// out.
 func TestBlockWeights(t *testing.T) {
 	lay := smallLayout(t)
 	dev := make([]byte, lay.Size)

@@ -19,8 +19,8 @@ const (
 	// probes (no longer written): such a slot is skipped.
 	OccResetting = ^uint64(0)
 	// MaxWeight is the largest block weight a probe writes (devrt/ptx's
-	// MaxBlockSample, 1 << MaxLaunchShift): a block record of weight 0 or
-	// more is bad.
+	// MaxBlockSample, 1 << MaxLaunchShift; abi_test.go checks): a block
+	// record of weight 0 or over MaxWeight is bad.
 	MaxWeight = 1 << 16
 )
 

@@ -60,7 +60,8 @@ type Config struct {
 	// Mode is warp (default) or thread.
 	Mode string `mapstructure:"mode"`
 	// BlockSample runs the probes in 1 of BlockSample thread blocks of
-	// each kernel (0 or 1: every block; at most 65536): the blocks picked
+	// each kernel (at most 65536; 0 or 1 with BlocksPerLaunch 0: every
+	// block): the blocks picked
 	// by a hash of their index, block 0 always. On short memory-bound
 	// kernels the probes that touch memory in every warp cost 15-80% of
 	// the kernel's time in every block; see devrt/jit/README.md. Over 1,
@@ -69,9 +70,10 @@ type Config struct {
 	// BlocksPerLaunch samples each launch by its own size: a launch of b
 	// blocks runs the probes in 1 of 2^s (the same hash), the least s
 	// with b / 2^s <= BlocksPerLaunch (s at most 16): every block of a
-	// launch of at most that many, from half as many to that many of
-	// larger ones. A power of two; 0: off (every block, unless
-	// BlockSample). Either way the probes weigh what they count by the
+	// launch of at most that many, about half as many to that many of
+	// larger ones (the hash rounds: 128 to 262 at 256; beyond
+	// BlocksPerLaunch * 2^16 blocks, 1 in 2^16). A power of two; 0: off
+	// (every block, unless BlockSample). Either way the probes weigh what they count by the
 	// blocks each sampled block stands for: per-SM, occupancy, block
 	// counts and the schedule delay histogram estimate all blocks, a
 	// block span describes the blocks sampled and says the weight.
@@ -79,8 +81,8 @@ type Config struct {
 }
 
 // DefaultBlocksPerLaunch is the receiver's default BlocksPerLaunch: every
-// block of grids up to 256 blocks (one or two waves on an H100), and at
-// most 256 of larger ones. Measured (bench/device/jit_bench.sh, 2026-11-27)
+// block of grids up to 256 blocks (one or two waves on an H100), and about
+// 128 to 256 of larger ones. Measured (bench/device/jit_bench.sh, 2026-11-27)
 // it takes the hand-written stress kernels' probes from 1.16-1.73x to
 // 1.02-1.13x; 1024 left them at up to 1.14x on the H100.
 const DefaultBlocksPerLaunch = 256

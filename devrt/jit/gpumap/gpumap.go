@@ -66,7 +66,7 @@ func (t Type) InBlock() bool { return t == PerBlockArray }
 // Header layout (struct gpuext_gpumap_hdr, 128 bytes).
 const (
 	HeaderSize = 128
-	Magic      = 0x50414d47
+	Magic      = 0x32504d47 // "GMP2" (GPUEXT_GPUMAP_MAGIC; "GMAP" before block weights)
 
 	OffMagic       = 0
 	OffType        = 4

@@ -39,13 +39,14 @@ type Options struct {
 
 // New makes a Patcher of a compiled probe set. Its version is a digest of
 // the fragment, the probes' sites and kernels, the block sampling
-// (c.Layout.BlockSample: the probes run in 1 of that many thread blocks;
-// c.Layout.BlocksPerLaunch: by launch) and the options, so a changed probe
-// set is never served from the cache of an old one.
+// (c.Opts.BlockSample: the probes run in 1 of that many thread blocks;
+// c.Opts.BlocksPerLaunch: by launch; jit.Compile compiles the probes'
+// weights for it and puts it in c.Layout's headers) and the options, so a
+// changed probe set is never served from the cache of an old one.
 func New(c *jit.Compiled, opts Options) *Patcher {
 	h := sha256.New()
 	h.Write([]byte(c.PTX))
-	fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%d", c.BlockInit, opts.Calls, max(c.Layout.BlockSample, 1), c.Layout.BlocksPerLaunch)
+	fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%d", c.BlockInit, opts.Calls, max(c.Opts.BlockSample, 1), c.Opts.BlocksPerLaunch)
 	for _, p := range c.Probes {
 		fmt.Fprintf(h, "\x00%s\x00%d\x00%s", p.Func, p.Site, p.Kernel)
 	}
@@ -75,8 +76,10 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	}
 	// One pass: each probe at its own sites of the kernels its section's
 	// glob selects (the ABI's site kinds are jit's and ptx's alike).
+	// the sampling the probes were compiled for (their weights are in the
+	// fragment; the layout's headers say the same)
 	spec := ptx.Spec{BlockInit: p.probes.BlockInit, Inline: !p.opts.Calls,
-		BlockSample: p.probes.Layout.BlockSample, BlocksPerLaunch: p.probes.Layout.BlocksPerLaunch}
+		BlockSample: p.probes.Opts.BlockSample, BlocksPerLaunch: p.probes.Opts.BlocksPerLaunch}
 	for _, pr := range p.probes.Probes {
 		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel}, Carry: pr.Carry})
 	}
