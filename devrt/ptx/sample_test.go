@@ -101,8 +101,8 @@ func TestInstrumentBlockSampleForms(t *testing.T) {
 		{"by launch", Spec{Exit: []string{p1}, BlocksPerLaunch: 256}, with(
 			"mov.u32 %gx_r1, %nctaid.y;", "mov.u32 %gx_r2, %nctaid.x;", "mul.wide.u32 %gx_rw0, %gx_r1, %gx_r2;",
 			"mov.u32 %gx_r1, %nctaid.z;", "cvt.u64.u32 %gx_rw1, %gx_r1;", "mul.lo.u64 %gx_rw0, %gx_rw0, %gx_rw1;",
-			"sub.u64 %gx_rw0, %gx_rw0, 1;", "clz.b64 %gx_r1, %gx_rw0;", "sub.s32 %gx_r1, 56, %gx_r1;",
-			"max.s32 %gx_r1, %gx_r1, 0;", "min.s32 %gx_r1, %gx_r1, 16;", "sub.u32 %gx_r1, 32, %gx_r1;",
+			"sub.u64 %gx_rw0, %gx_rw0, 1;", "clz.b64 %gx_r1, %gx_rw0;", "sub.s32 %gx_r1, %gx_r1, 24;",
+			"setp.lt.s32 %gx_s, %gx_r1, 16;", "selp.b32 %gx_r1, 16, %gx_r1, %gx_s;",
 			"shr.b32 %gx_r0, %gx_r0, %gx_r1;", "setp.eq.u32 %gx_s, %gx_r0, 0;", "ld.param.u64 %rd1, [a];",
 			"@!%gx_s bra.uni $GXS_SKIP;", "{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}",
 			"$GXS_SKIP:", "ret;")},
@@ -345,17 +345,24 @@ func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) bool {
 			regs[d] = val(op[1]) - val(op[2])
 		case "clz.b64":
 			regs[d] = uint64(bits.LeadingZeros64(val(op[1])))
-		case "sub.s32", "sub.u32":
+		case "sub.s32":
 			regs[d] = uint64(u32(op[1]) - u32(op[2]))
-		case "max.s32":
-			regs[d] = uint64(uint32(max(int32(u32(op[1])), int32(u32(op[2])))))
-		case "min.s32":
-			regs[d] = uint64(uint32(min(int32(u32(op[1])), int32(u32(op[2])))))
 		case "shr.b32": // PTX clamps the shift at 32
 			regs[d] = uint64(u32(op[1]) >> min(u32(op[2]), 32))
 		case "setp.lt.u32":
 			b := u32(op[1]) < u32(op[2])
 			pred = &b
+		case "setp.lt.s32":
+			b := int32(u32(op[1])) < int32(u32(op[2]))
+			pred = &b
+		case "selp.b32":
+			if pred == nil {
+				t.Fatal("selp before a setp")
+			}
+			regs[d] = uint64(u32(op[2]))
+			if *pred {
+				regs[d] = uint64(u32(op[1]))
+			}
 		case "setp.eq.u32":
 			b := u32(op[1]) == u32(op[2])
 			pred = &b
