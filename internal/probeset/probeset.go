@@ -84,7 +84,7 @@ type Config struct {
 // block of grids up to 256 blocks (one or two waves on an H100), and about
 // 128 to 256 of larger ones. Measured (bench/device/jit_bench.sh, 2026-11-27)
 // it takes the hand-written stress kernels' probes from 1.16-1.73x to
-// 1.02-1.13x; 1024 left them at up to 1.14x on the H100.
+// 1.02-1.14x; 1024 left them at up to 1.14x on the H100.
 const DefaultBlocksPerLaunch = 256
 
 // sampling is the block sampling the configuration asks for: BlockSample
