@@ -56,7 +56,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "inject.h"
@@ -172,17 +171,10 @@ static CUresult stream_wait(struct devrt_region *g, __u64 bound)
 	return r;
 }
 
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
-
 /* One copy (dir 0: device -> file, 1: file -> device), in the region's
  * context, bounded.  Caller holds g->mu.  A copy into the file notes its
- * issue and completion times in the trailer's record (the collector reads
+ * issue and completion times (devrt_now: CLOCK_MONOTONIC, the collector's
+ * clock) in the trailer's record (the collector reads
  * the end, then the start: a start newer than the end it read is the next
  * copy's, which it then does not trust). */
 static CUresult copy(struct devrt_region *g, int to_dev, __u64 bound)
@@ -198,7 +190,7 @@ static CUresult copy(struct devrt_region *g, int to_dev, __u64 bound)
 		g->dead = 1;
 		return r;
 	}
-	t0 = mono_ns();
+	t0 = devrt_now();
 	r = to_dev ? rdrv.htod(g->dev, g->host, g->len, g->stream) :
 		     rdrv.dtoh(g->host, g->dev, g->len, g->stream);
 	if (r == CUDA_SUCCESS)
@@ -210,7 +202,7 @@ static CUresult copy(struct devrt_region *g, int to_dev, __u64 bound)
 		g->copies++;
 		if (!to_dev && g->info) {
 			__atomic_store_n(&g->info->copy_start_ns, t0, __ATOMIC_RELAXED);
-			__atomic_store_n(&g->info->copy_end_ns, mono_ns(), __ATOMIC_RELEASE);
+			__atomic_store_n(&g->info->copy_end_ns, devrt_now(), __ATOMIC_RELEASE);
 		}
 	}
 	return r;

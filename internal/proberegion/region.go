@@ -128,7 +128,7 @@ func FromFile(f *os.File, path string, layout gpumap.Layout) (*Region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
-	r := &Region{layout: layout, mem: file[:layout.Size], file: file, mapped: true, path: path,
+	r := &Region{layout: layout, mem: file[:layout.Size:layout.Size], file: file, mapped: true, path: path,
 		tail: map[ringShard]gpumap.RingCursor{}, lost: map[string]uint64{}}
 	if trailer {
 		r.info = file[len(file)-devrtinject.DeviceInfoSize:]

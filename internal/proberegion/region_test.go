@@ -466,28 +466,101 @@ func TestOccupancyBursts(t *testing.T) {
 			run(b1, b2)
 			at := bucket(3) + BucketNS*9/10
 			require.Equal(t, want(point(b1)), read(at), "bucket 2 over (3 seen)")
-			require.Empty(t, read(at+600_000), "3 not over: its copy began 0.1 ms after 3 was seen")
+			// a bucket and 500 ns after the read that saw 3 its copy began:
+			// the bound at the copy's start, less the clocks' drift, is still
+			// in 3 (the read's end, not when the copy was taken, is past it)
+			require.Empty(t, read(at+BucketNS+500+500_000), "3 not over at the copy's start")
 			require.Equal(t, want(point(b2)), read(bucket(38)), "bucket 3 over: the host's clock says")
 			for n := uint64(57); n < 2000; n += 19 {
 				require.Empty(t, read(bucket(n)), "idle at %d", n)
 			}
-			// Burst 2, 2000 buckets (~2 s) on: SM 1's slot took bucket
-			// 2 a lap and more before; SM 3's slot is new.
-			b3, b4 := block(1, bucket(2000), 6000), block(3, bucket(2001), 3000)
+			// Burst 2, 2050 buckets (~2 s) on: SM 1 in bucket 2050, the
+			// slot bucket 2 had (8 laps on), SM 3 in a slot of its own.
+			b3, b4 := block(1, bucket(2+8*lap), 6000), block(3, bucket(2051), 3000)
 			run(b3, b4)
-			require.Equal(t, want(point(b3), point(b4)), read(bucket(2010)), "both over: the GPU is at 2009 at least")
-			require.Empty(t, read(bucket(2029)))
-			// Reads stop for more than a lap: SM 1 takes bucket 2000+lap
-			// (2000's slot) and 2000+2*lap; the read after cannot split
+			require.Equal(t, want(point(b3), point(b4)), read(bucket(2060)), "both over: the GPU is at 2059 at least")
+			require.Empty(t, read(bucket(2079)))
+			// Reads stop for more than a lap: SM 1 takes bucket 2050+lap
+			// (2050's slot) and 2050+2*lap; the read after cannot split
 			// them; the next burst, a read later, is exact again.
-			run(block(1, bucket(2000+lap), 5000), block(1, bucket(2000+2*lap), 5000))
-			require.Empty(t, read(bucket(2000+2*lap+10)), "two of the slot's buckets since the last read")
-			b5 := block(1, bucket(2000+2*lap+20), 7000)
+			run(block(1, bucket(2050+lap), 5000), block(1, bucket(2050+2*lap), 5000))
+			require.Empty(t, read(bucket(2050+2*lap+10)), "two of the slot's buckets since the last read")
+			b5 := block(1, bucket(2050+2*lap+20), 7000)
 			run(b5)
-			require.Empty(t, read(bucket(2000+2*lap+25)), "the newest: not over")
-			require.Equal(t, want(point(b5)), read(bucket(2000+2*lap+44)))
+			require.Empty(t, read(bucket(2050+2*lap+20)+BucketNS*9/10), "the newest: not over")
+			require.Equal(t, want(point(b5)), read(bucket(2050+2*lap+44)))
+			if !clock {
+				return
+			}
+			// Just over a lap less a bucket (and the drift's margin) from
+			// the copy of one read to the end of the next: SM 2's slot
+			// took bucket x, which began before that copy, and x+lap; no
+			// point, then or at the read after.
+			require.Empty(t, read(bucket(2700)))
+			x := uint64(3000)
+			p := bucket(x+1) - 1000 // the first read's copy began 1 µs before x ended
+			require.Empty(t, read(p+500_000))
+			run(block(2, bucket(x)+BucketNS-2000, 500), block(2, bucket(x+lap), 500))
+			span := uint64(lap-1) * BucketNS
+			// the read's end 1 µs past the bound (its copy 0.5 ms before it)
+			require.Empty(t, read(p+span-span/1000+1000), "a lap less a bucket and the margin, and 1 µs")
+			require.Empty(t, read(p+span+3*BucketNS), "nothing pending")
 		})
 	}
+}
+
+// TestOccupancyBadClocks: a copy time after the read's end is not taken
+// (not this host's clock: a program in a time namespace, or not devrt's),
+// and an anchor from a slot's future epoch (hostile bytes, a timer that
+// stepped back) is dropped once a slot is written more than a lap behind
+// it: neither makes later buckets look over or known.
+func TestOccupancyBadClocks(t *testing.T) {
+	start := base &^ (BucketNS - 1)
+	bucket := func(n uint64) uint64 { return start + n*BucketNS }
+	const off = 1 << 50
+	const lap = 256
+	block := func(sm uint32, at uint64, ns uint64) simBlock {
+		return simBlock{Block: 0, SM: sm, Start: at + 1000, End: at + 1000 + ns}
+	}
+	s := newSet(t, "warp_occupancy")
+	region := make([]byte, s.Layout().Size)
+	r, err := FromBytes(region, s.Layout())
+	require.NoError(t, err)
+	tr := NewTracker()
+	readAt := func(now, copyStart uint64) []OccPoint {
+		snap, err := r.Read()
+		require.NoError(t, err)
+		return tr.Occupancy(snap.Occupancy, snap.OccSlots, ReadClock{CopyStart: copyStart - off, Now: now - off})
+	}
+	read := func(now uint64) []OccPoint { return readAt(now, now-500_000) }
+	run := func(bs ...simBlock) {
+		for _, b := range bs {
+			simulate(t, s.Compiled(), region, "k", 1, 4, []simBlock{b})
+		}
+	}
+	require.Empty(t, read(bucket(0)))
+	run(block(1, bucket(2), 4000))
+	require.Empty(t, read(bucket(2)+BucketNS/2), "the newest")
+	// A copy an hour after the read: not taken. Then the reads stop for
+	// over a lap and SM 1's slot takes bucket 2+lap and 2+2*lap: no point.
+	require.Empty(t, readAt(bucket(10), bucket(10)+3600e9), "2 not over: the copy time is not taken, no later bucket seen")
+	run(block(1, bucket(2+lap), 4000), block(1, bucket(2+2*lap), 4000))
+	require.Empty(t, read(bucket(2+2*lap+5)), "two of the slot's buckets since the last read")
+	require.Empty(t, read(bucket(2+2*lap+30)), "nothing pending")
+
+	// A future epoch in SM 3's slot of bucket 600: the anchor takes it.
+	occ, ok := s.Layout().Find(MapOcc)
+	require.True(t, ok)
+	far := uint64(600) + 100*lap
+	offSlot, ok := occ.ElemOffset(3, (start>>OccShift+600)%lap)
+	require.True(t, ok)
+	binary.LittleEndian.PutUint64(region[offSlot:], start>>OccShift+far)
+	require.Empty(t, read(bucket(590)))
+	// The slot rewritten by its real bucket, and SM 0 works in bucket
+	// 600: the anchor is dropped, and 600, the newest, is not over.
+	binary.LittleEndian.PutUint64(region[offSlot:], start>>OccShift+600)
+	run(block(0, bucket(600), 4000))
+	require.Empty(t, read(bucket(600)+BucketNS*9/10), "600 the newest, not over")
 }
 
 // TestCopyTimes: a region file with devrt's trailer page gives each read

@@ -99,9 +99,10 @@ type Tracker struct {
 // Zeros: unknown; the tracker then goes by the buckets it sees alone.
 type ReadClock struct{ CopyStart, Now uint64 }
 
-// maxDrift bounds how much slower than the host's the GPU's clock may run:
-// 1/maxDrift (100 ppm; an H100's ran 18 ppm apart).
-const maxDrift = 10_000
+// maxDrift bounds how far apart the GPU's clock and the host's
+// CLOCK_MONOTONIC may run: 1/maxDrift (1000 ppm, as devrt's timing allows;
+// an H100's ran 18 ppm apart, and NTP slews the host's by up to 500).
+const maxDrift = 1_000
 
 // occSM is what the tracker knows of one SM's occupancy slots: each slot's
 // bucket and cumulative counts at the last read (bucket 0: not seen yet),
@@ -245,16 +246,27 @@ func Balance(loads []SMLoad) SMBalance {
 
 // clockBucket is the bucket the GPU's clock had at least reached when the
 // copy a read began from was taken, from the host's clock since an earlier
-// read saw a bucket (0: not known), and takes seen, this read's newest
-// bucket, as the anchor of later reads.
-func (t *Tracker) clockBucket(seen uint64, clk ReadClock) uint64 {
+// read saw a bucket written (0: not known). fresh, the newest bucket of
+// the slots written since the last read (0: none), is the anchor of later
+// reads when it says more than the anchor held: the GPU was in it before
+// the read ended. An anchor more than a lap ahead of a bucket just written
+// came from a bad epoch (a region's hostile bytes, a timer that stepped
+// back) and is dropped, so one bad slot does not make every later bucket
+// look over.
+func (t *Tracker) clockBucket(fresh uint64, lap uint32, clk ReadClock) uint64 {
+	at := func(h uint64) uint64 { // the anchor's bound at host time h >= its own
+		d := h - t.occAnchorHost
+		return t.occAnchorGPU + d - d/maxDrift
+	}
+	if t.occAnchorHost != 0 && fresh != 0 && clk.Now > t.occAnchorHost && at(clk.Now)>>OccShift > fresh+uint64(lap) {
+		t.occAnchorGPU, t.occAnchorHost = 0, 0
+	}
 	var b uint64
 	if t.occAnchorHost != 0 && clk.CopyStart > t.occAnchorHost {
-		d := clk.CopyStart - t.occAnchorHost
-		b = (t.occAnchorGPU + d - d/maxDrift) >> OccShift
+		b = at(clk.CopyStart) >> OccShift
 	}
-	if clk.Now != 0 && seen<<OccShift > t.occAnchorGPU {
-		t.occAnchorGPU, t.occAnchorHost = seen<<OccShift, clk.Now
+	if clk.Now != 0 && fresh != 0 && (t.occAnchorHost == 0 || clk.Now > t.occAnchorHost && fresh<<OccShift > at(clk.Now)) {
+		t.occAnchorGPU, t.occAnchorHost = fresh<<OccShift, clk.Now
 	}
 	return b
 }
@@ -279,11 +291,11 @@ func sub(a, b uint64) uint64 {
 // slot's bucket one lap earlier was already over at that read (older than
 // its newest), which holds whenever the tracker reads at least once a lap
 // (~268 ms; devrt copies the region every 100 ms by default), whatever the
-// slot held before, idle laps included. It holds too when the two copies
-// are less than a lap apart, by the host's clock (clk: devrt notes when
-// each copy began; the GPU's clock runs at the host's rate, to
-// 1/maxDrift): a slot then took writes of one bucket at most between them,
-// the one it now holds. And how far the GPU's clock had gone at a read
+// slot held before, idle laps included. It holds too when less than a lap
+// passed, by the host's clock, from the copy the last read began from to
+// the end of this read (clk: devrt notes when each copy began; the GPU's
+// clock runs at the host's rate, to 1/maxDrift): a slot then took writes
+// of one bucket at most between them, the one it now holds. And how far the GPU's clock had gone at a read
 // (which buckets are over) is the newest bucket it saw or, when the GPU
 // wrote nothing for a while, what the host's clock says since a bucket was
 // seen. Without clk, work in bursts more than a lap apart (a program
@@ -304,17 +316,26 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32, clk ReadClock) []OccPoint {
 	if lap == 0 {
 		return nil
 	}
-	var seen uint64
+	if clk.CopyStart > clk.Now {
+		clk.CopyStart = 0 // a copy after the read: not this host's clock (a time namespace?) or not devrt's
+	}
+	var seen, fresh uint64
 	for i := range slots {
-		if ownBucket(slots[i].Bucket, slots[i].Slot, lap) {
-			seen = max(seen, slots[i].Bucket)
+		o := &slots[i]
+		if !ownBucket(o.Bucket, o.Slot, lap) {
+			continue
+		}
+		seen = max(seen, o.Bucket)
+		if sm := t.occ[o.SM]; sm == nil || len(sm.bucket) != int(lap) || sm.bucket[o.Slot] != o.Bucket {
+			fresh = max(fresh, o.Bucket)
 		}
 	}
-	newest := max(seen, t.clockBucket(seen, clk))
+	newest := max(seen, t.clockBucket(fresh, lap, clk))
 	prev := t.occNewest
-	// The copy this read began from came less than a lap (less a bucket:
-	// a lap's buckets of one slot are that far apart) after the last
-	// read's, the read's end bounding any copy under way.
+	// Less than a lap (less a bucket: a lap's buckets of one slot are that
+	// far apart) from the copy the last read began from to the end of this
+	// read (which bounds any copy under way): a slot took one bucket at
+	// most between them.
 	span := uint64(lap-1) * BucketNS
 	short := t.occPrevCopy != 0 && clk.Now > t.occPrevCopy && clk.Now-t.occPrevCopy < span-span/maxDrift
 	t.occPrevCopy = clk.CopyStart
