@@ -46,10 +46,11 @@ import (
 // at most BlocksPerLaunch (s at most MaxLaunchShift): about half of
 // BlocksPerLaunch to BlocksPerLaunch blocks of each launch larger than that
 // (the hash rounds: 128 to 262 at 256), up to BlocksPerLaunch * 2^16
-// blocks (beyond, 1 in 2^16), every block of the others. The same hash picks them (a power of two n = 2^s picks
-// the blocks whose hash is below 2^(32-s), as BlockSample n does), and
-// the probes weigh what they count by 2^s (devrt/jit's block weight
-// helper), so one map can hold launches sampled at different rates.
+// blocks (beyond, 1 in 2^16), every block of the others. The same hash
+// picks them (a power of two n = 2^s picks the blocks whose hash is below
+// 2^(32-s), as BlockSample n does), and the probes weigh what they count
+// by 2^s (devrt/jit's block weight helper), so one map can hold launches
+// sampled at different rates.
 
 // MaxBlockSample bounds Spec.BlockSample.
 const MaxBlockSample = 1 << 16

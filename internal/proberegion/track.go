@@ -87,7 +87,8 @@ type Tracker struct {
 	occNewest uint64            // the last read's bucket: the GPU had reached it (0: none)
 	// occAnchorGPU and occAnchorHost: the GPU's clock had reached
 	// occAnchorGPU (a bucket's first ns) by host time occAnchorHost
-	// (CLOCK_MONOTONIC), from the newest bucket a read saw; 0: unknown.
+	// (CLOCK_MONOTONIC), from the newest bucket a read saw written since
+	// the read before (clockBucket); 0: unknown.
 	occAnchorGPU, occAnchorHost uint64
 	// occPrevCopy is the last read's ReadClock.CopyStart (0: unknown).
 	occPrevCopy uint64
@@ -295,12 +296,13 @@ func sub(a, b uint64) uint64 {
 // passed, by the host's clock, from the copy the last read began from to
 // the end of this read (clk: devrt notes when each copy began; the GPU's
 // clock runs at the host's rate, to 1/maxDrift): a slot then took writes
-// of one bucket at most between them, the one it now holds. And how far the GPU's clock had gone at a read
-// (which buckets are over) is the newest bucket it saw or, when the GPU
-// wrote nothing for a while, what the host's clock says since a bucket was
-// seen. Without clk, work in bursts more than a lap apart (a program
-// idle between steps) gave no point until a burst's second read, and a
-// burst's last bucket none until the next burst. A slot first seen counts from zero
+// of one bucket at most between them, the one it now holds. And how far
+// the GPU's clock had gone at a read (which buckets are over) is the
+// newest bucket it saw or, when the GPU wrote nothing for a while, what
+// the host's clock says since a bucket was seen written (clockBucket).
+// Without clk, work in bursts more than a lap apart (a program idle
+// between steps) gave no point until a burst's second read, and a burst's
+// last bucket none until the next burst. A slot first seen counts from zero
 // if an earlier read found it unwritten (by the same rule); one that
 // already held counts at the tracker's first read (a collector started
 // while the program ran) gives no point until its next bucket. A read
