@@ -6,7 +6,8 @@
  * <bpf/bpf_helpers.h> (which declare the standard map helpers 1, 2, 3, 5
  * and 130 that devrt/jit also accepts).
  *
- * Sections: SEC("gpu/entry/<kernel>"), "gpu/exit/<kernel>",
+ * Sections: SEC("gpu/entry/<kernel>"), "gpu/entry_block0/<kernel>" (an
+ * entry probe that runs in block (0, 0, 0) only), "gpu/exit/<kernel>",
  * "gpu/load/<kernel>", "gpu/store/<kernel>" (or bpftime's "kprobe/<kernel>"
  * and "kretprobe/<kernel>"); <kernel> is a mangled name or a glob ("*").
  * The program gets a const struct gpuext_dev_ctx * in r1.

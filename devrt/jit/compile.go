@@ -42,6 +42,8 @@ type Probe struct {
 	// returns r0 (.param .b64).
 	Carry   string
 	Returns bool
+	// FirstBlock (entry) runs in block (0, 0, 0) only (Program.FirstBlock).
+	FirstBlock bool
 }
 
 // Compiled is a probe set: the PTX fragment, where its functions attach and
@@ -169,7 +171,8 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 			c.progs[i].layoutIdx[j] = j
 		}
 		p := c.progs[i]
-		c.Probes = append(c.Probes, Probe{Index: i, Name: p.Name, Section: p.Section, Site: p.Site, Kernel: p.Kernel, Func: ProbeFunc(i)})
+		c.Probes = append(c.Probes, Probe{Index: i, Name: p.Name, Section: p.Section, Site: p.Site, Kernel: p.Kernel,
+			FirstBlock: p.FirstBlock, Func: ProbeFunc(i)})
 	}
 	for i := range c.progs {
 		if e := carriedEntry(c.progs, i); e >= 0 {
@@ -197,7 +200,8 @@ func carriedEntry(progs []compiledProg, i int) int {
 		return -1
 	}
 	for j, e := range progs {
-		if e.obj == p.obj && e.Site == SiteEntry && e.Kernel == p.Kernel {
+		// (an entry of block 0 only runs nowhere else: nothing to carry)
+		if e.obj == p.obj && e.Site == SiteEntry && !e.FirstBlock && e.Kernel == p.Kernel {
 			return j
 		}
 	}

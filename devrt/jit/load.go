@@ -47,7 +47,22 @@ type Program struct {
 	Section string
 	Site    Site
 	Kernel  string // kernel name or path.Match glob ("*": every kernel)
-	Insns   []Insn
+	// FirstBlock (an entry program of section gpu/entry_block0/<k>) runs in
+	// block (0, 0, 0) of each launch only: the kernel's other blocks branch
+	// around its site on their block index (devrt/ptx's
+	// Probe.FirstBlock), so a probe of the launch's start costs the
+	// others' warps a uniform test, not its body.
+	FirstBlock bool
+	Insns      []Insn
+}
+
+// firstBlockEntry is the site of gpu/entry_block0/<k>.
+const firstBlockEntry = "entry_block0"
+
+// FirstBlockSection tells whether sec attaches an entry probe to block
+// (0, 0, 0) only.
+func FirstBlockSection(sec string) bool {
+	return strings.HasPrefix(sec, "gpu/"+firstBlockEntry+"/")
 }
 
 // Object is the probe programs and maps of one eBPF ELF object.
@@ -62,7 +77,8 @@ type Object struct {
 // ParseSection splits a section name into the attach site and kernel glob:
 // gpu/entry/<k>, gpu/exit/<k>, gpu/load/<k>, gpu/store/<k>, and bpftime's
 // kprobe/<k> (entry) and kretprobe/<k> (exit). <k> is a mangled kernel name
-// or a path.Match glob.
+// or a path.Match glob. gpu/entry_block0/<k> is an entry probe that runs in
+// block (0, 0, 0) of each launch only (FirstBlockSection).
 func ParseSection(sec string) (Site, string, error) {
 	var site Site
 	var rest string
@@ -73,7 +89,7 @@ func ParseSection(sec string) (Site, string, error) {
 			return 0, "", fmt.Errorf("section %q: want gpu/<entry|exit|load|store>/<kernel>", sec)
 		}
 		switch kind {
-		case "entry":
+		case "entry", firstBlockEntry:
 			site = SiteEntry
 		case "exit":
 			site = SiteExit
@@ -82,7 +98,7 @@ func ParseSection(sec string) (Site, string, error) {
 		case "store":
 			site = SiteStore
 		default:
-			return 0, "", fmt.Errorf("section %q: unknown site %q (entry, exit, load, store)", sec, kind)
+			return 0, "", fmt.Errorf("section %q: unknown site %q (entry, entry_block0, exit, load, store)", sec, kind)
 		}
 		rest = k
 	case strings.HasPrefix(sec, "kprobe/"):
@@ -166,7 +182,8 @@ func FromSpec(spec *ebpf.CollectionSpec) (*Object, error) {
 			return nil, fmt.Errorf("program %s: %w", n, err)
 		}
 		lineInfo(ps.Instructions, insns)
-		obj.Programs = append(obj.Programs, Program{Name: n, Section: ps.SectionName, Site: site, Kernel: kernel, Insns: insns})
+		obj.Programs = append(obj.Programs, Program{Name: n, Section: ps.SectionName, Site: site, Kernel: kernel,
+			FirstBlock: FirstBlockSection(ps.SectionName), Insns: insns})
 	}
 	if len(obj.Programs) == 0 {
 		return nil, fmt.Errorf("object has no device probe programs")

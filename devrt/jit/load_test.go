@@ -20,10 +20,11 @@ func TestParseSection(t *testing.T) {
 		{"gpu/exit/*", SiteExit, "*", ""},
 		{"gpu/load/triton_*", SiteLoad, "triton_*", ""},
 		{"gpu/store/k", SiteStore, "k", ""},
+		{"gpu/entry_block0/*", SiteEntry, "*", ""},
 		{"kprobe/_Z3foov", SiteEntry, "_Z3foov", ""},
 		{"kretprobe/_Z3foov", SiteExit, "_Z3foov", ""},
 		{"gpu/entry/", 0, "", `section "gpu/entry/" names no kernel (use * for every kernel)`},
-		{"gpu/enter/k", 0, "", `section "gpu/enter/k": unknown site "enter" (entry, exit, load, store)`},
+		{"gpu/enter/k", 0, "", `section "gpu/enter/k": unknown site "enter" (entry, entry_block0, exit, load, store)`},
 		{"gpu/entry", 0, "", `section "gpu/entry": want gpu/<entry|exit|load|store>/<kernel>`},
 		{"gpu/exit/[", 0, "", `section "gpu/exit/[": bad kernel glob: syntax error in pattern`},
 		{"uprobe/x", 0, "", `section "uprobe/x" is not a device probe (gpu/<site>/<kernel>, kprobe/<kernel>, kretprobe/<kernel>)`},
@@ -36,6 +37,7 @@ func TestParseSection(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.site, site)
 		require.Equal(t, c.kernel, k)
+		require.Equal(t, c.sec == "gpu/entry_block0/*", FirstBlockSection(c.sec), c.sec)
 	}
 	p := Program{Kernel: "triton_*"}
 	require.True(t, p.MatchKernel("triton_poi_fused_add_0"))

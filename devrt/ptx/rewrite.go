@@ -139,6 +139,12 @@ type Probe struct {
 	// (%gx_e<N>) and passed as this probe's second ctx word (entry_ret);
 	// elsewhere that word is 0.
 	Carry string
+	// FirstBlock (entry probes) runs the probe in block (0, 0, 0) of each
+	// launch only: the site tests the block index (uniform in a block)
+	// and the other blocks branch around the probe, so a probe of the
+	// launch's start costs their warps that test, not its body. It cannot
+	// be carried.
+	FirstBlock bool
 }
 
 // Site is one instrumented place in a kernel.
@@ -203,6 +209,7 @@ type probe struct {
 	paramTypes [3]string
 	ret        string // the return .param's type, "" for none
 	carry      string // Probe.Carry
+	firstBlock bool   // Probe.FirstBlock
 	index      int    // position in m.Items
 }
 
@@ -241,7 +248,10 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		if p.Kind < SiteEntry || p.Kind > SiteStore {
 			return rep, fmt.Errorf("ptx: instrument: probe %s has no site kind (%d)", p.Func, p.Kind)
 		}
-		all = append(all, attached{probe: probe{name: p.Func, carry: p.Carry}, kind: p.Kind, kernels: p.Kernels})
+		if p.FirstBlock && p.Kind != SiteEntry {
+			return rep, fmt.Errorf("ptx: instrument: probe %s runs in the first block only but is a %s probe; only entry probes do", p.Func, p.Kind)
+		}
+		all = append(all, attached{probe: probe{name: p.Func, carry: p.Carry, firstBlock: p.FirstBlock}, kind: p.Kind, kernels: p.Kernels})
 	}
 	returns := map[string]bool{}
 	for _, a := range all {
@@ -253,6 +263,9 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		}
 		if !slices.ContainsFunc(all, func(e attached) bool { return e.name == a.carry && e.kind == SiteEntry }) {
 			return rep, fmt.Errorf("ptx: instrument: probe %s carries %s, which is not an entry probe of the spec", a.name, a.carry)
+		}
+		if slices.ContainsFunc(all, func(e attached) bool { return e.name == a.carry && e.firstBlock }) {
+			return rep, fmt.Errorf("ptx: instrument: probe %s carries %s, which runs in the first block only", a.name, a.carry)
 		}
 		returns[a.carry] = true
 	}
@@ -279,6 +292,7 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 			return rep, err
 		}
 		p.carry = all[i].carry
+		p.firstBlock = all[i].firstBlock
 		all[i].probe = p
 	}
 	initIdx := -1
@@ -785,49 +799,84 @@ func (r *kernelRewriter) site(kind SiteKind, g *Guard, addr []*Instruction, pos 
 		return immU(0)
 	}
 	for _, p := range r.probes[kind] {
-		if fn := r.inline[p.name]; fn != nil && (kind == SiteEntry || kind == SiteExit) {
-			arg := field
-			if reg := r.carried[p.carry]; p.carry != "" && reg != "" {
-				arg = func(i int) Expr {
-					if i == 1 {
-						return name(reg) // the exit's ctx->entry_ret
-					}
-					return field(i)
-				}
-			}
-			out = append(out, r.inlined(fn, arg, g, r.carried[p.name])...)
+		if p.firstBlock {
+			out = append(out, r.firstBlockOnly(r.probeAt(p, kind, g, field))...)
 			continue
 		}
-		var stmts []Stmt
-		args := make([]Expr, 3)
-		for i, a := range argVars {
-			stmts = append(stmts, &Var{Space: ".param", Type: p.paramTypes[i], Name: a})
-			args[i] = name(a)
-		}
-		// ptxas refuses a predicated st.param ("Illegal to predicate
-		// instruction 'st.param'"); storing into our own .params is
-		// harmless, so only the call carries the guard.
-		for i, a := range argVars {
-			v := field(i)
-			if reg := r.carried[p.carry]; i == 1 && p.carry != "" && reg != "" {
-				v = name(reg) // the exit's ctx->entry_ret
-			}
-			stmts = append(stmts, mkIns("st", []string{".param", p.paramTypes[i]}, &Address{Elems: []Expr{name(a)}}, v))
-		}
-		call := mkIns("call", nil, name(p.name), &Paren{Elems: args})
-		if p.ret != "" {
-			stmts = append(stmts, &Var{Space: ".param", Type: p.ret, Name: retVar})
-			call.Operands = append([]Expr{&Paren{Elems: []Expr{name(retVar)}}}, call.Operands...)
-		}
-		call.Guard = copyGuard(g)
-		stmts = append(stmts, call)
-		if reg := r.carried[p.name]; reg != "" {
-			// the entry site is never guarded: every thread sets it
-			stmts = append(stmts, mkIns("ld", []string{".param", ".b64"}, name(reg), &Address{Elems: []Expr{name(retVar)}}))
-		}
-		out = append(out, &Block{Stmts: stmts})
+		out = append(out, r.probeAt(p, kind, g, field)...)
 	}
 	return out
+}
+
+// firstBlockOnly wraps the code of a probe of the first block only: the
+// block's index ORed (uniform in a block: the branch never diverges) and
+// a branch of every other block around code.
+func (r *kernelRewriter) firstBlockOnly(code []Stmt) []Stmt {
+	skip := r.uniqueLabel("$GXF_SKIP")
+	b := func(i int) Expr { return name(firstBlockReg + strconv.Itoa(i)) }
+	mov := func(d Expr, s string) Stmt { return mkIns("mov", []string{".u32"}, d, name(s)) }
+	or := func(d, a, c Expr) Stmt { return mkIns("or", []string{".b32"}, d, a, c) }
+	stmts := []Stmt{
+		&RegDecl{Type: ".b32", Names: []RegName{{Name: firstBlockReg, Count: 2}}},
+		&RegDecl{Type: ".pred", Names: []RegName{{Name: firstBlockPred}}},
+		mov(b(0), "%ctaid.x"), mov(b(1), "%ctaid.y"), or(b(0), b(0), b(1)),
+		mov(b(1), "%ctaid.z"), or(b(0), b(0), b(1)),
+		mkIns("setp", []string{".ne", ".u32"}, name(firstBlockPred), b(0), immU(0)),
+		&Instruction{Guard: &Guard{Reg: firstBlockPred}, Opcode: "bra", Modifiers: []string{".uni"}, Operands: []Expr{name(skip)}},
+	}
+	stmts = append(stmts, code...)
+	return []Stmt{&Block{Stmts: append(stmts, &Label{Name: skip})}}
+}
+
+// Registers of a first-block probe's test (declared in its block).
+const (
+	firstBlockReg  = RegPrefix + "f"  // .b32 %gx_f<2>
+	firstBlockPred = RegPrefix + "fp" // .pred
+)
+
+// probeAt is the code of probe p at a site of kind: its body inlined, or a
+// call.
+func (r *kernelRewriter) probeAt(p probe, kind SiteKind, g *Guard, field func(int) Expr) []Stmt {
+	if fn := r.inline[p.name]; fn != nil && (kind == SiteEntry || kind == SiteExit) {
+		arg := field
+		if reg := r.carried[p.carry]; p.carry != "" && reg != "" {
+			arg = func(i int) Expr {
+				if i == 1 {
+					return name(reg) // the exit's ctx->entry_ret
+				}
+				return field(i)
+			}
+		}
+		return r.inlined(fn, arg, g, r.carried[p.name])
+	}
+	var stmts []Stmt
+	args := make([]Expr, 3)
+	for i, a := range argVars {
+		stmts = append(stmts, &Var{Space: ".param", Type: p.paramTypes[i], Name: a})
+		args[i] = name(a)
+	}
+	// ptxas refuses a predicated st.param ("Illegal to predicate
+	// instruction 'st.param'"); storing into our own .params is
+	// harmless, so only the call carries the guard.
+	for i, a := range argVars {
+		v := field(i)
+		if reg := r.carried[p.carry]; i == 1 && p.carry != "" && reg != "" {
+			v = name(reg) // the exit's ctx->entry_ret
+		}
+		stmts = append(stmts, mkIns("st", []string{".param", p.paramTypes[i]}, &Address{Elems: []Expr{name(a)}}, v))
+	}
+	call := mkIns("call", nil, name(p.name), &Paren{Elems: args})
+	if p.ret != "" {
+		stmts = append(stmts, &Var{Space: ".param", Type: p.ret, Name: retVar})
+		call.Operands = append([]Expr{&Paren{Elems: []Expr{name(retVar)}}}, call.Operands...)
+	}
+	call.Guard = copyGuard(g)
+	stmts = append(stmts, call)
+	if reg := r.carried[p.name]; reg != "" {
+		// the entry site is never guarded: every thread sets it
+		stmts = append(stmts, mkIns("ld", []string{".param", ".b64"}, name(reg), &Address{Elems: []Expr{name(retVar)}}))
+	}
+	return []Stmt{&Block{Stmts: stmts}}
 }
 
 func copyGuard(g *Guard) *Guard {

@@ -558,3 +558,52 @@ func TestBlockSampleCopyWhen(t *testing.T) {
 		})
 	}
 }
+
+// TestInstrumentFirstBlock: an entry probe of the first block only is
+// wrapped in a test of the block's index and a uniform branch around it
+// (the other probes at the site unchanged; with sampling, inside the
+// sampled path); an exit probe cannot be one, nor can one be carried.
+func TestInstrumentFirstBlock(t *testing.T) {
+	src := testHeader + `.visible .entry k(.param .u64 a)
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [a];
+	ret;
+}
+`
+	call := func(p, typ string) []string { // the golden probes' first and third .params: .u64 (probe 0), .b64 (1)
+		return []string{"{", "st.param." + typ + " [__gpuext_arg0], 0x0000000000000001;", "st.param.u64 [__gpuext_arg1], 0;",
+			"st.param." + typ + " [__gpuext_arg2], 0xAF63E64C8601FD8A;", "call " + p + ", (__gpuext_arg0, __gpuext_arg1, __gpuext_arg2);", "}"}
+	}
+	test := []string{"{", "mov.u32 %gx_f0, %ctaid.x;", "mov.u32 %gx_f1, %ctaid.y;", "or.b32 %gx_f0, %gx_f0, %gx_f1;",
+		"mov.u32 %gx_f1, %ctaid.z;", "or.b32 %gx_f0, %gx_f0, %gx_f1;", "setp.ne.u32 %gx_fp, %gx_f0, 0;", "@%gx_fp bra.uni $GXF_SKIP;"}
+	var want []string
+	want = append(want, test...)
+	want = append(want, call(p0, "u64")...)
+	want = append(want, "$GXF_SKIP:", "}")
+	want = append(want, call(p1, "b64")...)
+	want = append(want, "ld.param.u64 %rd1, [a];", "ret;")
+	m, _ := instrumentOne(t, src, Spec{Probes: []Probe{{Func: p0, Kind: SiteEntry, FirstBlock: true}, {Func: p1, Kind: SiteEntry}}})
+	got := kernelCode(t, m, "k")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("kernel\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := RoundTrip(Write(m), false); err != nil {
+		t.Fatalf("does not round-trip: %v", err)
+	}
+
+	for _, tt := range []struct {
+		spec Spec
+		err  string
+	}{
+		{Spec{Probes: []Probe{{Func: p0, Kind: SiteExit, FirstBlock: true}}},
+			"ptx: instrument: probe __gpuext_probe_0 runs in the first block only but is a exit probe; only entry probes do"},
+		{Spec{Probes: []Probe{{Func: p0, Kind: SiteEntry, FirstBlock: true}, {Func: p1, Kind: SiteExit, Carry: p0}}},
+			"ptx: instrument: probe __gpuext_probe_1 carries __gpuext_probe_0, which runs in the first block only"},
+	} {
+		_, err := Instrument(linked(t, src), tt.spec)
+		if err == nil || err.Error() != tt.err {
+			t.Errorf("err %v, want %s", err, tt.err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,6 +97,27 @@ func TestSiteCounts(t *testing.T) {
 		got[k] = [2]int{c["__gpuext_probe_0"], c["__gpuext_probe_1"]}
 	}
 	require.Equal(t, wantSites, got)
+}
+
+// TestFirstBlockSite: launch_latency's entry (gpu/entry_block0) is
+// patched behind a test of the block index in every kernel, once; the
+// other shipped entries are not.
+func TestFirstBlockSite(t *testing.T) {
+	src := read(t, "nvcc_kernels.ptx")
+	orig, err := ptx.Parse(string(src))
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		probe string
+		want  int
+	}{{"launch_latency", len(orig.KernelNames())}, {"sm_load", 0}, {"block_sched", 0}} {
+		s, err := New(Config{Probes: []string{tt.probe}})
+		require.NoError(t, err)
+		require.Equal(t, tt.want > 0, s.Compiled().Probes[0].FirstBlock, tt.probe)
+		res, err := s.Patch(context.Background(), &devrtinject.Module{PTX: src})
+		require.NoError(t, err)
+		require.Equal(t, devrtinject.StatusPatched, res.Status, res.Reason)
+		require.Len(t, regexp.MustCompile(`bra\.uni\s+\$GXF_SKIP`).FindAll(res.PTX, -1), tt.want, tt.probe)
+	}
 }
 
 func TestIncludeExclude(t *testing.T) {

@@ -81,7 +81,8 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	spec := ptx.Spec{BlockInit: p.probes.BlockInit, Inline: !p.opts.Calls,
 		BlockSample: p.probes.Opts.BlockSample, BlocksPerLaunch: p.probes.Opts.BlocksPerLaunch}
 	for _, pr := range p.probes.Probes {
-		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel}, Carry: pr.Carry})
+		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel},
+			Carry: pr.Carry, FirstBlock: pr.FirstBlock})
 	}
 	if !anyKernelMatches(mod.KernelNames(), p.probes.Probes) {
 		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no probe applies to its kernels"}, nil

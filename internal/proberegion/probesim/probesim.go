@@ -97,8 +97,8 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 			site = jit.SiteExit
 		}
 		for _, p := range c.Probes {
-			if p.Site != site || !(jit.Program{Kernel: p.Kernel}).MatchKernel(l.Kernel) {
-				continue
+			if p.Site != site || !(jit.Program{Kernel: p.Kernel}).MatchKernel(l.Kernel) || p.FirstBlock && e.b.Block != 0 {
+				continue // (a first-block probe: the other blocks branch around its site)
 			}
 			tm := e.t
 			env := &jit.Env{

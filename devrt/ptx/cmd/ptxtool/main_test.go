@@ -64,7 +64,7 @@ func TestProbeFlag(t *testing.T) {
 	if err := p.Set("__gpuext_probe_0:entry"); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.String(); got != "[{__gpuext_probe_1 exit [vec_* early_exits] } {__gpuext_probe_0 entry [] }]" {
+	if got := p.String(); got != "[{__gpuext_probe_1 exit [vec_* early_exits]  false} {__gpuext_probe_0 entry []  false}]" {
 		t.Errorf("flags %s", got)
 	}
 	for _, bad := range []string{"f", ":exit", "f:middle"} {
@@ -79,7 +79,7 @@ func TestCarries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(exits) != "[x0]" || fmt.Sprint(probes) != "[{x2 exit [] e1} {x1 exit [] e0}]" {
+	if fmt.Sprint(exits) != "[x0]" || fmt.Sprint(probes) != "[{x2 exit [] e1 false} {x1 exit [] e0 false}]" {
 		t.Errorf("exits %v probes %v", exits, probes)
 	}
 	for _, bad := range [][]string{{"x1"}, {"=e0"}, {"e0=x1"}} {
