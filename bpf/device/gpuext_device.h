@@ -58,7 +58,8 @@ static __always_inline __u64 gpuext_thread_linear(void)
  * gpuext_first_thread - whether this is thread (0, 0, 0) of its block, and
  * gpuext_first_block whether its block is block (0, 0, 0) of the grid: the
  * three indexes ORed, where the linear index multiplies them by the
- * dimensions first. Every warp of a kernel asks, on its way in.
+ * dimensions first. Every warp of a kernel asks, on its way in (but
+ * for a gpu/entry_block0 program, which only block 0 runs).
  */
 static __always_inline int gpuext_first_thread(void)
 {

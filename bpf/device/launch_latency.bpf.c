@@ -22,8 +22,8 @@ struct {
 /* In block (0, 0, 0) only: the other blocks branch around the site on
  * their index, a uniform test, so their warps run no body (at every
  * entry, the election, the reads and the test cost a short memory-bound
- * kernel 2-6%). The test of the block stays: a harness may call the
- * program anywhere. */
+ * kernel 2-6%; so 1-3%: devrt/jit/README.md). The test of the block
+ * stays: a harness may call the program anywhere. */
 SEC("gpu/entry_block0/*")
 int launch_entry(const struct gpuext_dev_ctx *ctx)
 {

@@ -47,4 +47,10 @@ func TestCarry(t *testing.T) {
 	c, err = Compile([]*Object{o}, Options{})
 	require.NoError(t, err)
 	require.Equal(t, "__gpuext_probe_0", c.Probes[1].Carry)
+	// an entry of block 0 only runs nowhere else: not carried (the exit
+	// reads entry_ret 0)
+	o.Programs[0].FirstBlock = true
+	c, err = Compile([]*Object{o}, Options{})
+	require.NoError(t, err)
+	require.Equal(t, "", c.Probes[1].Carry)
 }

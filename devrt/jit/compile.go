@@ -190,7 +190,9 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 
 // carriedEntry is the entry program whose return value exit program i
 // gets as ctx->entry_ret, or -1: the first entry program of the same
-// object for the same kernels, when i reads that ctx word. A value kept in
+// object for the same kernels, when i reads that ctx word, but for entries
+// of block 0 only (they run in no other block; with only such an entry,
+// the exit reads entry_ret 0). A value kept in
 // a register from entry to exit spares the probe a store at entry and a
 // dependent load at exit in every warp (sm_load, warp_occupancy), at the
 // price of one 64-bit register live through the kernel.

@@ -86,7 +86,7 @@ func ParseSection(sec string) (Site, string, error) {
 	case strings.HasPrefix(sec, "gpu/"):
 		kind, k, ok := strings.Cut(strings.TrimPrefix(sec, "gpu/"), "/")
 		if !ok {
-			return 0, "", fmt.Errorf("section %q: want gpu/<entry|exit|load|store>/<kernel>", sec)
+			return 0, "", fmt.Errorf("section %q: want gpu/<entry|entry_block0|exit|load|store>/<kernel>", sec)
 		}
 		switch kind {
 		case "entry", firstBlockEntry:

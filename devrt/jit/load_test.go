@@ -25,7 +25,7 @@ func TestParseSection(t *testing.T) {
 		{"kretprobe/_Z3foov", SiteExit, "_Z3foov", ""},
 		{"gpu/entry/", 0, "", `section "gpu/entry/" names no kernel (use * for every kernel)`},
 		{"gpu/enter/k", 0, "", `section "gpu/enter/k": unknown site "enter" (entry, entry_block0, exit, load, store)`},
-		{"gpu/entry", 0, "", `section "gpu/entry": want gpu/<entry|exit|load|store>/<kernel>`},
+		{"gpu/entry", 0, "", `section "gpu/entry": want gpu/<entry|entry_block0|exit|load|store>/<kernel>`},
 		{"gpu/exit/[", 0, "", `section "gpu/exit/[": bad kernel glob: syntax error in pattern`},
 		{"uprobe/x", 0, "", `section "uprobe/x" is not a device probe (gpu/<site>/<kernel>, kprobe/<kernel>, kretprobe/<kernel>)`},
 	} {

@@ -249,7 +249,7 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 			return rep, fmt.Errorf("ptx: instrument: probe %s has no site kind (%d)", p.Func, p.Kind)
 		}
 		if p.FirstBlock && p.Kind != SiteEntry {
-			return rep, fmt.Errorf("ptx: instrument: probe %s runs in the first block only but is a %s probe; only entry probes do", p.Func, p.Kind)
+			return rep, fmt.Errorf("ptx: instrument: probe %s runs in the first block only but attaches at %s sites; only entry probes can", p.Func, p.Kind)
 		}
 		all = append(all, attached{probe: probe{name: p.Func, carry: p.Carry, firstBlock: p.FirstBlock}, kind: p.Kind, kernels: p.Kernels})
 	}

@@ -561,8 +561,8 @@ func TestBlockSampleCopyWhen(t *testing.T) {
 
 // TestInstrumentFirstBlock: an entry probe of the first block only is
 // wrapped in a test of the block's index and a uniform branch around it
-// (the other probes at the site unchanged; with sampling, inside the
-// sampled path); an exit probe cannot be one, nor can one be carried.
+// (the other probes at the site unchanged); an exit probe cannot be one,
+// nor can one be carried.
 func TestInstrumentFirstBlock(t *testing.T) {
 	src := testHeader + `.visible .entry k(.param .u64 a)
 {
@@ -597,7 +597,7 @@ func TestInstrumentFirstBlock(t *testing.T) {
 		err  string
 	}{
 		{Spec{Probes: []Probe{{Func: p0, Kind: SiteExit, FirstBlock: true}}},
-			"ptx: instrument: probe __gpuext_probe_0 runs in the first block only but is a exit probe; only entry probes do"},
+			"ptx: instrument: probe __gpuext_probe_0 runs in the first block only but attaches at exit sites; only entry probes can"},
 		{Spec{Probes: []Probe{{Func: p0, Kind: SiteEntry, FirstBlock: true}, {Func: p1, Kind: SiteExit, Carry: p0}}},
 			"ptx: instrument: probe __gpuext_probe_1 carries __gpuext_probe_0, which runs in the first block only"},
 	} {

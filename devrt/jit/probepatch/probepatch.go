@@ -48,7 +48,7 @@ func New(c *jit.Compiled, opts Options) *Patcher {
 	h.Write([]byte(c.PTX))
 	fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%d", c.BlockInit, opts.Calls, max(c.Opts.BlockSample, 1), c.Opts.BlocksPerLaunch)
 	for _, p := range c.Probes {
-		fmt.Fprintf(h, "\x00%s\x00%d\x00%s", p.Func, p.Site, p.Kernel)
+		fmt.Fprintf(h, "\x00%s\x00%d\x00%s\x00%s\x00%t", p.Func, p.Site, p.Kernel, p.Carry, p.FirstBlock)
 	}
 	p := &Patcher{probes: c, opts: opts, version: binary.LittleEndian.Uint64(h.Sum(nil))}
 	for _, m := range c.Layout.Maps {

@@ -57,7 +57,8 @@ type event struct {
 
 // Run calls the entry and exit probes of c for every warp of l, in time
 // order, at warp level (one run per warp standing for its 32 lanes), on
-// region. Warps get hardware slots per SM in order of their blocks. An exit
+// region; an entry probe of block 0 only (jit.Probe.FirstBlock) in block
+// 0's warps alone, as the patched kernel's other blocks branch around it. Warps get hardware slots per SM in order of their blocks. An exit
 // probe that carries an entry probe (jit.Probe.Carry) gets that probe's
 // return value for the same warp as ctx->entry_ret, as a patched kernel
 // passes it.

@@ -11,7 +11,8 @@
 //	    -fragment F   link fragment F (.func/.global only) first
 //	    -kernels L    comma-separated names or globs (default: all)
 //	    -entry/-exit/-load/-store P   comma-separated probe functions per site kind
-//	    -probe FUNC:KIND[:GLOB,...]   a probe for one kind in some kernels (repeatable)
+//	    -probe FUNC:KIND[:GLOB,...]   a probe for one kind in some kernels (repeatable;
+//	                                  KIND entry_block0: an entry probe of block 0 only)
 //	    -generic -atomics             also generic ld/st, and atom/red as stores
 //	    -o OUT -report R.json
 package main
@@ -268,12 +269,12 @@ func (p *probeFlags) Set(v string) error {
 	if len(parts) < 2 || parts[0] == "" {
 		return fmt.Errorf("want FUNC:KIND[:GLOB,...], got %q", v)
 	}
-	kinds := map[string]ptx.SiteKind{"entry": ptx.SiteEntry, "exit": ptx.SiteExit, "load": ptx.SiteLoad, "store": ptx.SiteStore}
+	kinds := map[string]ptx.SiteKind{"entry": ptx.SiteEntry, "entry_block0": ptx.SiteEntry, "exit": ptx.SiteExit, "load": ptx.SiteLoad, "store": ptx.SiteStore}
 	k, ok := kinds[parts[1]]
 	if !ok {
-		return fmt.Errorf("site kind %q: want entry, exit, load or store", parts[1])
+		return fmt.Errorf("site kind %q: want entry, entry_block0 (block 0 only), exit, load or store", parts[1])
 	}
-	pr := ptx.Probe{Func: parts[0], Kind: k}
+	pr := ptx.Probe{Func: parts[0], Kind: k, FirstBlock: parts[1] == "entry_block0"}
 	if len(parts) == 3 {
 		pr.Kernels = list(parts[2])
 	}

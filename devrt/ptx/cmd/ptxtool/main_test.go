@@ -64,7 +64,10 @@ func TestProbeFlag(t *testing.T) {
 	if err := p.Set("__gpuext_probe_0:entry"); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.String(); got != "[{__gpuext_probe_1 exit [vec_* early_exits]  false} {__gpuext_probe_0 entry []  false}]" {
+	if err := p.Set("__gpuext_probe_2:entry_block0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.String(); got != "[{__gpuext_probe_1 exit [vec_* early_exits]  false} {__gpuext_probe_0 entry []  false} {__gpuext_probe_2 entry []  true}]" {
 		t.Errorf("flags %s", got)
 	}
 	for _, bad := range []string{"f", ":exit", "f:middle"} {
