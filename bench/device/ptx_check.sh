@@ -3,8 +3,10 @@
 # the PTX corpus, ptxtool writes it back (round trip) and instruments every
 # kernel at entry, exits, global+generic loads/stores and atomics with the
 # counting probe devrt/ptx/testdata/probe_count.ptx, twice: calling it
-# (inst) and with its body copied at entry and exits (-inline: inl); ptxas
-# must accept all three (registers used, original vs instrumented, from
+# (inst) and with its body copied at entry and exits (-inline: inl), and
+# once more with the entry probe in block 0 only (fb: -probe
+# FUNC:entry_block0, the site behind a test of the block index); ptxas
+# must accept them all (registers used, original vs instrumented, from
 # ptxas -v); then bench/device/ptx/ptx_run.py runs original and
 # instrumented kernels side by side and checks identical outputs and exact
 # probe counts, for both forms. The rewriter's golden files
@@ -36,11 +38,13 @@ for f in devrt/ptx/testdata/corpus/*.ptx; do
 	if ! $T write -o "$W/$b.rt.ptx" "$f" || ! $T instrument -fragment devrt/ptx/testdata/probe_count.ptx \
 		-entry $P -exit $P -load $P -store $P -generic -atomics -report "$W/$b.report.json" -o "$W/$b.inst.ptx" "$f" 2>"$W/$b.inst.log" ||
 		! $T instrument -inline -fragment devrt/ptx/testdata/probe_count.ptx \
-		-entry $P -exit $P -load $P -store $P -generic -atomics -report "$W/$b.inl.report.json" -o "$W/$b.inl.ptx" "$f" 2>"$W/$b.inl.log"; then
-		echo "FAIL ptxtool $b: $(tail -3 "$W/$b.inst.log" "$W/$b.inl.log")"; fails=$((fails+1)); continue
+		-entry $P -exit $P -load $P -store $P -generic -atomics -report "$W/$b.inl.report.json" -o "$W/$b.inl.ptx" "$f" 2>"$W/$b.inl.log" ||
+		! $T instrument -inline -fragment devrt/ptx/testdata/probe_count.ptx \
+		-probe $P:entry_block0 -exit $P -o "$W/$b.fb.ptx" "$f" 2>"$W/$b.fb.log"; then
+		echo "FAIL ptxtool $b: $(tail -3 "$W/$b.inst.log" "$W/$b.inl.log" "$W/$b.fb.log")"; fails=$((fails+1)); continue
 	fi
 	grep -h "called, not inlined" "$W/$b.inl.log" | sort | uniq -c | sed "s/^/note $b: /"
-	for v in ptx rt.ptx inst.ptx inl.ptx; do
+	for v in ptx rt.ptx inst.ptx inl.ptx fb.ptx; do # fb: an entry probe of block 0 only
 		if ptxas -v -arch=$arch -o /dev/null "$W/$b.$v" >"$W/$b.$v.ptxas" 2>&1; then
 			echo "PASS ptxas $b.$v"; passes=$((passes+1))
 		else
