@@ -39,9 +39,9 @@ var ErrShort = errors.New("shorter than the layout")
 type Region struct {
 	layout gpumap.Layout
 	mem    []byte
-	// file is the whole mapping when mapped: mem, then (in devrt's
-	// files) the trailer page whose last bytes are devrt's device record,
-	// info (nil: none).
+	// file is the whole mapping (mem, then in devrt's files the trailer
+	// page, whose last bytes are devrt's device record: info, nil if
+	// none); mem itself for FromBytes.
 	file   []byte
 	info   []byte
 	mapped bool
@@ -146,7 +146,8 @@ func FromBytes(mem []byte, layout gpumap.Layout) (*Region, error) {
 	if layout.Size == 0 || uint64(len(mem)) < layout.Size {
 		return nil, fmt.Errorf("%w: %d bytes, the probe set's maps need %d", ErrBroken, len(mem), layout.Size)
 	}
-	r := &Region{layout: layout, mem: mem[:layout.Size], path: "memory", tail: map[ringShard]gpumap.RingCursor{}, lost: map[string]uint64{}}
+	r := &Region{layout: layout, mem: mem[:layout.Size], file: mem[:layout.Size], path: "memory",
+		tail: map[ringShard]gpumap.RingCursor{}, lost: map[string]uint64{}}
 	if err := r.init(); err != nil {
 		return nil, err
 	}
@@ -208,12 +209,8 @@ func (r *Region) guard(f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			fault, ok := p.(interface{ Addr() uintptr })
-			whole := r.file
-			if whole == nil {
-				whole = r.mem
-			}
-			base := uintptr(unsafe.Pointer(unsafe.SliceData(whole)))
-			if !ok || fault.Addr() < base || fault.Addr() >= base+uintptr(len(whole)) {
+			base := uintptr(unsafe.Pointer(unsafe.SliceData(r.file)))
+			if !ok || fault.Addr() < base || fault.Addr() >= base+uintptr(len(r.file)) {
 				panic(p)
 			}
 			err = fmt.Errorf("%w: fault at offset %d of %s (file truncated?)", ErrBroken, fault.Addr()-base, r.path)

@@ -322,13 +322,21 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32, clk ReadClock) []OccPoint {
 		clk.CopyStart = 0 // a copy after the read: not this host's clock (a time namespace?) or not devrt's
 	}
 	var seen, fresh uint64
+	var last *occSM // the slots' SM as last read (Read gives an SM's slots in a row)
+	lastID := ^uint32(0)
 	for i := range slots {
 		o := &slots[i]
 		if !ownBucket(o.Bucket, o.Slot, lap) {
 			continue
 		}
 		seen = max(seen, o.Bucket)
-		if sm := t.occ[o.SM]; sm == nil || len(sm.bucket) != int(lap) || sm.bucket[o.Slot] != o.Bucket {
+		if o.SM != lastID {
+			last, lastID = t.occ[o.SM], o.SM
+			if last != nil && len(last.bucket) != int(lap) {
+				last = nil
+			}
+		}
+		if last == nil || last.bucket[o.Slot] != o.Bucket {
 			fresh = max(fresh, o.Bucket)
 		}
 	}

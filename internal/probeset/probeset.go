@@ -61,8 +61,7 @@ type Config struct {
 	Mode string `mapstructure:"mode"`
 	// BlockSample runs the probes in 1 of BlockSample thread blocks of
 	// each kernel (at most 65536; 0 or 1 with BlocksPerLaunch 0: every
-	// block): the blocks picked
-	// by a hash of their index, block 0 always. On short memory-bound
+	// block): the blocks picked by a hash of their index, block 0 always. On short memory-bound
 	// kernels the probes that touch memory in every warp cost 15-80% of
 	// the kernel's time in every block; see devrt/jit/README.md. Over 1,
 	// it replaces BlocksPerLaunch.
@@ -73,10 +72,11 @@ type Config struct {
 	// launch of at most that many, about half as many to that many of
 	// larger ones (the hash rounds: 128 to 262 at 256; beyond
 	// BlocksPerLaunch * 2^16 blocks, 1 in 2^16). A power of two; 0: off
-	// (every block, unless BlockSample). Either way the probes weigh what they count by the
-	// blocks each sampled block stands for: per-SM, occupancy, block
-	// counts and the schedule delay histogram estimate all blocks, a
-	// block span describes the blocks sampled and says the weight.
+	// (every block, unless BlockSample). Either way the probes weigh what
+	// they count by the blocks each sampled block stands for: per-SM,
+	// occupancy, block counts and the schedule delay histogram estimate
+	// all blocks, a block span describes the blocks sampled and says the
+	// weight.
 	BlocksPerLaunch uint32 `mapstructure:"blocks_per_launch"`
 }
 

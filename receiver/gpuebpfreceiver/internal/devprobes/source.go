@@ -537,11 +537,13 @@ func (s *Source) finishRuns(p *proc, rg *region, runs []proberegion.Run) {
 			g.delay[name] = h
 		}
 		// each block stands for its weight (block sampling)
+		var blocks uint64
 		for i, d := range run.Delays() {
 			w := uint64(max(run.Blocks[i].Weight, 1))
-			g.blocks[name] = addSat(g.blocks[name], w)
+			blocks += w
 			h.RecordN(s.cfg.ScheduleDelay.Buckets, float64(d)/1e9, w)
 		}
+		g.blocks[name] = addSat(g.blocks[name], blocks)
 		if s.cfg.Spans && s.nspans < maxSpansHeld {
 			s.appendSpan(p, rg, name, run)
 		}
@@ -777,14 +779,6 @@ func appendHists(ms pmetric.MetricSlice, name, desc string, cfg histogram.Config
 	for _, k := range sortedKeys(hs) {
 		hs[k].AppendTo(m.Histogram().DataPoints(), cfg.Buckets, start, now).Attributes().PutStr(attrKernelName, k)
 	}
-}
-
-// mulSat is a*b, saturating at math.MaxUint64.
-func mulSat(a, b uint64) uint64 {
-	if b != 0 && a > math.MaxUint64/b {
-		return math.MaxUint64
-	}
-	return a * b
 }
 
 // addSat adds d to the cumulative sum a, saturating at math.MaxInt64: the
