@@ -1182,15 +1182,19 @@ func (g *gen) blockWeight() {
 		g.f("mov.b64 %%gr0, %d;", max(l.BlockSample, 1))
 		return
 	}
+	// s = 32 - clz(blocks - 1) - log2 perLaunch, clamped to 0..16, in 32
+	// bits as devrt/ptx's sampling code counts: ny * nz is below 2^32,
+	// blocks - 1 saturated at 2^32 - 1 when nx * ny * nz passes 2^32
 	g.f("mov.u32 %%gw3, %%nctaid.y;")
+	g.f("mov.u32 %%gw4, %%nctaid.z;")
+	g.f("mul.lo.u32 %%gw3, %%gw3, %%gw4;")
 	g.f("mov.u32 %%gw4, %%nctaid.x;")
-	g.f("mul.wide.u32 %%gt0, %%gw3, %%gw4;")
-	g.f("mov.u32 %%gw3, %%nctaid.z;")
-	g.f("cvt.u64.u32 %%gt1, %%gw3;")
-	g.f("mul.lo.u64 %%gt0, %%gt0, %%gt1;")
-	g.f("sub.u64 %%gt0, %%gt0, 1;")
-	g.f("clz.b64 %%gw3, %%gt0;")
-	g.f("sub.s32 %%gw3, %d, %%gw3;", 64-bits.TrailingZeros32(l.BlocksPerLaunch))
+	g.f("mul.hi.u32 %%gw5, %%gw4, %%gw3;")
+	g.f("mad.lo.u32 %%gw3, %%gw4, %%gw3, 0xFFFFFFFF;")
+	g.f("set.ne.u32.u32 %%gw5, %%gw5, 0;")
+	g.f("or.b32 %%gw3, %%gw3, %%gw5;")
+	g.f("clz.b32 %%gw3, %%gw3;")
+	g.f("sub.s32 %%gw3, %d, %%gw3;", 32-bits.TrailingZeros32(l.BlocksPerLaunch))
 	g.f("max.s32 %%gw3, %%gw3, 0;")
 	g.f("min.s32 %%gw3, %%gw3, %d;", ptx.MaxLaunchShift)
 	g.f("mov.b64 %%gr0, 1;")

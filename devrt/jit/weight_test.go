@@ -97,16 +97,22 @@ func runWeight(t *testing.T, code []string, g [3]uint32) uint64 {
 			regs[d] = uint64(u32(1))
 		case "mov.b64":
 			regs[d] = val(a[1])
-		case "mul.wide.u32":
-			regs[d] = uint64(u32(1)) * uint64(u32(2))
-		case "cvt.u64.u32":
-			regs[d] = uint64(u32(1))
-		case "mul.lo.u64":
-			regs[d] = val(a[1]) * val(a[2])
-		case "sub.u64":
-			regs[d] = val(a[1]) - val(a[2])
-		case "clz.b64":
-			regs[d] = uint64(bits.LeadingZeros64(val(a[1])))
+		case "mul.lo.u32":
+			regs[d] = uint64(u32(1) * u32(2))
+		case "mul.hi.u32":
+			regs[d] = uint64(u32(1)) * uint64(u32(2)) >> 32
+		case "mad.lo.u32":
+			regs[d] = uint64(u32(1)*u32(2) + u32(3))
+		case "set.ne.u32.u32":
+			var v uint64
+			if u32(1) != u32(2) {
+				v = 0xFFFFFFFF
+			}
+			regs[d] = v
+		case "or.b32":
+			regs[d] = uint64(u32(1) | u32(2))
+		case "clz.b32":
+			regs[d] = uint64(bits.LeadingZeros32(u32(1)))
 		case "sub.s32":
 			regs[d] = uint64(u32(1) - u32(2))
 		case "max.s32":

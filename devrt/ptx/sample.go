@@ -58,8 +58,11 @@ const MaxBlockSample = 1 << 16
 // MaxLaunchShift bounds the rate of sampling by launch: 1 in 2^16 blocks.
 const MaxLaunchShift = 16
 
-// MaxBlocksPerLaunch bounds Spec.BlocksPerLaunch.
-const MaxBlocksPerLaunch = 1 << 30
+// MaxBlocksPerLaunch bounds Spec.BlocksPerLaunch: up to 2^16, a launch of
+// more than 2^32 blocks is sampled at 1 in 2^MaxLaunchShift whether its
+// blocks are counted exactly or saturated at 2^32 - 1, which lets the
+// sampling code count them in 32 bits.
+const MaxBlocksPerLaunch = 1 << 16
 
 // CheckSampling checks a block sampling: n (BlockSample) at most
 // MaxBlockSample; perLaunch (BlocksPerLaunch) 0 or a power of two up to
@@ -117,21 +120,20 @@ func BlockSampled(i, n uint32) bool {
 
 // Registers of the sampling code.
 const (
-	sampleReg  = RegPrefix + "s"  // .pred: this block runs the probes
-	sampleTemp = RegPrefix + "r"  // .b32 %gx_r<3>, at entry only
-	sampleWide = RegPrefix + "rw" // .b64 %gx_rw<2>, at entry only: a launch's blocks (by launch)
+	sampleReg  = RegPrefix + "s" // .pred: this block runs the probes
+	sampleTemp = RegPrefix + "r" // .b32 %gx_r<3> (by launch %gx_r<4>), at entry only
 )
 
 // sampleDecls declares the registers of the sampling code.
 func sampleDecls(spec Spec) []Stmt {
-	d := []Stmt{
-		&RegDecl{Type: ".pred", Names: []RegName{{Name: sampleReg}}},
-		&RegDecl{Type: ".b32", Names: []RegName{{Name: sampleTemp, Count: 3}}},
-	}
+	n := 3
 	if spec.BlocksPerLaunch > 0 {
-		d = append(d, &RegDecl{Type: ".b64", Names: []RegName{{Name: sampleWide, Count: 2}}})
+		n = 4
 	}
-	return d
+	return []Stmt{
+		&RegDecl{Type: ".pred", Names: []RegName{{Name: sampleReg}}},
+		&RegDecl{Type: ".b32", Names: []RegName{{Name: sampleTemp, Count: n}}},
+	}
 }
 
 // sampleCode computes sampleReg: for 1 in spec.BlockSample blocks, or by
@@ -155,28 +157,28 @@ func sampleCode(spec Spec) []Stmt {
 	if spec.BlocksPerLaunch == 0 {
 		return append(code, mkIns("setp", []string{".lt", ".u32"}, name(sampleReg), r(0), &IntLit{Text: fmt.Sprintf("0x%08X", sampleLimit(spec.BlockSample))}))
 	}
-	// The hash shifted right by 32 - s, s = clamp(64 - clz(blocks - 1) -
-	// log2 perLaunch, 0, 16): by max(clz + log2 perLaunch - 32, 16), as a
-	// shift beyond 32 gives 0 (s <= 0: every block). The launch's blocks
-	// in 64 bits (nx * ny * nz can pass 2^32). ptxas (sm_90) computes the
-	// blocks and clz on the uniform datapath, the max (one VIADDMNMX) and
-	// the hash per thread; measured, the whole costs about what the fixed
-	// rate's wholly uniform code does (devrt/jit/README.md).
-	w, w1 := name(sampleWide+"0"), name(sampleWide+"1")
+	// The hash shifted right by 32 - s = clz(blocks - 1) + log2 perLaunch,
+	// at least 32 - MaxLaunchShift (a shift past 32 gives 0: s < 0, every
+	// block), in 32 bits: ny * nz is below 2^32, and blocks - 1 = nx * ny
+	// * nz - 1 is saturated to 2^32 - 1 when the product passes 2^32 (its
+	// high word not 0), which gives 1 in 2^16 as the exact count would
+	// (perLaunch <= 2^16). The 64-bit product and clz it replaces were
+	// twice the instructions (ptxas expands clz.b64 into six) on the path
+	// every block waits for (devrt/jit/README.md, 2026-11-27).
 	k := uint64(bits.TrailingZeros32(spec.BlocksPerLaunch))
 	return append(code,
 		mov(r(1), "%nctaid.y"),
+		mov(r(2), "%nctaid.z"),
+		mkIns("mul", []string{".lo", ".u32"}, r(1), r(1), r(2)), // ny * nz
 		mov(r(2), "%nctaid.x"),
-		mkIns("mul", []string{".wide", ".u32"}, w, r(1), r(2)),
-		mov(r(1), "%nctaid.z"),
-		mkIns("cvt", []string{".u64", ".u32"}, w1, r(1)),
-		mkIns("mul", []string{".lo", ".u64"}, w, w, w1),
-		mkIns("sub", []string{".u64"}, w, w, lit(1)),
-		mkIns("clz", []string{".b64"}, r(1), w),
-		mkIns("sub", []string{".s32"}, r(1), r(1), lit(32-k)), // 32 - s, unclamped
-		mkIns("setp", []string{".lt", ".s32"}, name(sampleReg), r(1), lit(32-MaxLaunchShift)),
-		mkIns("selp", []string{".b32"}, r(1), lit(32-MaxLaunchShift), r(1), name(sampleReg)),
-		mkIns("shr", []string{".b32"}, r(0), r(0), r(1)), // by 32 or more: 0
+		mkIns("mul", []string{".hi", ".u32"}, r(3), r(2), r(1)),
+		mad(r(1), r(2), r(1), &IntLit{Text: "0xFFFFFFFF"}), // blocks - 1, low word
+		mkIns("set", []string{".ne", ".u32", ".u32"}, r(3), r(3), lit(0)),
+		mkIns("or", []string{".b32"}, r(1), r(1), r(3)), // saturated
+		mkIns("clz", []string{".b32"}, r(1), r(1)),
+		mkIns("add", []string{".u32"}, r(1), r(1), lit(k)),
+		mkIns("max", []string{".u32"}, r(1), r(1), lit(32-MaxLaunchShift)),
+		mkIns("shr", []string{".b32"}, r(0), r(0), r(1)),
 		mkIns("setp", []string{".eq", ".u32"}, name(sampleReg), r(0), lit(0)),
 	)
 }

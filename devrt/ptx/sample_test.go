@@ -99,10 +99,10 @@ func TestInstrumentBlockSampleForms(t *testing.T) {
 			"{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}",
 			"ret;", "$GXS_ORIG:", "ld.param.u64 %rd1, [a];", "ret;")},
 		{"by launch", Spec{Exit: []string{p1}, BlocksPerLaunch: 256}, with(
-			"mov.u32 %gx_r1, %nctaid.y;", "mov.u32 %gx_r2, %nctaid.x;", "mul.wide.u32 %gx_rw0, %gx_r1, %gx_r2;",
-			"mov.u32 %gx_r1, %nctaid.z;", "cvt.u64.u32 %gx_rw1, %gx_r1;", "mul.lo.u64 %gx_rw0, %gx_rw0, %gx_rw1;",
-			"sub.u64 %gx_rw0, %gx_rw0, 1;", "clz.b64 %gx_r1, %gx_rw0;", "sub.s32 %gx_r1, %gx_r1, 24;",
-			"setp.lt.s32 %gx_s, %gx_r1, 16;", "selp.b32 %gx_r1, 16, %gx_r1, %gx_s;",
+			"mov.u32 %gx_r1, %nctaid.y;", "mov.u32 %gx_r2, %nctaid.z;", "mul.lo.u32 %gx_r1, %gx_r1, %gx_r2;",
+			"mov.u32 %gx_r2, %nctaid.x;", "mul.hi.u32 %gx_r3, %gx_r2, %gx_r1;", "mad.lo.u32 %gx_r1, %gx_r2, %gx_r1, 0xFFFFFFFF;",
+			"set.ne.u32.u32 %gx_r3, %gx_r3, 0;", "or.b32 %gx_r1, %gx_r1, %gx_r3;", "clz.b32 %gx_r1, %gx_r1;",
+			"add.u32 %gx_r1, %gx_r1, 8;", "max.u32 %gx_r1, %gx_r1, 16;",
 			"shr.b32 %gx_r0, %gx_r0, %gx_r1;", "setp.eq.u32 %gx_s, %gx_r0, 0;", "ld.param.u64 %rd1, [a];",
 			"@!%gx_s bra.uni $GXS_SKIP;", "{", "st.param.b64 [__gpuext_arg0], 0x0000000000000002;", "st.param.u64 [__gpuext_arg1], 0;", kid("b64"), call1, "}",
 			"$GXS_SKIP:", "ret;")},
@@ -221,7 +221,7 @@ func TestBlockSampleCodeMatchesBlockSampled(t *testing.T) {
 			}
 			sreg["%ctaid.x"], sreg["%ctaid.y"], sreg["%ctaid.z"] = rng.Uint32N(sreg["%nctaid.x"]), rng.Uint32N(sreg["%nctaid.y"]), rng.Uint32N(sreg["%nctaid.z"])
 			linear := sreg["%ctaid.x"] + sreg["%nctaid.x"]*(sreg["%ctaid.y"]+sreg["%nctaid.y"]*sreg["%ctaid.z"])
-			got := runSampleCode(t, code, sreg)
+			got, _ := runSampleCode(t, code, sreg)
 			if want := BlockSampled(linear, n); got != want {
 				t.Fatalf("1 in %d, block %v: code says %v, BlockSampled %v", n, sreg, got, want)
 			}
@@ -241,8 +241,13 @@ func TestLaunchSampleCodeMatchesLaunchSampled(t *testing.T) {
 			sreg["%ctaid.x"], sreg["%ctaid.y"], sreg["%ctaid.z"] = rng.Uint32N(sreg["%nctaid.x"]), rng.Uint32N(sreg["%nctaid.y"]), rng.Uint32N(sreg["%nctaid.z"])
 			linear := sreg["%ctaid.x"] + sreg["%nctaid.x"]*(sreg["%ctaid.y"]+sreg["%nctaid.y"]*sreg["%ctaid.z"])
 			blocks := uint64(sreg["%nctaid.x"]) * uint64(sreg["%nctaid.y"]) * uint64(sreg["%nctaid.z"])
-			if got, want := runSampleCode(t, code, sreg), LaunchSampled(linear, blocks, per); got != want {
+			got, regs := runSampleCode(t, code, sreg)
+			if want := LaunchSampled(linear, blocks, per); got != want {
 				t.Fatalf("%d per launch, block %v: code says %v, LaunchSampled %v", per, sreg, got, want)
+			}
+			// the shift itself, which a random block rarely tells apart
+			if got, want := min(regs["%gx_r1"], 32), uint64(32-LaunchShift(blocks, per)); got != want {
+				t.Fatalf("%d per launch, grid %v: shift %d, want %d", per, sreg, got, want)
 			}
 		}
 		for range 2000 {
@@ -277,7 +282,8 @@ func TestLaunchShift(t *testing.T) {
 	}{
 		{1, 256, 0}, {256, 256, 0}, {257, 256, 1}, {512, 256, 1}, {513, 256, 2}, {65536, 256, 8},
 		{16384, 256, 6}, {4096, 256, 4}, {132, 256, 0}, {1 << 40, 256, MaxLaunchShift}, {1 << 24, 256, 16},
-		{1<<24 + 1, 256, MaxLaunchShift}, {5, 1, 3}, {100, 0, 0}, {1 << 20, MaxBlocksPerLaunch, 0},
+		{1<<24 + 1, 256, MaxLaunchShift}, {5, 1, 3}, {100, 0, 0}, {1 << 16, MaxBlocksPerLaunch, 0},
+		{1<<16 + 1, MaxBlocksPerLaunch, 1}, {1 << 40, MaxBlocksPerLaunch, MaxLaunchShift}, {1<<32 + 1, 1 << 15, MaxLaunchShift},
 	} {
 		if got := LaunchShift(tt.blocks, tt.per); got != tt.want {
 			t.Errorf("LaunchShift(%d, %d) = %d, want %d", tt.blocks, tt.per, got, tt.want)
@@ -301,8 +307,9 @@ func TestLaunchShift(t *testing.T) {
 	}
 }
 
-// runSampleCode interprets sampleCode's instructions.
-func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) bool {
+// runSampleCode interprets sampleCode's instructions: the predicate it
+// leaves, and its registers.
+func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) (bool, map[string]uint64) {
 	t.Helper()
 	regs := map[string]uint64{}
 	val := func(e Expr) uint64 {
@@ -335,34 +342,27 @@ func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) bool {
 			regs[d] = uint64(u32(op[1])*u32(op[2]) + u32(op[3]))
 		case "mul.lo.u32":
 			regs[d] = uint64(u32(op[1]) * u32(op[2]))
-		case "mul.wide.u32":
-			regs[d] = uint64(u32(op[1])) * uint64(u32(op[2]))
-		case "cvt.u64.u32":
-			regs[d] = uint64(u32(op[1]))
-		case "mul.lo.u64":
-			regs[d] = val(op[1]) * val(op[2])
-		case "sub.u64":
-			regs[d] = val(op[1]) - val(op[2])
-		case "clz.b64":
-			regs[d] = uint64(bits.LeadingZeros64(val(op[1])))
-		case "sub.s32":
-			regs[d] = uint64(u32(op[1]) - u32(op[2]))
+		case "mul.hi.u32":
+			regs[d] = uint64(u32(op[1])) * uint64(u32(op[2])) >> 32
+		case "set.ne.u32.u32":
+			var v uint64
+			if u32(op[1]) != u32(op[2]) {
+				v = 0xFFFFFFFF
+			}
+			regs[d] = v
+		case "or.b32":
+			regs[d] = uint64(u32(op[1]) | u32(op[2]))
+		case "clz.b32":
+			regs[d] = uint64(bits.LeadingZeros32(u32(op[1])))
+		case "add.u32":
+			regs[d] = uint64(u32(op[1]) + u32(op[2]))
+		case "max.u32":
+			regs[d] = uint64(max(u32(op[1]), u32(op[2])))
 		case "shr.b32": // PTX clamps the shift at 32
 			regs[d] = uint64(u32(op[1]) >> min(u32(op[2]), 32))
 		case "setp.lt.u32":
 			b := u32(op[1]) < u32(op[2])
 			pred = &b
-		case "setp.lt.s32":
-			b := int32(u32(op[1])) < int32(u32(op[2]))
-			pred = &b
-		case "selp.b32":
-			if pred == nil {
-				t.Fatal("selp before a setp")
-			}
-			regs[d] = uint64(u32(op[2]))
-			if *pred {
-				regs[d] = uint64(u32(op[1]))
-			}
 		case "setp.eq.u32":
 			b := u32(op[1]) == u32(op[2])
 			pred = &b
@@ -373,7 +373,7 @@ func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) bool {
 	if pred == nil {
 		t.Fatal("no predicate set")
 	}
-	return *pred
+	return *pred, regs
 }
 
 // TestBlockSampled: the share of blocks sampled is 1/n to within 1%, block
@@ -423,8 +423,8 @@ func TestInstrumentBlockSampleLimit(t *testing.T) {
 		err  string
 	}{
 		{Spec{BlockSample: MaxBlockSample + 1}, "ptx: instrument: block sample 1 in 65537: at most 1 in 65536"},
-		{Spec{BlocksPerLaunch: 100}, "ptx: instrument: blocks per launch 100: want a power of two up to 1073741824"},
-		{Spec{BlocksPerLaunch: 1 << 31}, "ptx: instrument: blocks per launch 2147483648: want a power of two up to 1073741824"},
+		{Spec{BlocksPerLaunch: 100}, "ptx: instrument: blocks per launch 100: want a power of two up to 65536"},
+		{Spec{BlocksPerLaunch: 1 << 17}, "ptx: instrument: blocks per launch 131072: want a power of two up to 65536"},
 		{Spec{BlockSample: 4, BlocksPerLaunch: 256}, "ptx: instrument: block sample 1 in 4 and 256 blocks per launch: one or the other"},
 	} {
 		m := linked(t, testHeader+".visible .entry k()\n{\nret;\n}\n")

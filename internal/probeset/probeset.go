@@ -71,7 +71,7 @@ type Config struct {
 	// with b / 2^s <= BlocksPerLaunch (s at most 16): every block of a
 	// launch of at most that many, about half as many to that many of
 	// larger ones (the hash rounds: 128 to 262 at 256; beyond
-	// BlocksPerLaunch * 2^16 blocks, 1 in 2^16). A power of two; 0: off
+	// BlocksPerLaunch * 2^16 blocks, 1 in 2^16). A power of two up to 65536; 0: off
 	// (every block, unless BlockSample). Either way the probes weigh what
 	// they count by the blocks each sampled block stands for: per-SM,
 	// occupancy, block counts and the schedule delay histogram estimate

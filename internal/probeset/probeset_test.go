@@ -191,8 +191,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Include: []string{"[a"}}, `devrt::probes::include[0]: bad glob "[a"`},
 		{Config{Exclude: []string{""}}, `devrt::probes::exclude[0]: bad glob ""`},
 		{Config{BlockSample: 1<<16 + 1}, `devrt::probes::block_sample: 65537: at most 65536`},
-		{Config{BlocksPerLaunch: 300}, `devrt::probes::blocks_per_launch: 300: want 0 (off) or a power of two up to 1073741824`},
-		{Config{BlocksPerLaunch: 1 << 31}, `devrt::probes::blocks_per_launch: 2147483648: want 0 (off) or a power of two up to 1073741824`},
+		{Config{BlocksPerLaunch: 300}, `devrt::probes::blocks_per_launch: 300: want 0 (off) or a power of two up to 65536`},
+		{Config{BlocksPerLaunch: 1 << 31}, `devrt::probes::blocks_per_launch: 2147483648: want 0 (off) or a power of two up to 65536`},
 	} {
 		require.EqualError(t, tc.cfg.Validate(), tc.want)
 		_, err := New(tc.cfg)
@@ -239,7 +239,7 @@ func TestBlockSample(t *testing.T) {
 			require.Equal(t, tt.wantPerLaunch, binary.LittleEndian.Uint32(in.Data[gpumap.OffBlocksPerLaunch:]))
 		}
 		require.Equal(t, tt.code, strings.Contains(string(res.PTX), "@!%gx_s bra.uni"), "sample %d", tt.sample)
-		require.Equal(t, tt.byLaunch, strings.Contains(string(res.PTX), "%gx_rw0"), "sample %d", tt.sample)
+		require.Equal(t, tt.byLaunch, strings.Contains(string(res.PTX), "%nctaid.z"), "sample %d", tt.sample)
 	}
 }
 
