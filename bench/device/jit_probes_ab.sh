@@ -14,6 +14,8 @@
 # or an earlier jitcheck (git worktree add /tmp/old REV; build it there):
 #   (cd /tmp/old && CGO_ENABLED=0 go build -o $OLDPWD/.device/jitcheck-old ./devrt/jit/cmd/jitcheck)
 #   bash bench/device/jit_probes_ab.sh     (RUNS=2, ROUNDS=21; CORPUS=dir of corpus kernels or none;
+#                                          BLOCK_SAMPLE=one sampling as jitcheck bench takes it,
+#                                          l256 the collector's default; 1, every block, if unset;
 #                                          OLD=.device/oldprobes, or
 #                                          OLDJIT=.device/jitcheck-old; SASS=1 also writes each
 #                                          module's SASS to $OUT/sass: ptxas -arch=sm_90, cuobjdump)
@@ -38,8 +40,8 @@ corpus=${corpus:+-corpus $corpus}
 mkdir -p "$OUT"
 for run in $(seq "${RUNS:-2}"); do
 	W=$(mktemp -d /tmp/jitab.XXXX)
-	"$T" bench -out "$W/new" -levels warp -probes "$new" $corpus > /dev/null || exit 2
-	"${OLDJIT:-$T}" bench -out "$W/old" -levels warp -probes "$old" $corpus > /dev/null || exit 2
+	"$T" bench -out "$W/new" -levels warp -probes "$new" $corpus ${BLOCK_SAMPLE:+-block-sample "$BLOCK_SAMPLE"} > /dev/null || exit 2
+	"${OLDJIT:-$T}" bench -out "$W/old" -levels warp -probes "$old" $corpus ${BLOCK_SAMPLE:+-block-sample "$BLOCK_SAMPLE"} > /dev/null || exit 2
 	# One benchmark of both: the old build's modules renamed old_<probe>.
 	"$PY" - "$W" <<'PY' || exit 2
 import json, os, shutil, sys
@@ -77,7 +79,7 @@ out, runs, probes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 ratio = {}
 for run in range(1, runs + 1):
     for line in open(f"{out}/jit_probes_ab.{run}.txt"):
-        m = re.match(r"(\w+)\+(\w+)/warp\s+[\d.]+\s+([\d.]+)", line)
+        m = re.match(r"(\w+)\+(\w+)/warp(?:,\S+)?\s+[\d.]+\s+([\d.]+)", line)
         if m:
             ratio[(run, m.group(1), m.group(2))] = float(m.group(3))
 kernels = sorted({k for _, k, _ in ratio})

@@ -43,6 +43,15 @@ use another PTX form, so one jit_ablation run compares them:
         store each (one request for the 64-byte slot) after the warp
         reconverges, instead of four stores by the leader (timing only:
         assumes the exit's warp has lanes 0-3 active, as the vecadds do)
+  hoist: sampling by launch (copy form): the original kernel's leading
+        side-effect-free instructions (parameter loads, special registers,
+        arithmetic, up to its first branch, label or memory access) moved
+        from both copies to ahead of the sampling test, so that ptxas can
+        overlap the test's chain with the kernel's own (timing: is the
+        entry test's latency what a short block pays)
+  s32: sampling by launch with the launch's block count and its clz in
+        32 bits instead of 64 (timing only: wrong past 2^32 blocks)
+  hoists32: both
 usage: variants.py SRC DST [PROBES [FORMS]]
        (default ab_store,ab_load,sm_load,block_sched,warp_occupancy and gpu,weak)
 """
@@ -180,6 +189,45 @@ FORMS["stconst"] = FORMS["onestorenohead"] + [
     (re.compile(r"(\t\tst\.global\.v2\.u64 \t\[%gt2\+0\]), \{%gt5, %gt11\};"), r"\1, {%gt5, %gt5};")]
 
 
+PURE = re.compile(r"\t(?:ld\.param|mov|mad|mul|add|sub|shl|shr|cvta|cvt|setp|and|or|xor|selp|rem|min|max|neg|not)\.[^\n]*;\n")
+
+
+def hoist(t):
+    """Moves the original code's pure prefix ahead of the sampling test."""
+    o = t.find("$GXS_ORIG:\n")
+    if o < 0:
+        return t
+    i = o + len("$GXS_ORIG:\n")
+    pre = []
+    while True:
+        m = PURE.match(t, i)
+        if not m or "%globaltimer" in m.group(0) or "%clock" in m.group(0):
+            break
+        pre.append(m.group(0))
+        i = m.end()
+    if not pre:
+        return t
+    block = "".join(pre)
+    c = t.rfind(block, 0, o)
+    test = t.find("\tmov.u32 \t%gx_r0, %ctaid.z;\n")
+    if c < 0 or test < 0 or test > c:
+        return t
+    t = t[:o] + "$GXS_ORIG:\n" + t[o + len("$GXS_ORIG:\n") + len(block):]
+    t = t[:c] + t[c + len(block):]
+    return t[:test] + block + t[test:]
+
+
+FORMS["hoist"] = [hoist]
+FORMS["s32"] = [(re.compile(r"\tmov\.u32 \t%gx_r1, %nctaid\.y;\n\tmov\.u32 \t%gx_r2, %nctaid\.x;\n"
+                            r"\tmul\.wide\.u32 \t%gx_rw0, %gx_r1, %gx_r2;\n\tmov\.u32 \t%gx_r1, %nctaid\.z;\n"
+                            r"\tcvt\.u64\.u32 \t%gx_rw1, %gx_r1;\n\tmul\.lo\.u64 \t%gx_rw0, %gx_rw0, %gx_rw1;\n"
+                            r"\tsub\.u64 \t%gx_rw0, %gx_rw0, 1;\n\tclz\.b64 \t%gx_r1, %gx_rw0;\n\tsub\.s32 \t%gx_r1, %gx_r1, 24;\n"),
+                 "\tmov.u32 \t%gx_r1, %nctaid.y;\n\tmov.u32 \t%gx_r2, %nctaid.x;\n\tmul.lo.u32 \t%gx_r1, %gx_r1, %gx_r2;\n"
+                 "\tmov.u32 \t%gx_r2, %nctaid.z;\n\tmul.lo.u32 \t%gx_r1, %gx_r1, %gx_r2;\n\tsub.u32 \t%gx_r1, %gx_r1, 1;\n"
+                 "\tclz.b32 \t%gx_r1, %gx_r1;\n\tadd.s32 \t%gx_r1, %gx_r1, 8;\n")]
+FORMS["hoists32"] = FORMS["hoist"] + FORMS["s32"]
+
+
 def main(src, dst, probes, forms):
     shutil.copytree(src, dst, dirs_exist_ok=True)
     bf = json.load(open(os.path.join(src, "bench.json")))
@@ -198,6 +246,8 @@ def main(src, dst, probes, forms):
                     continue
                 a, b = sub
                 t = a.sub(b, t) if isinstance(a, re.Pattern) else t.replace(a, b)
+            if t == text:
+                continue
             w = dict(v, name=f"{v['name']}~{form}", ptx=v["ptx"].replace(".ptx", f".{form}.ptx"))
             open(os.path.join(dst, w["ptx"]), "w").write(t)
             out.append(w)
