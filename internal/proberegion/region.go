@@ -47,9 +47,11 @@ type Region struct {
 	mapped bool
 	broken error
 	path   string
-	// tail and lost are each ring's records consumed and lost so far:
-	// the reader's own, never written into the region, whose file devrt
-	// overwrites with its copy of the device's memory.
+	// tail and lost are each ring shard's cursor (the records consumed
+	// so far, and those claimed and not whole yet: gpumap.RingCursor)
+	// and each ring's records lost: the reader's own, never written
+	// into the region, whose file devrt overwrites with its copy of the
+	// device's memory.
 	tail map[ringShard]gpumap.RingCursor
 	lost map[string]uint64
 	// occ holds the last Read's occupancy slots (Snapshot.Occupancy): a

@@ -416,16 +416,6 @@ func (m Map) TailOffset(s uint64) uint64 {
 	return m.DataOffset() + s*ShardHeadStride + 8
 }
 
-// StuckOffset is where RingDrain keeps shard s's RingCursor.Stuck: the
-// word after the tail in a shard's line, the header's first reserved word
-// for a ring of one.
-func (m Map) StuckOffset(s uint64) uint64 {
-	if m.Shards <= 1 {
-		return m.Offset + OffReserved
-	}
-	return m.TailOffset(s) + 8
-}
-
 // ShardSlotOffset is the region offset of the slot of record index i of
 // shard s.
 func (m Map) ShardSlotOffset(s, i uint64) uint64 {

@@ -2,6 +2,10 @@ package gpumap
 
 import (
 	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -263,7 +267,7 @@ func TestRing(t *testing.T) {
 	h, _ = m.ReadHeader(r)
 	require.Equal(t, uint64(4), h.Drops)
 	// The same with a later record whole (the ring lapped within one
-	// burst): the drain stops at the stale slot once, then counts it lost.
+	// burst): the drain counts the stale slot lost and goes on.
 	out(20)
 	out(21)
 	s = m.RingSlotOffset(12)
@@ -271,9 +275,6 @@ func TestRing(t *testing.T) {
 	out(22) // record 14, into record 12's slot
 	out(23)
 	copy(r[m.RingSlotOffset(14):], stale) // record 12 written last
-	recs = drain()
-	require.Empty(t, recs)
-	require.Equal(t, uint64(15+1), func() uint64 { v, _ := r.U64(m.StuckOffset(0)); return v }(), "stuck at record 14, record 15 whole")
 	recs = drain()
 	require.Equal(t, [][]byte{{23}}, recs)
 	h, _ = m.ReadHeader(r)
@@ -350,12 +351,16 @@ func TestReadersRejectForeignRegions(t *testing.T) {
 	require.EqualError(t, err, `map "h" is a hash, not a ring`)
 }
 
-// FuzzReaders: any region bytes give values or errors, never a panic.
+// FuzzReaders: any region bytes give values or errors, never a panic;
+// RingRead, from any cursor, returns at most max records and a valid
+// cursor of its own, and accounts for each index it was given once
+// (returned, lost, pending or before the tail returned).
 func FuzzReaders(f *testing.F) {
 	l, err := NewLayout([]Def{
 		{Name: "a", Type: PerSMArray, KeySize: 4, ValueSize: 8, MaxEntries: 2, Copies: 2},
 		{Name: "h", Type: Hash, KeySize: 8, ValueSize: 8, MaxEntries: 4},
 		{Name: "r", Type: Ringbuf, ValueSize: 8, MaxEntries: 4},
+		{Name: "s", Type: Ringbuf, ValueSize: 8, MaxEntries: 16, Shards: 2},
 	})
 	if err != nil {
 		f.Fatal(err)
@@ -364,17 +369,63 @@ func FuzzReaders(f *testing.F) {
 	_ = l.Init(seed)
 	_, _ = l.Maps[2].RingOutput(seed, []byte{1, 2, 3})
 	_, _ = l.Maps[1].Update(seed, 0, key64(5), key64(6), Any)
-	f.Add([]byte(seed))
-	f.Add([]byte(seed[:300]))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	_, _ = seed.addU64(l.Maps[3].HeadOffset(1), 1) // a claim not written
+	for range 3 {
+		_, _ = l.Maps[3].RingOutputSM(seed, 1, []byte{4})
+	}
+	f.Add([]byte(seed), uint64(0), []byte(nil), uint16(100), uint8(0))
+	f.Add([]byte(seed[:300]), uint64(0), []byte(nil), uint16(1), uint8(0))
+	f.Add([]byte(seed), uint64(1), []byte{1, 0}, uint16(100), uint8(1))
+	f.Add([]byte(seed), uint64(4), []byte{4, 0, 2, 0, 2, 0, 0, 0, 0xff, 0xff}, uint16(1), uint8(1))
+	f.Add([]byte(seed), uint64(1<<63), make([]byte, 2*(MaxPending+8)), uint16(2), uint8(0))
+	f.Fuzz(func(t *testing.T, b []byte, tail uint64, pend []byte, max uint16, shard uint8) {
 		r := Region(b)
 		for _, m := range l.Maps {
 			_, _ = m.ReadHeader(r)
 			_, _ = m.ArrayCopy(r, 1)
 			_, _ = m.HashEntries(r)
-			recs, err := m.RingDrain(r, 100)
-			if err == nil && len(recs) > int(m.Slots) {
-				t.Fatalf("%d records from a ring of %d", len(recs), m.Slots)
+			// pending: tail minus each little-endian int16 of pend
+			// (below and past it, repeated, any order), up to MaxPending+8
+			c := RingCursor{Tail: tail}
+			for i := 0; i+1 < len(pend) && len(c.Pending) < MaxPending+8; i += 2 {
+				c.Pending = append(c.Pending, tail-uint64(int16(binary.LittleEndian.Uint16(pend[i:]))))
+			}
+			in := append([]uint64(nil), c.Pending...)
+			valid := slices.Compact(slices.Sorted(slices.Values(in)))
+			valid = slices.DeleteFunc(valid, func(p uint64) bool { return p >= tail })
+			recs, next, lost, err := m.RingRead(r, uint64(shard%2), c, int(max))
+			if len(recs) > int(max) {
+				t.Fatalf("%d records, max %d", len(recs), max)
+			}
+			if !slices.Equal(in, c.Pending) {
+				t.Fatalf("the caller's pending %v changed to %v", in, c.Pending)
+			}
+			if len(next.Pending) > 0 && len(c.Pending) > 0 && &next.Pending[:cap(next.Pending)][cap(next.Pending)-1] == &c.Pending[:cap(c.Pending)][cap(c.Pending)-1] {
+				t.Fatal("the pending returned shares the caller's array")
+			}
+			drained, derr := m.RingDrain(append(Region(nil), r...), 100)
+			if derr == nil && len(drained) > int(m.Slots) {
+				t.Fatalf("%d records from a ring of %d", len(drained), m.Slots)
+			}
+			if m.Type != Ringbuf || uint64(shard%2) >= uint64(m.ringShards()) || r.check(m.Offset, HeaderSize+m.DataSize) != nil {
+				if err == nil || len(recs) > 0 || lost > 0 || next.Tail != tail || !slices.Equal(next.Pending, in) {
+					t.Fatalf("nothing to read: got %d records, %d lost, %+v, %v", len(recs), lost, next, err)
+				}
+				continue
+			}
+			ringCursorValid(t, next)
+			if head := r.load64(m.HeadOffset(uint64(shard % 2))); head < tail {
+				// a region made anew: read from its start
+				if next.Tail > head {
+					t.Fatalf("head %d behind tail %d: read on to %d", head, tail, next.Tail)
+				}
+				continue
+			}
+			if next.Tail < tail {
+				t.Fatalf("tail %d went back to %d", tail, next.Tail)
+			}
+			if got, want := uint64(len(recs))+lost+uint64(len(next.Pending)), uint64(len(valid))+next.Tail-tail; got != want {
+				t.Fatalf("from %+v: %d records, %d lost, %+v: %d indexes, want %d", c, len(recs), lost, next, got, want)
 			}
 		}
 	})
@@ -415,23 +466,309 @@ func TestRingShards(t *testing.T) {
 	require.EqualError(t, err, `map "x": ring shards 3: a power of two up to 256`)
 }
 
-// TestRingCursorKeepsStuck: a read stopped by max before the last record
-// known whole keeps that knowledge for the next; one that passed it drops
-// it.
-func TestRingCursorKeepsStuck(t *testing.T) {
-	l, r := region(t, Def{Name: "r", Type: Ringbuf, ValueSize: 4, MaxEntries: 4})
-	m := l.Maps[0]
-	for i := range 3 {
-		_, err := m.RingOutput(r, []byte{byte(i)})
-		require.NoError(t, err)
+// ringRec is the payload of record i in the ring tests: i, 4 bytes.
+func ringRec(i uint64) []byte {
+	b := make([]byte, 4)
+	binary.LittleEndian.PutUint32(b, uint32(i))
+	return b
+}
+
+// ringIDs is the records' indexes (ringRec), nil for none.
+func ringIDs(recs [][]byte) []uint64 {
+	var out []uint64
+	for _, b := range recs {
+		out = append(out, uint64(binary.LittleEndian.Uint32(b)))
 	}
-	recs, c, lost, err := m.RingRead(r, 0, RingCursor{Stuck: 3}, 1)
+	return out
+}
+
+// ringClaim takes shard sh's next record index without writing it, as a
+// probe does when a block starts.
+func ringClaim(t *testing.T, m Map, r Region, sh uint64) uint64 {
+	t.Helper()
+	i, err := r.addU64(m.HeadOffset(sh), 1)
 	require.NoError(t, err)
-	require.Equal(t, [][]byte{{0}}, recs)
-	require.Equal(t, RingCursor{Tail: 1, Stuck: 3}, c)
-	require.Zero(t, lost)
-	recs, c, _, err = m.RingRead(r, 0, c, 10)
-	require.NoError(t, err)
-	require.Equal(t, [][]byte{{1}, {2}}, recs)
-	require.Equal(t, RingCursor{Tail: 3}, c)
+	return i
+}
+
+// ringWrite writes record i of shard sh (ringRec(i)) as a probe does when
+// a block ends: payload, length and check, then seq.
+func ringWrite(t *testing.T, m Map, r Region, sh, i uint64) {
+	t.Helper()
+	s, data := m.ShardSlotOffset(sh, i), ringRec(i)
+	copy(r[s+RecHeaderSize:], data)
+	require.NoError(t, r.PutU32(s+RecLen, uint32(len(data))))
+	require.NoError(t, r.PutU32(s+RecCheckOff, RecCheck(RecCommitted(i+1), data)))
+	require.NoError(t, r.PutU64(s+RecSeq, RecCommitted(i+1)))
+}
+
+// ringOps does ops to shard sh, space-separated: c claims an index, o
+// claims one and writes its record, c*N and o*N do it N times, wI writes
+// record I (claimed before), sI writes record I-slots into record I's
+// slot (a stale writer of the lap before, after I was claimed).
+func ringOps(t *testing.T, m Map, r Region, sh uint64, ops string) {
+	t.Helper()
+	for _, op := range strings.Fields(ops) {
+		n := 1
+		if k, cnt, ok := strings.Cut(op, "*"); ok {
+			var err error
+			n, err = strconv.Atoi(cnt)
+			require.NoError(t, err, op)
+			op = k
+		}
+		var arg uint64
+		if len(op) > 1 {
+			v, err := strconv.ParseUint(op[1:], 10, 64)
+			require.NoError(t, err, op)
+			arg = v
+		}
+		for range n {
+			switch op[0] {
+			case 'c':
+				ringClaim(t, m, r, sh)
+			case 'o':
+				ringWrite(t, m, r, sh, ringClaim(t, m, r, sh))
+			case 'w':
+				ringWrite(t, m, r, sh, arg)
+			case 's':
+				ringWrite(t, m, r, sh, arg-m.ShardSlots())
+			default:
+				t.Fatalf("op %q", op)
+			}
+		}
+	}
+}
+
+// seqs is [a, b).
+func seqs(a, b uint64) []uint64 {
+	var out []uint64
+	for i := a; i < b; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// ringCursorValid fails unless c.Pending is ascending, without
+// duplicates, below c.Tail, at most MaxPending.
+func ringCursorValid(t *testing.T, c RingCursor) {
+	t.Helper()
+	if len(c.Pending) > MaxPending {
+		t.Fatalf("%d pending, more than %d", len(c.Pending), MaxPending)
+	}
+	for i, p := range c.Pending {
+		if p >= c.Tail || i > 0 && c.Pending[i-1] >= p {
+			t.Fatalf("pending %v of tail %d: not ascending below the tail", c.Pending, c.Tail)
+		}
+	}
+}
+
+// TestRingReadPending: a record claimed when a block starts and written
+// when it ends stays pending while the records after it are read, until
+// it is whole (returned once) or its slot is claimed a lap later (lost
+// once); with MaxPending pending a read stops without losing anything.
+func TestRingReadPending(t *testing.T) {
+	type read struct {
+		ops  string      // ringOps before the read
+		from *RingCursor // the cursor read from; nil: the read before's
+		max  int         // 0: 100
+		recs []uint64    // the records returned (their indexes)
+		next RingCursor  // the cursor returned
+		lost uint64
+	}
+	for _, tc := range []struct {
+		name          string
+		slots, shards uint32 // the ring's max_entries, shards
+		shard         uint64
+		reads         []read
+	}{
+		{name: "unwritten claim kept pending, returned once written", slots: 8, reads: []read{
+			{ops: "c o o", recs: []uint64{1, 2}, next: RingCursor{Tail: 3, Pending: []uint64{0}}},
+			{ops: "o o", recs: []uint64{3, 4}, next: RingCursor{Tail: 5, Pending: []uint64{0}}},
+			{ops: "c o", recs: []uint64{6}, next: RingCursor{Tail: 7, Pending: []uint64{0, 5}}},
+			{ops: "o", recs: []uint64{7}, next: RingCursor{Tail: 8, Pending: []uint64{0, 5}}},
+			{ops: "w5", recs: []uint64{5}, next: RingCursor{Tail: 8, Pending: []uint64{0}}},
+			{ops: "w0", recs: []uint64{0}, next: RingCursor{Tail: 8}},
+			{next: RingCursor{Tail: 8}},
+		}},
+		{name: "sharded: shard 1", slots: 16, shards: 2, shard: 1, reads: []read{
+			{ops: "c c o", recs: []uint64{2}, next: RingCursor{Tail: 3, Pending: []uint64{0, 1}}},
+			{ops: "w1 o", recs: []uint64{1, 3}, next: RingCursor{Tail: 4, Pending: []uint64{0}}},
+		}},
+		{name: "pending slot claimed a lap later: lost once", slots: 8, reads: []read{
+			{ops: "c o o", recs: []uint64{1, 2}, next: RingCursor{Tail: 3, Pending: []uint64{0}}},
+			{ops: "o*5", recs: []uint64{3, 4, 5, 6, 7}, next: RingCursor{Tail: 8, Pending: []uint64{0}}}, // head 8: not yet
+			{ops: "c", next: RingCursor{Tail: 9, Pending: []uint64{8}}, lost: 1},                         // head 9: 8 took 0's slot
+			{ops: "w0", next: RingCursor{Tail: 9, Pending: []uint64{8}}},                                 // 0 written late, over 8's slot
+			{next: RingCursor{Tail: 9, Pending: []uint64{8}}},
+			{ops: "w8", recs: []uint64{8}, next: RingCursor{Tail: 9}},
+		}},
+		{name: "stale writer of the lap before: pending until the lap after", slots: 8, reads: []read{
+			{ops: "o*8", recs: seqs(0, 8), next: RingCursor{Tail: 8}},
+			{ops: "c o s8", recs: []uint64{9}, next: RingCursor{Tail: 10, Pending: []uint64{8}}},
+			{ops: "o*6", recs: seqs(10, 16), next: RingCursor{Tail: 16, Pending: []uint64{8}}},
+			{ops: "o", recs: []uint64{16}, next: RingCursor{Tail: 17}, lost: 1},
+		}},
+		{name: "pending and the tail both lapped: each lost once", slots: 8, reads: []read{
+			{ops: "c o o", recs: []uint64{1, 2}, next: RingCursor{Tail: 3, Pending: []uint64{0}}},
+			// head 13: 0 lapped (pending), 3 and 4 lapped (tail)
+			{ops: "o*10", recs: seqs(5, 13), next: RingCursor{Tail: 13}, lost: 1 + 2},
+		}},
+		{name: "max with pending: the ones not looked at stay", slots: 8, reads: []read{
+			{ops: "c c o o", recs: []uint64{2, 3}, next: RingCursor{Tail: 4, Pending: []uint64{0, 1}}},
+			{ops: "w0 w1 o", max: 1, recs: []uint64{0}, next: RingCursor{Tail: 4, Pending: []uint64{1}}},
+			{max: 1, recs: []uint64{1}, next: RingCursor{Tail: 4}},
+			{max: 1, recs: []uint64{4}, next: RingCursor{Tail: 5}},
+		}},
+		{name: "max reached before a lapped pending one: lost the read after", slots: 8, reads: []read{
+			{ops: "c c o", recs: []uint64{2}, next: RingCursor{Tail: 3, Pending: []uint64{0, 1}}},
+			{ops: "w0 o*5", max: 1, recs: []uint64{0}, next: RingCursor{Tail: 3, Pending: []uint64{1}}}, // head 8
+			{ops: "o o", max: 3, recs: []uint64{3, 4, 5}, next: RingCursor{Tail: 6}, lost: 1},           // head 10: 9 took 1's slot
+		}},
+		{name: "MaxPending: the read stops, nothing lost, then goes on", slots: 4 * MaxPending, reads: []read{
+			{ops: fmt.Sprintf("c*%d o o", MaxPending+1), next: RingCursor{Tail: MaxPending, Pending: seqs(0, MaxPending)}},
+			{next: RingCursor{Tail: MaxPending, Pending: seqs(0, MaxPending)}},
+			{ops: "w0", recs: []uint64{0, MaxPending + 1, MaxPending + 2}, next: RingCursor{Tail: MaxPending + 3, Pending: seqs(1, MaxPending+1)}},
+			{ops: "w1 w2", max: 1, recs: []uint64{1}, next: RingCursor{Tail: MaxPending + 3, Pending: seqs(2, MaxPending+1)}},
+			{recs: []uint64{2}, next: RingCursor{Tail: MaxPending + 3, Pending: seqs(3, MaxPending+1)}},
+		}},
+		{name: "a cursor not RingRead's: made valid", slots: 8, reads: []read{
+			{ops: "c o c o o", from: &RingCursor{Tail: 3, Pending: []uint64{2, 0, 2, 4, 3}}, recs: []uint64{3, 4},
+				next: RingCursor{Tail: 5, Pending: []uint64{0, 2}}},
+		}},
+		{name: "a cursor not RingRead's: more than MaxPending, the lowest lost", slots: 4 * MaxPending, reads: []read{
+			{ops: fmt.Sprintf("c*%d", MaxPending+10), from: &RingCursor{Tail: MaxPending + 10, Pending: seqs(0, MaxPending+3)},
+				next: RingCursor{Tail: MaxPending + 10, Pending: seqs(3, MaxPending+3)}, lost: 3},
+		}},
+		{name: "the head behind the cursor: a region made anew, read from its start", slots: 8, reads: []read{
+			{ops: "o c o", from: &RingCursor{Tail: 100, Pending: []uint64{50, 60}}, recs: []uint64{0, 2}, next: RingCursor{Tail: 3, Pending: []uint64{1}}},
+		}},
+		{name: "max 0", slots: 8, reads: []read{
+			{ops: "c o", max: -1, next: RingCursor{Tail: 0}},
+			{recs: []uint64{1}, next: RingCursor{Tail: 2, Pending: []uint64{0}}},
+			{ops: "w0", max: -1, next: RingCursor{Tail: 2, Pending: []uint64{0}}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, r := region(t, Def{Name: "r", Type: Ringbuf, ValueSize: 4, MaxEntries: tc.slots, Shards: tc.shards})
+			m := l.Maps[0]
+			var c RingCursor
+			for i, rd := range tc.reads {
+				ringOps(t, m, r, tc.shard, rd.ops)
+				if rd.from != nil {
+					c = *rd.from
+				}
+				max := rd.max
+				switch max {
+				case 0:
+					max = 100
+				case -1:
+					max = 0
+				}
+				recs, next, lost, err := m.RingRead(r, tc.shard, c, max)
+				require.NoError(t, err, "read %d", i)
+				require.Equal(t, rd.recs, ringIDs(recs), "read %d", i)
+				require.Equal(t, rd.next, next, "read %d", i)
+				require.Equal(t, rd.lost, lost, "read %d", i)
+				ringCursorValid(t, next)
+				c = next
+			}
+		})
+	}
+}
+
+// TestRingCursorNotAliased: the cursor RingRead returns has a Pending of
+// its own, and it leaves the caller's as it was.
+func TestRingCursorNotAliased(t *testing.T) {
+	l, r := region(t, Def{Name: "r", Type: Ringbuf, ValueSize: 4, MaxEntries: 8})
+	m := l.Maps[0]
+	ringOps(t, m, r, 0, "c c o")
+	for _, tc := range []struct {
+		name string
+		in   RingCursor
+		max  int
+		want RingCursor
+	}{
+		{"all kept", RingCursor{Tail: 3, Pending: []uint64{0, 1}}, 10, RingCursor{Tail: 3, Pending: []uint64{0, 1}}},
+		{"not looked at", RingCursor{Tail: 3, Pending: []uint64{0, 1}}, 0, RingCursor{Tail: 3, Pending: []uint64{0, 1}}},
+		{"made valid", RingCursor{Tail: 3, Pending: []uint64{1, 0}}, 10, RingCursor{Tail: 3, Pending: []uint64{0, 1}}},
+		{"not a shard", RingCursor{Tail: 3, Pending: []uint64{0, 1}}, 10, RingCursor{Tail: 3, Pending: []uint64{0, 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Pending = append(make([]uint64, 0, 64), in.Pending...) // room to append into
+			orig := append([]uint64(nil), in.Pending...)
+			shard := uint64(0)
+			if tc.name == "not a shard" {
+				shard = 1
+			}
+			_, next, _, err := m.RingRead(r, shard, in, tc.max)
+			require.Equal(t, shard != 0, err != nil)
+			require.Equal(t, tc.want, next)
+			require.Equal(t, orig, in.Pending, "the caller's untouched")
+			for i := range next.Pending {
+				next.Pending[i] = 99
+			}
+			require.Equal(t, orig, in.Pending, "nothing shared")
+			require.Equal(t, orig, in.Pending[:len(orig)])
+			require.Equal(t, []uint64{0, 0}, in.Pending[len(orig):len(orig)+2], "nothing appended into the caller's array")
+		})
+	}
+}
+
+// TestRingDrainFinished: RingDrain on a region no kernel writes any more:
+// a record claimed and never written (or written over by the lap before)
+// with a later record consumed is counted lost and does not hold the
+// later ones up; the ones after the last record consumed stay at the
+// stored tail, not counted; each record is returned or lost once over
+// drains of a few records each.
+func TestRingDrainFinished(t *testing.T) {
+	type drain struct {
+		ops        string
+		max        int
+		recs       []uint64
+		tail, lost uint64 // the stored tail; the drops after
+	}
+	for _, tc := range []struct {
+		name   string
+		drains []drain
+	}{
+		{"one at a time", []drain{
+			{ops: "o c o c c", max: 1, recs: []uint64{0}, tail: 1},
+			{max: 1, recs: []uint64{2}, tail: 3, lost: 1},
+			{max: 1, tail: 3, lost: 1},
+			{max: 1, tail: 3, lost: 1},
+			{ops: "w4", max: 1, recs: []uint64{4}, tail: 5, lost: 2},
+			{max: 1, tail: 5, lost: 2},
+		}},
+		{"all at once", []drain{
+			{ops: "c o c c o c", max: 100, recs: []uint64{1, 4}, tail: 5, lost: 3},
+			{max: 100, tail: 5, lost: 3},
+			{ops: "o", max: 100, recs: []uint64{6}, tail: 7, lost: 4},
+		}},
+		{"stale writer of the lap before", []drain{
+			{ops: "o*8", max: 100, recs: seqs(0, 8), tail: 8},
+			{ops: "c o s8", max: 100, recs: []uint64{9}, tail: 10, lost: 1},
+		}},
+		{"stale at the end: until the ring laps it", []drain{
+			{ops: "o*8", max: 100, recs: seqs(0, 8), tail: 8},
+			{ops: "c s8", max: 100, tail: 8},
+			{max: 100, tail: 8},
+			{ops: "o*8", max: 100, recs: seqs(9, 17), tail: 17, lost: 1},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, r := region(t, Def{Name: "r", Type: Ringbuf, ValueSize: 4, MaxEntries: 8})
+			m := l.Maps[0]
+			for i, d := range tc.drains {
+				ringOps(t, m, r, 0, d.ops)
+				recs, err := m.RingDrain(r, d.max)
+				require.NoError(t, err, "drain %d", i)
+				require.Equal(t, d.recs, ringIDs(recs), "drain %d", i)
+				h, err := m.ReadHeader(r)
+				require.NoError(t, err)
+				require.Equal(t, d.tail, h.Tail, "drain %d", i)
+				require.Equal(t, d.lost, h.Drops, "drain %d", i)
+			}
+		})
+	}
 }

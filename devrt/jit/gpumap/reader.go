@@ -3,6 +3,7 @@ package gpumap
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 )
@@ -103,21 +104,37 @@ func (m Map) HashEntries(r Region) ([]Entry, error) {
 	return out, nil
 }
 
-// RingDrain takes up to max records from a ring whose cursors are kept in
-// the region (TailOffset and StuckOffset of each shard), and advances them
-// past them (RingRead, with the cursors and the losses written back: for a
-// region only this reader writes, as tests and the GPU checks have).
-// Shards are drained in order, each up to max records.
+// RingDrain takes up to max records from each shard of a ring and adds
+// the records it lost to the map's drops. It is for a region no kernel
+// writes any more, which only this reader writes (tests and the GPU
+// checks): each shard's tail is kept in the region (TailOffset), no
+// pending list is. Shards are drained in order, each up to max records,
+// in index order.
+//
+// Each shard is read as RingRead from the stored tail with nothing
+// pending and no bound on the records pending. In a finished region a
+// record claimed and not whole stays so (its block never wrote it, or a
+// stale writer of an earlier lap wrote its slot last), so RingDrain keeps
+// none pending: one with a later record consumed (returned or lost) in
+// the same drain is counted lost, and does not hold up the records after
+// it. Those not whole after the last record consumed are neither returned
+// nor counted: the stored tail stays at the first of them, where the next
+// drain starts again (counting them lost once a later record is consumed
+// or the ring laps them). Over repeated drains each record is returned or
+// counted lost once at most.
 func (m Map) RingDrain(r Region, max int) ([][]byte, error) {
 	var out [][]byte
 	var bad error
 	for s := range uint64(m.ringShards()) {
 		var c RingCursor
 		c.Tail, _ = r.U64(m.TailOffset(s))
-		c.Stuck, _ = r.U64(m.StuckOffset(s))
-		recs, c, lost, err := m.RingRead(r, s, c, max)
-		_ = r.PutU64(m.TailOffset(s), c.Tail)
-		_ = r.PutU64(m.StuckOffset(s), c.Stuck)
+		recs, next, lost, err := m.ringRead(r, s, c, max, -1)
+		tail, p := next.Tail, next.Pending
+		for len(p) > 0 && p[len(p)-1] == tail-1 {
+			p, tail = p[:len(p)-1], tail-1 // after the last record consumed
+		}
+		lost += uint64(len(p))
+		_ = r.PutU64(m.TailOffset(s), tail)
 		if lost > 0 {
 			_, _ = r.addU64(m.Offset+OffDrops, lost)
 		}
@@ -140,74 +157,167 @@ func (m Map) RingHead(r Region) uint64 {
 
 func (m Map) ringShards() uint32 { return max(m.Shards, 1) }
 
+// MaxPending bounds RingCursor.Pending. The records of a shard claimed
+// and not written yet are bounded by the thread blocks resident on the
+// SMs that share it (a probe claims an index when a block starts and
+// writes the record when it ends): on a 132-SM GPU with 32 shards (SM s
+// writes shard s % 32), at most 5 SMs of up to 32 blocks each, 160; with
+// one shard, 132 * 32 = 4224 (a 148-SM GPU: 4736). The rest is slack for
+// slots a stale writer of an earlier lap wrote last, which stay pending
+// until the lap after claims them again.
+const MaxPending = 8192
+
 // RingCursor is a reader's place in one shard of a ring, which the reader
 // keeps (devrt's copy of the region overwrites whatever the host would
-// write into it): Tail, the records it has consumed; Stuck, when the read
-// before stopped at record Tail, unreadable while later records were
-// whole, the last of those + 1.
-type RingCursor struct{ Tail, Stuck uint64 }
+// write into it). A probe claims a record's index (the shard's head) when
+// a thread block starts and writes the record when the block ends, so a
+// claimed record may stay not whole for the block's whole life (up to
+// minutes for a persistent kernel) while records claimed after it are
+// written and read.
+//
+// Tail: the records before it were consumed (returned or counted lost)
+// or are in Pending. Pending: the indexes below Tail claimed but not
+// whole at the last read, ascending, at most MaxPending. Each stays
+// pending until it is whole (then returned) or its slot is claimed again
+// a lap later (then counted lost): a record is never counted lost while
+// its slot can still be written.
+//
+// The zero cursor starts at the shard's first record. RingRead takes a
+// cursor it did not return too: its Pending sorted, duplicates and
+// indexes at or past Tail dropped, the lowest beyond MaxPending counted
+// lost.
+type RingCursor struct {
+	Tail    uint64
+	Pending []uint64
+}
 
 // RingRead takes up to max records from shard shard of a ring (0 for a
-// ring of one), in order, from c, and returns the cursor past them and the
-// records lost on the way. It stops at the first record not written yet,
-// or whose check does not match its bytes (its stores are not all visible
-// yet; RecCheck), unless a record after it was whole at the read before:
-// a record reserved earlier and still unreadable a read later had its slot
-// written last by a writer of an earlier lap (the device claims nothing;
-// the ring lapped within one burst), and is lost. Records the device
-// overwrote before they were read (the ring is a lap ahead, a slot's seq
-// is past the record, or changed while its payload was copied) and
-// records with an impossible length are skipped and counted as lost. It
-// never writes the region.
+// ring of one) from c, and returns them, the cursor past them and the
+// records lost on the way. It never writes the region. A head behind
+// the cursor's Tail is a region made anew (its records start again at
+// 0): the read starts there, with nothing pending.
+//
+// First it looks at c's pending records, in order: one whose slot was
+// claimed again a lap later (the shard's head more than a lap past it) is
+// lost, one whole is returned, one overwritten is lost, the others stay
+// pending. Then the records more than a lap behind the head, which the
+// device overwrote before they were read, are lost, and Tail moves up to
+// a lap behind it. Then it takes the records from Tail to the head: whole
+// ones are returned; overwritten ones (a slot's seq past the record, or
+// changed while its payload was copied) and ones with an impossible
+// length (the error returned, the first of them) are lost; ones not
+// whole (claimed and not written yet, written but a check that does not
+// match its bytes: its stores are not all visible yet, RecCheck; or its
+// slot written last by a stale writer of an earlier lap) are added to
+// Pending and passed. With MaxPending pending it stops at the next record
+// not whole, which stays at Tail: back-pressure, nothing is lost until
+// the ring laps it.
+//
+// Records are not returned in index order: pending ones (from the reads
+// before) come first. It stops once max records are returned; pending
+// records it did not look at yet stay pending. The cursor returned shares
+// no memory with c. On an error before anything is read (not a ring, no
+// such shard, a region too small) it returns c as it was.
 func (m Map) RingRead(r Region, shard uint64, c RingCursor, max int) (recs [][]byte, next RingCursor, lost uint64, err error) {
-	tail := c.Tail
+	return m.ringRead(r, shard, c, max, MaxPending)
+}
+
+// ringRead is RingRead with at most maxPending records pending (no bound
+// when negative).
+func (m Map) ringRead(r Region, shard uint64, c RingCursor, max, maxPending int) (recs [][]byte, next RingCursor, lost uint64, err error) {
 	if m.Type != Ringbuf {
-		return nil, c, 0, fmt.Errorf("map %q is a %s, not a ring", m.Name, m.Type)
+		return nil, c.clone(), 0, fmt.Errorf("map %q is a %s, not a ring", m.Name, m.Type)
 	}
 	if shard >= uint64(m.ringShards()) {
-		return nil, c, 0, fmt.Errorf("map %q has %d shards, not %d", m.Name, m.ringShards(), shard+1)
+		return nil, c.clone(), 0, fmt.Errorf("map %q has %d shards, not %d", m.Name, m.ringShards(), shard+1)
 	}
 	if err := r.check(m.Offset, HeaderSize+m.DataSize); err != nil {
-		return nil, c, 0, fmt.Errorf("map %q: %w", m.Name, err)
+		return nil, c.clone(), 0, fmt.Errorf("map %q: %w", m.Name, err)
 	}
 	slots := m.ShardSlots()
 	head := r.load64(m.HeadOffset(shard))
-	if head > tail && head-tail > slots {
-		lost += head - slots - tail
-		tail = head - slots
+	if head < c.Tail {
+		// a head behind the cursor: the region was made anew (a
+		// process's devrt reuses it), its records start again at 0
+		c = RingCursor{}
 	}
+	in, dropped := c.pending()
+	lost += dropped
+	var pend []uint64
 	var bad error
-	for tail < head && len(recs) < max {
-		rec, st, err := m.ringRecord(r, shard, tail)
+	// take returns record i or counts it lost; false: not whole yet
+	take := func(i uint64) bool {
+		rec, st, err := m.ringRecord(r, shard, i)
 		switch {
 		case err != nil:
 			if bad == nil {
 				bad = err
 			}
 			lost++
-			tail++
 		case st == recWhole:
 			recs = append(recs, rec)
-			tail++
 		case st == recGone:
 			lost++
-			tail++
-		case tail+1 < c.Stuck:
-			lost++ // a writer of an earlier lap wrote it last
-			tail++
 		default:
-			stuck := uint64(0)
-			if w, ok := m.lastWhole(r, shard, tail, head); ok {
-				stuck = w + 1
-			}
-			return recs, RingCursor{Tail: tail, Stuck: stuck}, lost, bad
+			return false
+		}
+		return true
+	}
+	i := 0
+	for ; i < len(in) && len(recs) < max; i++ {
+		p := in[i]
+		if head > p && head-p > slots {
+			lost++ // its slot was claimed a lap later
+			continue
+		}
+		if !take(p) {
+			pend = append(pend, p)
 		}
 	}
-	next = RingCursor{Tail: tail}
-	if tail+1 < c.Stuck {
-		next.Stuck = c.Stuck // stopped by max: still known stale up to there
+	pend = append(pend, in[i:]...) // not looked at: max records returned
+	tail := c.Tail
+	if head > tail && head-tail > slots {
+		lost += head - slots - tail
+		tail = head - slots
 	}
-	return recs, next, lost, bad
+	for tail < head && len(recs) < max {
+		if !take(tail) {
+			if maxPending >= 0 && len(pend) >= maxPending {
+				return recs, RingCursor{Tail: tail, Pending: pend}, lost, bad
+			}
+			pend = append(pend, tail)
+		}
+		tail++
+	}
+	return recs, RingCursor{Tail: tail, Pending: pend}, lost, bad
+}
+
+// clone is c with a Pending of its own.
+func (c RingCursor) clone() RingCursor {
+	return RingCursor{Tail: c.Tail, Pending: slices.Clone(c.Pending)}
+}
+
+// pending is c.Pending made valid (ascending, no duplicates, below Tail,
+// at most MaxPending: the highest), and the indexes beyond MaxPending it
+// dropped. It is c.Pending itself when that is valid: not to be written.
+func (c RingCursor) pending() ([]uint64, uint64) {
+	p := c.Pending
+	ok := len(p) <= MaxPending
+	for i := 0; ok && i < len(p); i++ {
+		ok = p[i] < c.Tail && (i == 0 || p[i-1] < p[i])
+	}
+	if ok {
+		return p, 0
+	}
+	p = slices.Clone(p)
+	slices.Sort(p)
+	p = slices.Compact(p)
+	n, _ := slices.BinarySearch(p, c.Tail)
+	p = p[:n]
+	if len(p) > MaxPending {
+		return p[len(p)-MaxPending:], uint64(len(p) - MaxPending)
+	}
+	return p, 0
 }
 
 // What a ring slot holds for the record a reader expects there.
@@ -242,17 +352,6 @@ func (m Map) ringRecord(r Region, shard, i uint64) ([]byte, int, error) {
 		return nil, recNotYet, nil
 	}
 	return rec, recWhole, nil
-}
-
-// lastWhole returns the last whole record of shard shard after i (up to
-// head), if any.
-func (m Map) lastWhole(r Region, shard, i, head uint64) (uint64, bool) {
-	for j := head; j > i+1; j-- {
-		if _, st, err := m.ringRecord(r, shard, j-1); err == nil && st == recWhole {
-			return j - 1, true
-		}
-	}
-	return 0, false
 }
 
 // load64 reads a word the device may be writing (an atomic load: the
