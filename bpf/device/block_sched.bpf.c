@@ -5,16 +5,25 @@
  * block_sched.bpf.c - when each thread block of every kernel was scheduled
  * and how long it ran, and on which SM. The block's state is in its own
  * shared memory (gx_blk, a per-block array, zero when the block starts):
- * thread 0's entry probe writes its start; every exit adds the lanes it
- * stands for; the exit that completes the block's threads writes a struct
- * gpuext_dev_block to gx_block_ring. The SM and kernel come from that exit
- * (a block never leaves its SM). Nothing is searched for or freed, no
- * block is counted twice, and the only global memory a block touches is
- * its one ring record: each global access the last warp waits for
- * delays the block's retirement. The record names its launch (%gridid),
- * so the receiver groups blocks by launch in whatever order the ring's
- * shards hand them over, and its weight (block sampling: the blocks of
- * its launch it stands for).
+ * thread 0's entry probe writes its start and claims the block's record
+ * in gx_block_ring (gpuext_ring_claim: an index, its atomic not waited
+ * for, carried in thread 0's register to its exit); thread 0's exit
+ * publishes the index; every exit adds the lanes it stands for; the exit
+ * that completes the block's threads writes a struct gpuext_dev_block at
+ * that index (gpuext_ring_output_at). The record's kernel comes from that
+ * exit, its SM from thread 0's entry (a block can move with preemption;
+ * the claim's shard is the entry's). Nothing is searched for or freed, no
+ * block is counted twice, and the last warp touches global memory only to
+ * store its record, waiting for nothing: when it took the index itself, it
+ * waited for the atomic before it could store, which delayed the block's
+ * retirement (a short kernel's last blocks, a GEMM's every wave:
+ * devrt/jit/README.md). The record names its launch (%gridid), so the
+ * receiver groups blocks by launch in whatever order the ring's shards
+ * hand them over, and its weight (block sampling: the blocks of its launch
+ * it stands for). A block that outlives a lap of its shard (8192 records
+ * started on the SMs that share it) loses its record, and its late write
+ * costs the record that had taken its slot since (the reader counts both
+ * lost).
  * Receiver: gpu.kernel.block.* (schedule time, duration, SM).
  */
 #include <linux/bpf.h>
@@ -42,21 +51,28 @@ struct {
 	__uint(map_extra, 32);
 } gx_block_ring SEC(".maps");
 
-SEC("gpu/entry/*")
-int block_entry(const struct gpuext_dev_ctx *ctx)
+/* In every thread (gpu/entry_thread): only thread 0 claims, and no shfl
+ * of a leader's result makes a warp wait for the claim's atomic. */
+SEC("gpu/entry_thread/*")
+__u64 block_entry(const struct gpuext_dev_ctx *ctx)
 {
 	__u32 zero = 0;
 	struct gpuext_dev_block_state *st;
+	__u64 sm;
 
 	/* Thread 0 starts with its block (all of a block's warps are placed
-	 * at once); a plain store to shared memory, no warp waits. */
+	 * at once); plain stores to shared memory, no warp waits. */
 	if (!gpuext_first_thread())
-		return 0;
+		return GPUEXT_RING_NO_CLAIM;
 	st = bpf_map_lookup_elem(&gx_blk, &zero);
 	if (!st)
-		return 0;
+		return GPUEXT_RING_NO_CLAIM;
 	st->start_ns = bpf_get_globaltimer();
-	return 1;
+	/* one read: the claim's shard and the record's (the SM can change
+	 * with preemption between two reads) */
+	sm = bpf_get_sm_id();
+	st->sm = sm;
+	return gpuext_ring_claim(&gx_block_ring, sm);
 }
 
 SEC("gpu/exit/*")
@@ -71,17 +87,21 @@ int block_exit(const struct gpuext_dev_ctx *ctx)
 	st = bpf_map_lookup_elem(&gx_blk, &zero);
 	if (!st)
 		return 0;
-	/* fetching: the last exit sees thread 0's start */
+	/* thread 0 (its exit's leader: the lowest lane) publishes its claim,
+	 * before its count releases it to the last exit */
+	if (ctx->entry_ret != GPUEXT_RING_NO_CLAIM)
+		st->index = ctx->entry_ret;
+	/* fetching: the last exit sees thread 0's start and claim */
 	if (__sync_fetch_and_add(&st->lanes_done, (__u32)lanes) + lanes < threads)
 		return 0;
 	rec.kernel_id = ctx->kernel_id;
 	rec.block = gpuext_block_linear();
 	rec.start_ns = st->start_ns;
 	rec.end_ns = bpf_get_globaltimer();
-	rec.smid = bpf_get_sm_id();
+	rec.smid = st->sm;
 	rec.threads = threads;
 	rec.weight = gpuext_block_weight();
 	rec.grid_id = gpuext_grid_id();
-	bpf_ringbuf_output(&gx_block_ring, &rec, sizeof(rec), 0);
+	gpuext_ring_output_at(&gx_block_ring, st->sm, st->index, &rec, sizeof(rec));
 	return 1;
 }

@@ -7,7 +7,10 @@
  * and 130 that devrt/jit also accepts).
  *
  * Sections: SEC("gpu/entry/<kernel>"), "gpu/entry_block0/<kernel>" (an
- * entry probe that runs in block (0, 0, 0) only), "gpu/exit/<kernel>",
+ * entry probe that runs in block (0, 0, 0) only), "gpu/entry_thread/<kernel>"
+ * (an entry probe that runs in every thread, with no leader elected, even
+ * at warp level: what it returns, carried to the exits as entry_ret, is
+ * each thread's own, and nothing waits for it until an exit reads it), "gpu/exit/<kernel>",
  * "gpu/load/<kernel>", "gpu/store/<kernel>" (or bpftime's "kprobe/<kernel>"
  * and "kretprobe/<kernel>"); <kernel> is a mangled name or a glob ("*").
  * The program gets a const struct gpuext_dev_ctx * in r1.
@@ -43,6 +46,9 @@ static __u64 (*gpuext_block_linear)(void) = (void *)GPUEXT_HELPER_BLOCK_LINEAR;
 static __u64 (*gpuext_active_lanes)(void) = (void *)GPUEXT_HELPER_ACTIVE_LANES;
 static __u64 (*gpuext_grid_id)(void) = (void *)GPUEXT_HELPER_GRID_ID;
 static __u64 (*gpuext_block_weight)(void) = (void *)GPUEXT_HELPER_BLOCK_WEIGHT;
+static __u64 (*gpuext_ring_claim)(void *ring, __u64 sm) = (void *)GPUEXT_HELPER_RING_CLAIM;
+static long (*gpuext_ring_output_at)(void *ring, __u64 sm, __u64 index, const void *data, __u64 size) =
+	(void *)GPUEXT_HELPER_RING_OUTPUT_AT;
 
 /* gpuext_thread_linear - the thread's index inside its block (x fastest). */
 static __always_inline __u64 gpuext_thread_linear(void)

@@ -1095,7 +1095,24 @@ enum gpuext_dev_helper {
 	                                   * (block_sample, or the launch's own under
 	                                   * blocks_per_launch); a probe that counts
 	                                   * multiplies by it */
+	GPUEXT_HELPER_RING_CLAIM = 547,   /* u64 (ring, u64 sm): the next record index
+	                                   * of SM sm's shard (sm % shards: pass
+	                                   * bpf_get_sm_id(), read once), taken without
+	                                   * waiting for the atomic, so a block's thread
+	                                   * 0 can claim at entry, carrying the index in
+	                                   * a register to its exit (gpu/entry_thread),
+	                                   * and its last warp write the record at exit;
+	                                   * of the lanes of a warp that call it
+	                                   * together the lowest claims, the others get
+	                                   * GPUEXT_RING_NO_CLAIM */
+	GPUEXT_HELPER_RING_OUTPUT_AT = 548, /* long (ring, u64 sm, u64 index, data, size):
+	                                     * writes record index of SM sm's shard (the
+	                                     * claim's sm); -ENOENT, nothing written, for
+	                                     * GPUEXT_RING_NO_CLAIM */
 };
+
+/* The index gpuext_ring_claim gives a lane that claimed nothing. */
+#define GPUEXT_RING_NO_CLAIM (~0ULL)
 
 /* "GMP2": the maps of 2026-11-27 on (block records with weights, the
  * header's blocks_per_launch); "GMAP" before: a region of those is
@@ -1217,10 +1234,12 @@ struct gpuext_gpuring_rec {
  * block's shared memory, zero when the block starts). */
 struct gpuext_dev_block_state {
 	__u64 start_ns;   /* %globaltimer at thread 0's entry probe */
+	__u64 index;      /* the block's ring record, claimed at thread 0's entry
+	                   * (gpuext_ring_claim), published by thread 0's exit */
+	__u32 sm;         /* thread 0's SM at the claim (the record's shard) */
 	__u32 lanes_done; /* threads of the block that reached an exit (32 bits:
 	                   * shared memory has native 32-bit atomics; a 64-bit
 	                   * add is a compare-and-swap loop the warps queue on) */
-	__u32 _pad;
 };
 
 /* block_sched: one finished thread block (ring gx_block_ring). 48 bytes. */

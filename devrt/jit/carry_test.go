@@ -14,24 +14,25 @@ func TestCarry(t *testing.T) {
 	c, err := Compile([]*Object{loadProbe(t, "block_sched"), loadProbe(t, "sm_load"), loadProbe(t, "warp_occupancy"), loadProbe(t, "launch_latency")}, Options{})
 	require.NoError(t, err)
 	type got struct {
-		Name, Carry string
-		Returns     bool
+		Name, Carry        string
+		Returns, PerThread bool
 	}
 	var g []got
 	for _, p := range c.Probes {
-		g = append(g, got{p.Name, p.Carry, p.Returns})
+		g = append(g, got{p.Name, p.Carry, p.Returns, p.PerThread})
 	}
 	require.Equal(t, []got{
-		{"block_entry", "", false},
-		{"block_exit", "", false}, // reads kernel_id only
-		{"sm_entry", "", true},
-		{"sm_exit", "__gpuext_probe_2", false},
-		{"occ_entry", "", true},
-		{"occ_exit", "__gpuext_probe_4", false},
-		{"launch_entry", "", false},
+		{"block_entry", "", true, true}, // gpu/entry_thread: its claim, per thread
+		{"block_exit", "__gpuext_probe_0", false, false},
+		{"sm_entry", "", true, false},
+		{"sm_exit", "__gpuext_probe_2", false, false},
+		{"occ_entry", "", true, false},
+		{"occ_exit", "__gpuext_probe_4", false, false},
+		{"launch_entry", "", false, false},
 	}, g)
 	require.Contains(t, c.PTX, ".func (.param .b64 __gx_ret) __gpuext_probe_2(")
-	require.Contains(t, c.PTX, ".func __gpuext_probe_0(")
+	require.Contains(t, c.PTX, ".func (.param .b64 __gx_ret) __gpuext_probe_0(")
+	require.Contains(t, c.PTX, ".func __gpuext_probe_1(")
 
 	// another kernel glob: no pairing
 	exitReads := asm.Instructions{asm.LoadMem(asm.R0, asm.R1, 8, asm.DWord), asm.Return()}

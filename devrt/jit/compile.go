@@ -44,6 +44,9 @@ type Probe struct {
 	Returns bool
 	// FirstBlock (entry) runs in block (0, 0, 0) only (Program.FirstBlock).
 	FirstBlock bool
+	// PerThread (entry) runs in every thread even at warp level
+	// (Program.PerThread).
+	PerThread bool
 }
 
 // Compiled is a probe set: the PTX fragment, where its functions attach and
@@ -172,7 +175,7 @@ func Compile(objs []*Object, opt Options) (*Compiled, error) {
 		}
 		p := c.progs[i]
 		c.Probes = append(c.Probes, Probe{Index: i, Name: p.Name, Section: p.Section, Site: p.Site, Kernel: p.Kernel,
-			FirstBlock: p.FirstBlock, Func: ProbeFunc(i)})
+			FirstBlock: p.FirstBlock, PerThread: p.PerThread, Func: ProbeFunc(i)})
 	}
 	for i := range c.progs {
 		if e := carriedEntry(c.progs, i); e >= 0 {

@@ -5,7 +5,9 @@
 // Input is an eBPF ELF object from clang -target bpf (read with
 // cilium/ebpf's ELF reader; nothing is loaded into the kernel). Section
 // names say where a program runs: gpu/entry/<kernel>,
-// gpu/entry_block0/<kernel> (block 0 of a launch only), gpu/exit/<kernel>,
+// gpu/entry_block0/<kernel> (block 0 of a launch only),
+// gpu/entry_thread/<kernel> (every thread, no leader, even at warp level),
+// gpu/exit/<kernel>,
 // gpu/load/<kernel>, gpu/store/<kernel>, or bpftime's kprobe/<kernel>
 // (entry) and kretprobe/<kernel> (exit); <kernel> is a mangled name or a
 // glob. Maps are declared as usual, with the GPU map types of gpuext_abi.h

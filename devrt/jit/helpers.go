@@ -23,6 +23,8 @@ const (
 	HelperActiveLanes   = 544
 	HelperGridID        = 545
 	HelperBlockWeight   = 546
+	HelperRingClaim     = 547
+	HelperRingOutputAt  = 548
 )
 
 // helperNames is every helper the verifier accepts.
@@ -47,6 +49,8 @@ var helperNames = map[int64]string{
 	HelperActiveLanes:   "get_active_lanes",
 	HelperGridID:        "get_grid_id",
 	HelperBlockWeight:   "get_block_weight",
+	HelperRingClaim:     "ring_claim",
+	HelperRingOutputAt:  "ring_output_at",
 }
 
 // scalarHelperMax is the largest value a helper without arguments returns

@@ -372,6 +372,15 @@ func (m *machine) call(r *[11]uint64, pc int) (uint64, error) {
 		}
 		res, err := mp.RingOutputSM(rg, uint64(m.env.SMID), append([]byte(nil), d...))
 		return uint64(res), err
+	case HelperRingClaim:
+		return mp.RingClaimSM(rg, r[2])
+	case HelperRingOutputAt:
+		d, err := m.mem(r[4], int(ci.size))
+		if err != nil {
+			return 0, err
+		}
+		res, err := mp.RingOutputAt(rg, r[2], r[3], append([]byte(nil), d...))
+		return uint64(res), err
 	}
 	return 0, fmt.Errorf("helper %d", in.Imm)
 }

@@ -53,16 +53,32 @@ type Program struct {
 	// Probe.FirstBlock), so a probe of the launch's start costs the
 	// others' warps a uniform test, not its body.
 	FirstBlock bool
-	Insns      []Insn
+	// PerThread (an entry program of section gpu/entry_thread/<k>) runs in
+	// every thread, with no leader elected, even at warp level; what it
+	// returns, carried to the exits (ctx->entry_ret), is each thread's
+	// own, and no shfl waits for it: a value that only one thread needs
+	// at its exit, such as the ring record block_sched's thread 0 claims
+	// at entry, costs the block no wait before its work.
+	PerThread bool
+	Insns     []Insn
 }
 
-// firstBlockEntry is the site of gpu/entry_block0/<k>.
-const firstBlockEntry = "entry_block0"
+// firstBlockEntry is the site of gpu/entry_block0/<k>, threadEntry of
+// gpu/entry_thread/<k>.
+const (
+	firstBlockEntry = "entry_block0"
+	threadEntry     = "entry_thread"
+)
 
 // FirstBlockSection tells whether sec attaches an entry probe to block
 // (0, 0, 0) only.
 func FirstBlockSection(sec string) bool {
 	return strings.HasPrefix(sec, "gpu/"+firstBlockEntry+"/")
+}
+
+// ThreadSection tells whether sec attaches an entry probe run per thread.
+func ThreadSection(sec string) bool {
+	return strings.HasPrefix(sec, "gpu/"+threadEntry+"/")
 }
 
 // Object is the probe programs and maps of one eBPF ELF object.
@@ -78,7 +94,8 @@ type Object struct {
 // gpu/entry/<k>, gpu/exit/<k>, gpu/load/<k>, gpu/store/<k>, and bpftime's
 // kprobe/<k> (entry) and kretprobe/<k> (exit). <k> is a mangled kernel name
 // or a path.Match glob. gpu/entry_block0/<k> is an entry probe that runs in
-// block (0, 0, 0) of each launch only (FirstBlockSection).
+// block (0, 0, 0) of each launch only (FirstBlockSection), gpu/entry_thread/<k>
+// one that runs in every thread (ThreadSection).
 func ParseSection(sec string) (Site, string, error) {
 	var site Site
 	var rest string
@@ -86,10 +103,10 @@ func ParseSection(sec string) (Site, string, error) {
 	case strings.HasPrefix(sec, "gpu/"):
 		kind, k, ok := strings.Cut(strings.TrimPrefix(sec, "gpu/"), "/")
 		if !ok {
-			return 0, "", fmt.Errorf("section %q: want gpu/<entry|entry_block0|exit|load|store>/<kernel>", sec)
+			return 0, "", fmt.Errorf("section %q: want gpu/<entry|entry_block0|entry_thread|exit|load|store>/<kernel>", sec)
 		}
 		switch kind {
-		case "entry", firstBlockEntry:
+		case "entry", firstBlockEntry, threadEntry:
 			site = SiteEntry
 		case "exit":
 			site = SiteExit
@@ -98,7 +115,7 @@ func ParseSection(sec string) (Site, string, error) {
 		case "store":
 			site = SiteStore
 		default:
-			return 0, "", fmt.Errorf("section %q: unknown site %q (entry, entry_block0, exit, load, store)", sec, kind)
+			return 0, "", fmt.Errorf("section %q: unknown site %q (entry, entry_block0, entry_thread, exit, load, store)", sec, kind)
 		}
 		rest = k
 	case strings.HasPrefix(sec, "kprobe/"):
@@ -183,7 +200,7 @@ func FromSpec(spec *ebpf.CollectionSpec) (*Object, error) {
 		}
 		lineInfo(ps.Instructions, insns)
 		obj.Programs = append(obj.Programs, Program{Name: n, Section: ps.SectionName, Site: site, Kernel: kernel,
-			FirstBlock: FirstBlockSection(ps.SectionName), Insns: insns})
+			FirstBlock: FirstBlockSection(ps.SectionName), PerThread: ThreadSection(ps.SectionName), Insns: insns})
 	}
 	if len(obj.Programs) == 0 {
 		return nil, fmt.Errorf("object has no device probe programs")

@@ -21,11 +21,12 @@ func TestParseSection(t *testing.T) {
 		{"gpu/load/triton_*", SiteLoad, "triton_*", ""},
 		{"gpu/store/k", SiteStore, "k", ""},
 		{"gpu/entry_block0/*", SiteEntry, "*", ""},
+		{"gpu/entry_thread/k*", SiteEntry, "k*", ""},
 		{"kprobe/_Z3foov", SiteEntry, "_Z3foov", ""},
 		{"kretprobe/_Z3foov", SiteExit, "_Z3foov", ""},
 		{"gpu/entry/", 0, "", `section "gpu/entry/" names no kernel (use * for every kernel)`},
-		{"gpu/enter/k", 0, "", `section "gpu/enter/k": unknown site "enter" (entry, entry_block0, exit, load, store)`},
-		{"gpu/entry", 0, "", `section "gpu/entry": want gpu/<entry|entry_block0|exit|load|store>/<kernel>`},
+		{"gpu/enter/k", 0, "", `section "gpu/enter/k": unknown site "enter" (entry, entry_block0, entry_thread, exit, load, store)`},
+		{"gpu/entry", 0, "", `section "gpu/entry": want gpu/<entry|entry_block0|entry_thread|exit|load|store>/<kernel>`},
 		{"gpu/exit/[", 0, "", `section "gpu/exit/[": bad kernel glob: syntax error in pattern`},
 		{"uprobe/x", 0, "", `section "uprobe/x" is not a device probe (gpu/<site>/<kernel>, kprobe/<kernel>, kretprobe/<kernel>)`},
 	} {
@@ -38,6 +39,7 @@ func TestParseSection(t *testing.T) {
 		require.Equal(t, c.site, site)
 		require.Equal(t, c.kernel, k)
 		require.Equal(t, c.sec == "gpu/entry_block0/*", FirstBlockSection(c.sec), c.sec)
+		require.Equal(t, c.sec == "gpu/entry_thread/k*", ThreadSection(c.sec), c.sec)
 	}
 	p := Program{Kernel: "triton_*"}
 	require.True(t, p.MatchKernel("triton_poi_fused_add_0"))
@@ -57,7 +59,7 @@ func TestLoadObject(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	require.Equal(t, []string{"alu32", "alu64", "array_ops", "atomics", "atomics_fetch", "bswap", "ctx_read", "ctx_var", "dims", "divmod",
-		"hash_ops", "jumps", "ldimm64", "per_copy", "props", "ring_map", "ring_out", "ring_out4", "stack_loop", "weight"}, names)
+		"hash_ops", "jumps", "ldimm64", "per_copy", "props", "ring_claim", "ring_map", "ring_out", "ring_out4", "stack_loop", "weight"}, names)
 	require.Equal(t, []gpumap.Def{
 		{Name: ".bss", Type: gpumap.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
 		{Name: "t_arr", Type: gpumap.Array, KeySize: 4, ValueSize: 8, MaxEntries: 8},

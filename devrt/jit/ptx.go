@@ -46,6 +46,9 @@ type gen struct {
 	// elected: the current program's body runs in one elected lane of
 	// each warp (warp level, not laneUniform)
 	elected bool
+	// perThread: the current program runs for each thread (Options.
+	// PerThread, or a gpu/entry_thread program): a run stands for one lane
+	perThread bool
 }
 
 func (g *gen) f(format string, args ...any) {
@@ -194,7 +197,7 @@ func helperArgBytes(c *Compiled, id int64, ci callInfo, a int) int {
 	switch id {
 	case HelperBlockIdx, HelperBlockDim, HelperThreadIdx, HelperGridDim:
 		return 8
-	case HelperRingbufOutput:
+	case HelperRingbufOutput, HelperRingOutputAt:
 		return int(ci.size)
 	}
 	m := c.Layout.Maps[ci.m]
@@ -335,7 +338,8 @@ func (g *gen) probe(name string, withRet bool) error {
 		slots, g.sregs = stackInRegs(p, g.c)
 	}
 	// warp: the body runs in an elected leader, whose r0 the lanes share
-	warp := !g.c.Opts.PerThread && !laneUniform(p, stack && !g.sregs)
+	g.perThread = g.c.Opts.PerThread || p.PerThread
+	warp := !g.perThread && !laneUniform(p, stack && !g.sregs)
 	g.elected = warp
 	done := DoneLabel(g.pi)
 	fmt.Fprintf(&g.b, "\n// %s: program %s (section %s)\n", name, p.Name, p.Section)
@@ -1258,7 +1262,7 @@ func (g *gen) call(i int, in Insn) error {
 	case HelperBlockWeight:
 		g.blockWeight()
 	case HelperActiveLanes:
-		if g.c.Opts.PerThread {
+		if g.perThread {
 			g.f("mov.b64 %%gr0, 1;")
 		} else {
 			g.f("popc.b32 %%gw3, %%gmask;")
@@ -1369,18 +1373,38 @@ func (g *gen) call(i int, in Insn) error {
 		g.f("@%%gp0 bra %s;", end)
 		g.f("%s.add.u64 [%%gt3], %%gr3;", red)
 		g.f("mov.b64 %%gr0, 0;")
-	case HelperRingbufOutput:
+	case HelperRingClaim:
+		g.ringClaim(m, "%gr2")
+	case HelperRingbufOutput, HelperRingOutputAt:
+		// ringbuf_output (ring, data, size, flags); ring_output_at (ring,
+		// sm, index, data, size): the index one ring_claim took on SM sm.
+		data, src := ci.args[1], "%gr2"
+		if in.Imm == HelperRingOutputAt {
+			data, src = ci.args[3], "%gr4"
+		}
 		// A payload in registers is hashed while the index's atomic is in
 		// flight: only seq's multiply waits for it. A payload in memory
 		// may change under the writer: it is hashed as it is copied.
-		early := g.stackPayload(ci.args[1])
-		g.ringReserve(m, "%gt1", func() {
+		early := g.stackPayload(data)
+		hash := func() {
 			if early {
-				g.hashRecord(ci.args[1], "%gr2", "", int(ci.size))
+				g.hashRecord(data, src, "", int(ci.size))
 			}
-		})
-		// %gt1: record index + 1 in this SM's shard; its slot: the
-		// shard's slots + (index % shard slots) * stride
+		}
+		shard := "%smid"
+		if in.Imm == HelperRingOutputAt {
+			// index ~0: no claim (another lane of the claiming warp's)
+			g.f("mov.b64 %%gr0, %d;", -gpumap.ENOENT)
+			g.f("setp.eq.u64 %%gp0, %%gr3, -1;")
+			g.f("@%%gp0 bra %s;", end)
+			hash()
+			g.f("add.s64 %%gt1, %%gr3, 1;")
+			shard = "%gr2"
+		} else {
+			g.ringReserve(m, "%gt1", hash)
+		}
+		// %gt1: record index + 1 in the shard; its slot: the shard's
+		// slots + (index % shard slots) * stride
 		g.f("add.s64 %%gt2, %%gt1, -1;")
 		if n := m.ShardSlots(); n&(n-1) == 0 {
 			// ptxas makes rem.u64 a call of its 64-bit division
@@ -1391,7 +1415,11 @@ func (g *gen) call(i int, in Insn) error {
 			g.f("rem.u64 %%gt2, %%gt2, %d;", n)
 		}
 		if m.Shards > 1 {
-			g.f("mov.u32 %%gw4, %%smid;")
+			if shard == "%smid" {
+				g.f("mov.u32 %%gw4, %%smid;")
+			} else {
+				g.f("cvt.u32.u64 %%gw4, %s;", shard)
+			}
 			g.f("and.b32 %%gw4, %%gw4, %d;", m.Shards-1)
 			g.f("mul.wide.u32 %%gt6, %%gw4, %d;", m.ShardSlots())
 			g.f("add.s64 %%gt2, %%gt2, %%gt6;")
@@ -1405,9 +1433,9 @@ func (g *gen) call(i int, in Insn) error {
 		// the record when seq and the check of what it reads agree
 		// (gpumap.RecCheck); a stale writer can only cost records.
 		if early {
-			g.copyPieces(ci.args[1], "%gr2", "%gt2", ".global", gpumap.RecHeaderSize, int(ci.size), true, nil)
+			g.copyPieces(data, src, "%gt2", ".global", gpumap.RecHeaderSize, int(ci.size), true, nil)
 		} else {
-			g.hashRecord(ci.args[1], "%gr2", "%gt2", int(ci.size))
+			g.hashRecord(data, src, "%gt2", int(ci.size))
 		}
 		g.f("shl.b64 %%gt5, %%gt1, 1;") // seq: its two terms
 		g.f("mov.b64 {%%gw4, %%gw5}, %%gt5;")
@@ -1545,6 +1573,45 @@ func (g *gen) hashFunc(mi int, m gpumap.Map) {
 	g.f("st.param.b64 [__gx_ret], %%ht;")
 	g.f("ret;")
 	g.b.WriteString("}\n")
+}
+
+// ringClaim leaves in %gr0 the next record index of the shard of SM sm (a
+// register) of ring m (ring_claim) for the lowest calling lane of the
+// warp, ~0 (no claim) for the others: its atom.add's result is read by nothing here,
+// so the warp does not wait for it until the index is used. A block's
+// thread 0 claims its record at entry (gpu/entry_thread: no election, no
+// shfl of r0) and the block's last warp writes it at exit
+// (ring_output_at), the atomic's latency hidden behind the block's work:
+// where the index is taken at exit, the last warp waits for it before it
+// can store, which on a short kernel's blocks is most of block_sched's
+// cost (devrt/jit/README.md). One lane claims, its add predicated on its
+// lane id: where ptxas cannot tell that one lane adds, it combines the
+// lanes' adds into one and hands each its index with a shfl of the result
+// (VOTEU, ATOMG, SHFL.IDX in the sm_90 SASS), and lanes taking turns in a
+// loop merge their results with a move: either waits for the atomic right
+// there.
+func (g *gen) ringClaim(m gpumap.Map, sm string) {
+	g.f("{")
+	g.f(".reg .b64 %%xb;")
+	g.f(".reg .b32 %%xm, %%xl;")
+	g.f(".reg .pred %%xq;")
+	g.f("mov.b64 %%xb, %%gbase;")
+	if m.Shards > 1 {
+		g.f("cvt.u32.u64 %%gw4, %s;", sm)
+		g.f("and.b32 %%gw4, %%gw4, %d;", m.Shards-1)
+		g.f("mul.wide.u32 %%gt6, %%gw4, %d;", gpumap.ShardHeadStride)
+		g.f("add.s64 %%xb, %%xb, %%gt6;")
+	}
+	g.f("add.s64 %%xb, %%xb, %d;", m.HeadOffset(0))
+	g.f("activemask.b32 %%xm;")
+	g.f("neg.s32 %%xl, %%xm;")
+	g.f("and.b32 %%xl, %%xl, %%xm;")
+	g.f("bfind.u32 %%xl, %%xl;")
+	g.f("mov.u32 %%xm, %%laneid;")
+	g.f("setp.eq.u32 %%xq, %%xm, %%xl;")
+	g.f("mov.b64 %%gr0, -1;")
+	g.f("@%%xq atom.global.add.u64 %%gr0, [%%xb], 1;")
+	g.f("}")
 }
 
 // ringReserve emits, in a scope of its own, the reservation of a record of

@@ -12,7 +12,7 @@ import (
 // TestRejectAsm: every unsafe program is refused before code generation,
 // with its reason and the index of the instruction at fault.
 func TestRejectAsm(t *testing.T) {
-	R0, R1, R2, R3, R4, R10 := asm.R0, asm.R1, asm.R2, asm.R3, asm.R4, asm.R10
+	R0, R1, R2, R3, R4, R5, R10 := asm.R0, asm.R1, asm.R2, asm.R3, asm.R4, asm.R5, asm.R10
 	ret := asm.Return()
 	lookupArr := asm.Instructions{asm.StoreImm(R10, -4, 0, asm.Word), mapLoad(R1, "arr"), asm.Mov.Reg(R2, R10), asm.Add.Imm(R2, -4), asm.FnMapLookupElem.Call()}
 	cases := []struct {
@@ -79,6 +79,28 @@ func TestRejectAsm(t *testing.T) {
 		{"ringbuf record too large", asm.Instructions{asm.StoreImm(R10, -8, 0, asm.Word), asm.StoreImm(R10, -4, 0, asm.Word), mapLoad(R1, "ring"), asm.Mov.Reg(R2, R10),
 			asm.Add.Imm(R2, -8), asm.Mov.Imm(R3, 32), asm.Mov.Imm(R4, 0), asm.FnRingbufOutput.Call(), ret}, 8,
 			`ringbuf_output of 32 bytes into ring "ring" of 16-byte records`},
+		{"claim on an array", asm.Instructions{mapLoad(R1, "arr"), asm.Mov.Imm(R2, 0), asm.BuiltinFunc(HelperRingClaim).Call(), ret}, 3,
+			`ring_claim on array "arr"`},
+		{"claim sm a pointer", asm.Instructions{mapLoad(R1, "ring"), asm.Mov.Reg(R2, R10), asm.BuiltinFunc(HelperRingClaim).Call(), ret}, 3,
+			"r2 (sm) must be a scalar"},
+		{"output_at sm a pointer", asm.Instructions{asm.StoreImm(R10, -8, 0, asm.Word), asm.StoreImm(R10, -4, 0, asm.Word), mapLoad(R1, "ring"), asm.Mov.Reg(R2, R10),
+			asm.Mov.Imm(R3, 0), asm.Mov.Reg(R4, R10), asm.Add.Imm(R4, -8), asm.Mov.Imm(R5, 8), asm.BuiltinFunc(HelperRingOutputAt).Call(), ret}, 9,
+			"r2 (sm) must be a scalar"},
+		{"output_at size not constant", asm.Instructions{asm.StoreImm(R10, -8, 0, asm.Word), asm.StoreImm(R10, -4, 0, asm.Word), asm.LoadMem(R5, R1, 0, asm.Byte),
+			mapLoad(R1, "ring"), asm.Mov.Imm(R2, 0), asm.Mov.Imm(R3, 0), asm.Mov.Reg(R4, R10), asm.Add.Imm(R4, -8), asm.BuiltinFunc(HelperRingOutputAt).Call(), ret}, 9,
+			"ring_output_at size must be a constant in 1..4096"},
+		{"output_at index a pointer", asm.Instructions{asm.StoreImm(R10, -8, 0, asm.Word), asm.StoreImm(R10, -4, 0, asm.Word), mapLoad(R1, "ring"), asm.Mov.Imm(R2, 0),
+			asm.Mov.Reg(R3, R10), asm.Mov.Reg(R4, R10), asm.Add.Imm(R4, -8), asm.Mov.Imm(R5, 8), asm.BuiltinFunc(HelperRingOutputAt).Call(), ret}, 9,
+			"r3 (index) must be a scalar"},
+		{"output_at sm uninitialised", asm.Instructions{asm.StoreImm(R10, -8, 0, asm.Word), asm.StoreImm(R10, -4, 0, asm.Word), mapLoad(R1, "ring"),
+			asm.Mov.Imm(R3, 0), asm.Mov.Reg(R4, R10), asm.Add.Imm(R4, -8), asm.Mov.Imm(R5, 8), asm.BuiltinFunc(HelperRingOutputAt).Call(), ret}, 8,
+			"r2 is not initialised"},
+		{"output_at record too large", asm.Instructions{asm.StoreImm(R10, -8, 0, asm.Word), asm.StoreImm(R10, -4, 0, asm.Word), mapLoad(R1, "ring"), asm.Mov.Imm(R2, 0),
+			asm.Mov.Imm(R3, 0), asm.Mov.Reg(R4, R10), asm.Add.Imm(R4, -8), asm.Mov.Imm(R5, 32), asm.BuiltinFunc(HelperRingOutputAt).Call(), ret}, 9,
+			`ring_output_at of 32 bytes into ring "ring" of 16-byte records`},
+		{"output_at data uninitialised", asm.Instructions{mapLoad(R1, "ring"), asm.Mov.Imm(R2, 0),
+			asm.Mov.Imm(R3, 0), asm.Mov.Reg(R4, R10), asm.Add.Imm(R4, -8), asm.Mov.Imm(R5, 8), asm.BuiltinFunc(HelperRingOutputAt).Call(), ret}, 7,
+			"r4: read of uninitialised stack at fp-8"},
 		{"infinite loop", asm.Instructions{asm.Mov.Imm(R0, 0), asm.Ja.Label("top").WithSymbol("top"), ret}, 1,
 			"loop not bounded (more than 1000000 instructions explored)"},
 		{"unbounded counter", asm.Instructions{asm.LoadMem(R2, R1, 8, asm.DWord), asm.Mov.Imm(R0, 0),

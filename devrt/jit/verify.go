@@ -961,7 +961,7 @@ func (v *verifier) recordCall(i int, ci callInfo) error {
 		prev.args[a].hi = max(prev.args[a].hi, ci.args[a].hi)
 	}
 	if prev.size != ci.size {
-		return v.errf(i, "ringbuf_output size differs between paths (%d, %d)", prev.size, ci.size)
+		return v.errf(i, "ring record size differs between paths (%d, %d)", prev.size, ci.size)
 	}
 	return nil
 }
@@ -1017,7 +1017,7 @@ func (v *verifier) call(s *state, i int, in Insn) error {
 		if id != HelperMapLookup {
 			ret = reg{k: kScalar, umax: math.MaxUint64}
 		}
-	case HelperRingbufOutput:
+	case HelperRingbufOutput, HelperRingOutputAt, HelperRingClaim:
 		m, err := v.mapArg(s, i, 1)
 		if err != nil {
 			return err
@@ -1025,30 +1025,54 @@ func (v *verifier) call(s *state, i int, in Insn) error {
 		ci.m = m
 		d := v.maps[m]
 		if d.Type != gpumap.Ringbuf {
-			return v.errf(i, "ringbuf_output on %s %q", d.Type, d.Name)
+			return v.errf(i, "%s on %s %q", helperNames[id], d.Type, d.Name)
 		}
-		sz, err := v.readReg(s, i, 3)
+		if id == HelperRingClaim { // (ring, sm): an index (the scalar default)
+			if x, err := v.readReg(s, i, 2); err != nil {
+				return err
+			} else if x.k != kScalar {
+				return v.errf(i, "r2 (sm) must be a scalar")
+			}
+			break
+		}
+		// ringbuf_output (ring, data, size, flags); ring_output_at
+		// (ring, sm, index, data, size)
+		data, size := uint8(2), uint8(3)
+		if id == HelperRingOutputAt {
+			data, size = 4, 5
+			for r := uint8(2); r <= 3; r++ {
+				if x, err := v.readReg(s, i, r); err != nil {
+					return err
+				} else if x.k != kScalar {
+					return v.errf(i, "r%d (%s) must be a scalar", r, map[uint8]string{2: "sm", 3: "index"}[r])
+				}
+			}
+		}
+		sz, err := v.readReg(s, i, size)
 		if err != nil {
 			return err
 		}
 		if !sz.isConst() || sz.umin == 0 || sz.umin > gpumap.MaxValue {
-			return v.errf(i, "ringbuf_output size must be a constant in 1..%d", gpumap.MaxValue)
+			return v.errf(i, "%s size must be a constant in 1..%d", helperNames[id], gpumap.MaxValue)
 		}
 		if d.ValueSize != 0 && sz.umin > uint64(d.ValueSize) {
-			return v.errf(i, "ringbuf_output of %d bytes into ring %q of %d-byte records", sz.umin, d.Name, d.ValueSize)
+			return v.errf(i, "%s of %d bytes into ring %q of %d-byte records", helperNames[id], sz.umin, d.Name, d.ValueSize)
 		}
 		ci.size = int64(sz.umin)
-		if ci.args[1], err = v.memArg(s, i, 2, int(sz.umin), false); err != nil {
+		if ci.args[data-1], err = v.memArg(s, i, data, int(sz.umin), false); err != nil {
 			return err
 		}
-		if x, err := v.readReg(s, i, 4); err != nil {
-			return err
-		} else if x.k != kScalar {
-			return v.errf(i, "r4 (flags) must be a scalar")
+		if id == HelperRingbufOutput {
+			if x, err := v.readReg(s, i, 4); err != nil {
+				return err
+			} else if x.k != kScalar {
+				return v.errf(i, "r4 (flags) must be a scalar")
+			}
 		}
 		if ci.size > v.f.ringMax[m] {
 			v.f.ringMax[m] = ci.size
 		}
+		ret = scalarRange(0, math.MaxUint64)
 	case HelperBlockIdx, HelperBlockDim, HelperThreadIdx, HelperGridDim:
 		for a := uint8(1); a <= 3; a++ {
 			acc, err := v.memArg(s, i, a, 8, true)

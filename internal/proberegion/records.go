@@ -93,9 +93,14 @@ type Snapshot struct {
 	// Bad counts records of impossible sizes and occupancy slots holding
 	// another slot's bucket (skipped).
 	Bad int
-	// BlockHead is the block ring's head (records reserved, summed over
-	// its shards): whether the GPU wrote since the last copy (Tracker).
-	BlockHead uint64
+	// BlockDone is the block ring's records this region's reader has
+	// taken or counted lost so far, over its shards (each cursor's Tail
+	// less its Pending): it moves when blocks end, whether their records
+	// came in this read or an earlier one (Tracker). Not the ring's
+	// head, which block_sched's claims move when blocks start: a launch
+	// whose blocks started more than QuietClose ago and end later would
+	// have been closed before its records came.
+	BlockDone uint64
 	// CopyStartNS and CopyEndNS are devrt's times (CLOCK_MONOTONIC) of the
 	// copy of the device's memory this read began from: the contents are
 	// at least as new as the GPU was at CopyStartNS. 0: unknown (no device
@@ -126,16 +131,12 @@ func (r *Region) read(s *Snapshot) error {
 		case MapBlockRing, MapLaunchRing:
 			var recs [][]byte
 			for sh := range uint64(max(m.Shards, 1)) {
-				if m.Name == MapBlockRing {
-					hb, err := reg.Bytes(m.HeadOffset(sh), 8)
-					if err != nil {
-						return err
-					}
-					s.BlockHead += le.Uint64(hb)
-				}
 				k := ringShard{m.Name, sh}
 				rs, cur, lost, _ := m.RingRead(reg, sh, r.tail[k], MaxRecords) // its error: a skipped record, counted as lost
 				r.tail[k] = cur
+				if m.Name == MapBlockRing {
+					s.BlockDone += cur.Tail - uint64(len(cur.Pending))
+				}
 				r.lost[m.Name] += lost
 				recs = append(recs, rs...)
 			}

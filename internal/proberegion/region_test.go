@@ -61,19 +61,18 @@ func TestImbalancedKernel(t *testing.T) {
 	// A read with nothing new: no work in the interval.
 	require.Equal(t, SMBalance{}, tr.SMs(snap.SMs))
 
-	// Runs: open while blocks come; a read of the same copy again (the
-	// head did not move) ends nothing until the head stood still for
-	// QuietClose.
+	// Runs: open while blocks come; a read of the same copy again (no
+	// block ended) ends nothing until none ended for QuietClose.
 	t0 := time.Unix(1000, 0)
-	require.NotZero(t, snap.BlockHead)
-	require.Empty(t, tr.Blocks(snap.Blocks, snap.BlockHead, t0))
+	require.NotZero(t, snap.BlockDone)
+	require.Empty(t, tr.Blocks(snap.Blocks, snap.BlockDone, t0))
 	snap2, err := r.Read()
 	require.NoError(t, err)
 	require.Empty(t, snap2.Blocks)
 	require.Empty(t, snap2.Launches)
-	require.Equal(t, snap.BlockHead, snap2.BlockHead)
-	require.Empty(t, tr.Blocks(snap2.Blocks, snap2.BlockHead, t0.Add(QuietClose-time.Millisecond)))
-	runs := tr.Blocks(snap2.Blocks, snap2.BlockHead, t0.Add(QuietClose))
+	require.Equal(t, snap.BlockDone, snap2.BlockDone)
+	require.Empty(t, tr.Blocks(snap2.Blocks, snap2.BlockDone, t0.Add(QuietClose-time.Millisecond)))
+	runs := tr.Blocks(snap2.Blocks, snap2.BlockDone, t0.Add(QuietClose))
 	require.Len(t, runs, 1)
 	run := runs[0]
 	require.Equal(t, kid, run.KernelID)
@@ -354,9 +353,9 @@ func TestRunsByLaunch(t *testing.T) {
 	require.Len(t, snap.Blocks, 34)
 	tr := NewTracker()
 	t0 := time.Unix(1000, 0)
-	runs := tr.Blocks(snap.Blocks, snap.BlockHead, t0)
+	runs := tr.Blocks(snap.Blocks, snap.BlockDone, t0)
 	require.Empty(t, runs)                      // open until a fresh read without them
-	runs = tr.Blocks(nil, snap.BlockHead+1, t0) // a fresh copy without them
+	runs = tr.Blocks(nil, snap.BlockDone+1, t0) // a fresh copy without them
 	require.Len(t, runs, 3)
 	for i, r := range runs[:2] {
 		require.Equal(t, base+uint64(i)*10_000_000, r.FirstStart)

@@ -70,17 +70,19 @@ const BucketNS = 1 << OccShift
 // is reported one read after its last block; the ring's shards may hand
 // over its blocks in any order, around other launches'. A block id that
 // comes back within a launch (a ring handing over garbage) starts a new
-// run. A read is fresh when the block ring's head moved since the
-// read before: devrt copies the region into its file every 100 ms or so,
-// and the collector reads it more often, so most reads see the same copy
-// again, and a copy taken in the middle of a launch would otherwise end
-// its run there (its remaining blocks then opened a second run, which the
-// next launch's blocks joined). When the head has not moved for
-// QuietClose, the GPU is idle and every open run is over. Launches of one
-// kernel that overlap (several streams) are separate runs.
+// run. A read is fresh when blocks ended since the read before (the
+// block ring's records done, Snapshot.BlockDone, moved): devrt copies the
+// region into its file every 100 ms or so, and the collector reads it
+// more often, so most reads see the same copy again, and a copy taken in
+// the middle of a launch would otherwise end its run there (its remaining
+// blocks then opened a second run, which the next launch's blocks
+// joined). Not the ring's head: block_sched claims a block's record when
+// the block starts, so a copy in which only blocks started is not fresh.
+// When no block has ended for QuietClose, every open run is over.
+// Launches of one kernel that overlap (several streams) are separate runs.
 type Tracker struct {
-	head      uint64    // the block ring's head at the last read
-	moved     time.Time // when it last moved
+	done      uint64    // the block ring's records done at the last read
+	moved     time.Time // when they last moved
 	open      map[launchKey]*openRun
 	sms       map[uint32]SMLoad // totals at the last read
 	occ       map[uint32]*occSM // per SM, its occupancy slots as last read
@@ -137,12 +139,14 @@ func NewTracker() *Tracker {
 	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32]*occSM{}}
 }
 
-// Blocks takes a read's block records and the block ring's head (Snapshot's
-// BlockHead), read at now, and returns the runs it finished.
-func (t *Tracker) Blocks(blocks []Block, head uint64, now time.Time) []Run {
-	fresh := head != t.head
+// Blocks takes a read's block records and the block ring's records done
+// (Snapshot's BlockDone), read at now, and returns the runs it finished: a
+// run is over at a read where blocks ended (done moved) but none of its
+// own, or once done stood still for QuietClose.
+func (t *Tracker) Blocks(blocks []Block, ended uint64, now time.Time) []Run {
+	fresh := ended != t.done
 	if fresh || t.moved.IsZero() {
-		t.head, t.moved = head, now
+		t.done, t.moved = ended, now
 	}
 	over := fresh || now.Sub(t.moved) >= QuietClose
 	var done []Run

@@ -58,6 +58,9 @@ func Cases() []*Case {
 	add(&Case{Name: "ring_map-warp", Object: "classes", Entry: "ring_map", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{96, 1, 1}, Maps: mm})
 	// A ring of four shards, written from many SMs.
 	add(&Case{Name: "ring_out-sharded", Object: "classes", Entry: "ring_out4", Grid: [3]uint32{16, 1, 1}, Block: [3]uint32{64, 1, 1}, Maps: map[string]Mode{"t_ring4": RingSet}})
+	// The same records, each index claimed, then written at it.
+	add(&Case{Name: "ring_claim-warp", Object: "classes", Entry: "ring_claim", Grid: [3]uint32{16, 1, 1}, Block: [3]uint32{64, 1, 1}, Maps: map[string]Mode{"t_ring4": RingSet}})
+	add(&Case{Name: "ring_claim-thread", Object: "classes", Entry: "ring_claim", Grid: [3]uint32{8, 1, 1}, Block: [3]uint32{64, 1, 1}, PerThread: true, Maps: map[string]Mode{"t_ring4": RingSet}})
 	// Per-warp, per-thread and per-SM copies.
 	pm := map[string]Mode{"t_sm": SlotSum}
 	add(&Case{Name: "per_copy-warp", Object: "classes", Entry: "per_copy", Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{96, 1, 1}, Maps: pm})

@@ -312,18 +312,52 @@ func (m Map) RingOutputSM(r Region, sm uint64, data []byte) (int64, error) {
 	if uint32(len(data)) > m.ValueSize {
 		return -E2BIG, nil
 	}
-	shard := sm % uint64(max(m.Shards, 1))
-	head, err := r.addU64(m.HeadOffset(shard), 1)
+	i, err := m.RingClaimSM(r, sm)
 	if err != nil {
 		return 0, err
 	}
-	s := m.ShardSlotOffset(shard, head)
+	return m.RingOutputAt(r, sm, i, data)
+}
+
+// RingClaimSM takes the next record index of SM sm's shard (sm % Shards),
+// as gpuext_ring_claim does on the GPU for a lane that calls it alone in
+// its warp (of lanes that call together, the lowest claims, the others get
+// NoClaim), and returns it; 0 for a map that is not a ring (the verifier
+// lets no program claim in one). Nothing is written:
+// the slot keeps what it held until RingOutputAt (the reader keeps the
+// record pending meanwhile: RingRead).
+func (m Map) RingClaimSM(r Region, sm uint64) (uint64, error) {
+	if m.Type != Ringbuf {
+		return 0, nil
+	}
+	return r.addU64(m.HeadOffset(sm%uint64(max(m.Shards, 1))), 1)
+}
+
+// NoClaim is the index gpuext_ring_claim gives the lanes of a warp but
+// the lowest of those that call it together (one lane claims).
+const NoClaim = ^uint64(0)
+
+// RingOutputAt writes record index of SM sm's shard (one RingClaimSM took
+// on that SM), as gpuext_ring_output_at does: payload, then length and
+// check, then seq. 0, -ENOENT for NoClaim (nothing written), or -E2BIG
+// for a record larger than a slot.
+func (m Map) RingOutputAt(r Region, sm, index uint64, data []byte) (int64, error) {
+	if m.Type != Ringbuf {
+		return -EINVAL, nil
+	}
+	if index == NoClaim {
+		return -ENOENT, nil
+	}
+	if uint32(len(data)) > m.ValueSize {
+		return -E2BIG, nil
+	}
+	s := m.ShardSlotOffset(sm%uint64(max(m.Shards, 1)), index)
 	d, err := r.Bytes(s+RecHeaderSize, uint64(len(data)))
 	if err != nil {
 		return 0, err
 	}
 	copy(d, data)
-	seq := RecCommitted(head + 1)
+	seq := RecCommitted(index + 1)
 	if err := r.PutU32(s+RecLen, uint32(len(data))); err != nil {
 		return 0, err
 	}

@@ -58,7 +58,9 @@ type event struct {
 // Run calls the entry and exit probes of c for every warp of l, in time
 // order, at warp level (one run per warp standing for its 32 lanes), on
 // region; an entry probe of block 0 only (jit.Probe.FirstBlock) in block
-// 0's warps alone, as the patched kernel's other blocks branch around it. Warps get hardware slots per SM in order of their blocks. An exit
+// 0's warps alone, as the patched kernel's other blocks branch around it;
+// a per-thread entry probe (jit.Probe.PerThread) in each of a warp's 32
+// lanes, and the exits, which run in lane 0, carry lane 0's value. Warps get hardware slots per SM in order of their blocks. An exit
 // probe that carries an entry probe (jit.Probe.Carry) gets that probe's
 // return value for the same warp as ctx->entry_ret, as a patched kernel
 // passes it.
@@ -102,23 +104,31 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 				continue // (a first-block probe: the other blocks branch around its site)
 			}
 			tm := e.t
-			env := &jit.Env{
-				BlockIdx: [3]uint32{e.b.Block, 0, 0}, BlockDim: [3]uint32{l.Threads, 1, 1},
-				GridDim: [3]uint32{l.Grid, 1, 1}, ThreadIdx: [3]uint32{e.warp * 32, 0, 0},
-				SMID: e.b.SM, NSMID: l.NSM, WarpID: e.slot, LaneID: 0, ActiveLanes: 32, GridID: grid,
-				Timer: func() uint64 { return tm }, Block: shared[e.b.Block],
+			// a gpu/entry_thread probe runs in each lane; the exits,
+			// at warp level, run in lane 0 and carry its value
+			lanes, active := uint32(1), uint32(32)
+			if p.PerThread {
+				lanes, active = 32, 1
 			}
-			binary.LittleEndian.PutUint32(env.Ctx[0:], uint32(site))
-			binary.LittleEndian.PutUint64(env.Ctx[16:], kid)
-			if p.Carry != "" {
-				binary.LittleEndian.PutUint64(env.Ctx[8:], rets[warpProbe{e.b.Block, e.warp, p.Carry}])
-			}
-			r0, err := c.Run(p.Index, region, env)
-			if err != nil {
-				return fmt.Errorf("%s at block %d warp %d: %w", p.Name, e.b.Block, e.warp, err)
-			}
-			if p.Returns {
-				rets[warpProbe{e.b.Block, e.warp, p.Func}] = r0
+			for lane := lanes - 1; lane < lanes; lane-- {
+				env := &jit.Env{
+					BlockIdx: [3]uint32{e.b.Block, 0, 0}, BlockDim: [3]uint32{l.Threads, 1, 1},
+					GridDim: [3]uint32{l.Grid, 1, 1}, ThreadIdx: [3]uint32{e.warp*32 + lane, 0, 0},
+					SMID: e.b.SM, NSMID: l.NSM, WarpID: e.slot, LaneID: lane, ActiveLanes: active, GridID: grid,
+					Timer: func() uint64 { return tm }, Block: shared[e.b.Block],
+				}
+				binary.LittleEndian.PutUint32(env.Ctx[0:], uint32(site))
+				binary.LittleEndian.PutUint64(env.Ctx[16:], kid)
+				if p.Carry != "" {
+					binary.LittleEndian.PutUint64(env.Ctx[8:], rets[warpProbe{e.b.Block, e.warp, p.Carry}])
+				}
+				r0, err := c.Run(p.Index, region, env)
+				if err != nil {
+					return fmt.Errorf("%s at block %d warp %d lane %d: %w", p.Name, e.b.Block, e.warp, lane, err)
+				}
+				if p.Returns && lane == 0 {
+					rets[warpProbe{e.b.Block, e.warp, p.Func}] = r0
+				}
 			}
 		}
 	}

@@ -368,16 +368,35 @@ __u64 ring_map(const struct gpuext_dev_ctx *ctx)
 	return bpf_ringbuf_output(&t_ring, m, sizeof(*m), 0) & 0xff;
 }
 
+/* ring_out4's and ring_claim's record. */
+struct rec4 {
+	__u64 addr;
+	__u32 site;
+	__u32 block;
+};
+
 SEC("gpu/entry/*")
 __u64 ring_out4(const struct gpuext_dev_ctx *ctx)
 {
-	struct {
-		__u64 addr;
-		__u32 site;
-		__u32 block;
-	} rec = { ctx->addr, ctx->site, gpuext_block_linear() };
+	struct rec4 rec = { ctx->addr, ctx->site, gpuext_block_linear() };
 
 	return bpf_ringbuf_output(&t_ring4, &rec, sizeof(rec), 0) & 0xff;
+}
+
+/* ring_out4's record, its index claimed first and written after
+ * (gpuext_ring_claim, gpuext_ring_output_at: block_sched's pair), by lane
+ * 0 of each warp (of lanes that claim together only the lowest gets an
+ * index, which the interpreter, one lane at a time, cannot tell). */
+SEC("gpu/entry/*")
+__u64 ring_claim(const struct gpuext_dev_ctx *ctx)
+{
+	struct rec4 rec = { ctx->addr, ctx->site, gpuext_block_linear() };
+	__u64 sm = bpf_get_sm_id(), i;
+
+	if (bpf_get_lane_id() != 0)
+		return 7;
+	i = gpuext_ring_claim(&t_ring4, sm);
+	return gpuext_ring_output_at(&t_ring4, sm, i, &rec, sizeof(rec)) & 0xff;
 }
 
 SEC("gpu/entry/*")
