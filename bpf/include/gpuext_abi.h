@@ -1190,17 +1190,18 @@ struct gpuext_gpuhash_bucket {
 /*
  * struct gpuext_gpuring_rec - precedes the payload of a ring slot. The ring
  * never blocks a kernel: a lane takes record index i with one atom.add on
- * head (lanes that call together take consecutive indexes with one add)
- * and writes slot i % slots with plain stores, nothing waited for: the
+ * head (lanes that call together take consecutive indexes with one add;
+ * gpuext_ring_claim takes it ahead of the write, at a block's start) and
+ * writes slot i % slots with plain stores, nothing waited for: the
  * payload, then len and check, then seq = (i + 1) << 1. The host takes
- * record i (i = tail) when seq reads (i + 1) << 1 before and after it
- * copies the payload and check is GPUEXT_GPURING_CHECK of what it read; a
- * record whose check fails is still being written (its stores are not all
- * visible) and is read again later. A later lap in seq, or head - tail >
- * slots, means the record was overwritten before the host read it: the
- * host skips it and counts it in drops. A writer of an earlier lap that
- * writes late (after the ring lapped it) can only cost records, never
- * forge one. 16 bytes.
+ * record i when seq reads (i + 1) << 1 before and after it copies the
+ * payload and check is GPUEXT_GPURING_CHECK of what it read; a record not
+ * whole yet (claimed and unwritten, or its stores not all visible) is
+ * kept pending and read again later, records after it meanwhile. A later
+ * lap in seq, or head - i > slots, means the record was overwritten
+ * before the host read it: the host skips it and counts it in drops. A
+ * writer of an earlier lap that writes late (after the ring lapped it)
+ * can only cost records, never forge one. 16 bytes.
  */
 struct gpuext_gpuring_rec {
 	__u64 seq;   /* (record index + 1) << 1 */

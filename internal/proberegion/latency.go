@@ -40,7 +40,11 @@ import (
 //
 // Records lost on either side (a device ring that lapped, a host ring
 // that dropped) would shift the pairing for good; devrt's timed launches
-// catch and repair that. A timed call's work started at a known host time,
+// catch and repair that, and a record the ring reader handed over late
+// (gpumap.RingRead keeps a record not whole yet, torn by a read of the
+// copy in the middle of its stores, pending and returns the records after
+// it first: of one kernel only when launches on two streams overlap)
+// shifts it the same way until the next timed launch. A timed call's work started at a known host time,
 // so its record must lie within Tolerance of it. When a pairing is found
 // to be off by more (Timed), or the device ring says it lost records
 // (Lost), the kernel's pairing is suspect: nothing is paired until the

@@ -95,11 +95,12 @@ type Snapshot struct {
 	Bad int
 	// BlockDone is the block ring's records this region's reader has
 	// taken or counted lost so far, over its shards (each cursor's Tail
-	// less its Pending): it moves when blocks end, whether their records
-	// came in this read or an earlier one (Tracker). Not the ring's
-	// head, which block_sched's claims move when blocks start: a launch
-	// whose blocks started more than QuietClose ago and end later would
-	// have been closed before its records came.
+	// less its Pending): it moves when blocks end and their records are
+	// read (or when claims run a lap ahead of the reader and records are
+	// lost) (Tracker). Not the ring's head, which block_sched's claims
+	// move when blocks start: a launch whose blocks started more than
+	// QuietClose ago and end later would have been closed before its
+	// records came.
 	BlockDone uint64
 	// CopyStartNS and CopyEndNS are devrt's times (CLOCK_MONOTONIC) of the
 	// copy of the device's memory this read began from: the contents are

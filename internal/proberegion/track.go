@@ -126,8 +126,8 @@ type openRun struct {
 // launchKey names one launch: its kernel and %gridid.
 type launchKey struct{ kernel, grid uint64 }
 
-// QuietClose is how long the block ring's head may stand still before the
-// open runs are over: well beyond devrt's copy period.
+// QuietClose is how long no block may end (Snapshot.BlockDone stands
+// still) before the open runs are over: well beyond devrt's copy period.
 const QuietClose = time.Second
 
 // MaxOpenBlocks bounds the blocks an open run keeps (a run that grows past

@@ -1,6 +1,7 @@
 package gpumap
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -415,9 +416,12 @@ func FuzzReaders(f *testing.F) {
 			}
 			ringCursorValid(t, next)
 			if head := r.load64(m.HeadOffset(uint64(shard % 2))); head < tail {
-				// a region made anew: read from its start
-				if next.Tail > head {
-					t.Fatalf("head %d behind tail %d: read on to %d", head, tail, next.Tail)
+				// a region made anew: read as from its start
+				wrecs, wnext, wlost, werr := m.RingRead(r, uint64(shard%2), RingCursor{}, int(max))
+				if !slices.EqualFunc(recs, wrecs, bytes.Equal) || next.Tail != wnext.Tail || !slices.Equal(next.Pending, wnext.Pending) ||
+					lost != wlost || (err == nil) != (werr == nil) {
+					t.Fatalf("head %d behind tail %d: got %d records, %+v, %d lost; from the start %d, %+v, %d", head, tail,
+						len(recs), next, lost, len(wrecs), wnext, wlost)
 				}
 				continue
 			}

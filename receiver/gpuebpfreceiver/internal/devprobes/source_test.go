@@ -205,7 +205,7 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	// the same copy read again: the launch stays open ...
 	s.Poll()
 	require.Empty(t, metrics(s.Metrics())["gpu.kernel.blocks"])
-	// ... until the block ring's head stood still for QuietClose
+	// ... until no block ended for QuietClose
 	later := wall.Add(proberegion.QuietClose)
 	s.opts.Now = func() time.Time { return later }
 	s.opts.Monotonic = func() uint64 { return uint64(later.UnixNano() - wallMono) }
