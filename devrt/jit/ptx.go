@@ -1577,8 +1577,9 @@ func (g *gen) hashFunc(mi int, m gpumap.Map) {
 
 // ringClaim leaves in %gr0 the next record index of the shard of SM sm (a
 // register) of ring m (ring_claim) for the lowest calling lane of the
-// warp, ~0 (no claim) for the others: its atom.add's result is read by nothing here,
-// so the warp does not wait for it until the index is used. A block's
+// warp, ~0 (no claim) for the others: its atom.add's result is read by
+// nothing here, so the warp does not wait for it until the index is
+// used. A block's
 // thread 0 claims its record at entry (gpu/entry_thread: no election, no
 // shfl of r0) and the block's last warp writes it at exit
 // (ring_output_at), the atomic's latency hidden behind the block's work:
