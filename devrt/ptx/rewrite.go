@@ -518,7 +518,7 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 			r.carried[x.carry] = fmt.Sprintf("%s%d", carryReg, len(r.carried))
 		}
 	}
-	r.rep = KernelReport{Name: f.Name, ID: r.id, RegsAdded: map[string]int{".b64": 1 + len(r.carried)}}
+	r.rep = KernelReport{Name: f.Name, ID: r.id}
 	if spec.Inline {
 		r.chooseInline(inl, inlWhy)
 	}
@@ -539,10 +539,12 @@ func instrumentKernel(m *Module, f *Function, spec Spec, probes map[SiteKind][]p
 	}
 	if spec.sampling() {
 		decls = append(decls, sampleDecls(spec)...)
-		r.rep.RegsAdded[".pred"]++
-		r.rep.RegsAdded[".b32"] += 3
-		if spec.BlocksPerLaunch > 0 {
-			r.rep.RegsAdded[".b64"] += 2
+	}
+	r.rep.RegsAdded = map[string]int{}
+	for _, d := range decls {
+		rd := d.(*RegDecl)
+		for _, n := range rd.Names {
+			r.rep.RegsAdded[rd.Type] += max(n.Count, 1) // %r<n>, or one %r
 		}
 	}
 	body.Stmts = append(decls, body.Stmts...)

@@ -97,6 +97,16 @@ func LaunchSampled(i uint32, blocks uint64, perLaunch uint32) bool {
 	return i*sampleMul>>(32-LaunchShift(blocks, perLaunch)) == 0 // Go: a shift by 32 gives 0
 }
 
+// Sampled tells whether block i of a launch of blocks blocks runs the
+// probes under a sampling of BlockSample n or BlocksPerLaunch perLaunch
+// (CheckSampling: one or the other): LaunchSampled or BlockSampled.
+func Sampled(i, n, perLaunch uint32, blocks uint64) bool {
+	if perLaunch > 0 {
+		return LaunchSampled(i, blocks, perLaunch)
+	}
+	return BlockSampled(i, n)
+}
+
 // SampleWeight is the blocks a sampled block stands for: n of BlockSample,
 // 2^LaunchShift of BlocksPerLaunch, else 1.
 func SampleWeight(n, perLaunch uint32, blocks uint64) uint32 {

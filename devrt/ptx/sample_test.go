@@ -300,6 +300,11 @@ func TestLaunchShift(t *testing.T) {
 			t.Errorf("weight of %d blocks at 256 a launch: %d", blocks, w)
 		}
 	}
+	for i := range uint32(4096) { // Sampled: the one or the other
+		if Sampled(i, 16, 0, 4096) != BlockSampled(i, 16) || Sampled(i, 0, 256, 4096) != LaunchSampled(i, 4096, 256) {
+			t.Fatalf("block %d: Sampled differs", i)
+		}
+	}
 	for _, tt := range []struct{ n, per, want uint32 }{{0, 0, 1}, {1, 0, 1}, {7, 0, 7}, {0, 256, 4}} {
 		if w := SampleWeight(tt.n, tt.per, 1024); w != tt.want {
 			t.Errorf("SampleWeight(%d, %d, 1024) = %d, want %d", tt.n, tt.per, w, tt.want)

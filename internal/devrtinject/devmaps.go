@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync/atomic"
+	"unsafe"
 )
 
 // The device record at the end of a region file (struct
@@ -35,6 +37,23 @@ const (
 	DeviceInfoOffCopyStart = 48
 	DeviceInfoOffCopyEnd   = 56
 )
+
+// CopyTimes reads devrt's times of its last copy into the file from b, the
+// device record of a live file (devrt writes it while the host reads; b
+// 8-aligned, as a mapped page is): the end, then the start, since a start
+// newer than the end read is the next copy's, whose data may not be whole
+// yet. Zeros: no record, no copy yet, or torn.
+func CopyTimes(b []byte) (start, end uint64) {
+	if len(b) < DeviceInfoSize || binary.LittleEndian.Uint32(b[diOffMagic:]) != DeviceInfoMagic {
+		return 0, 0
+	}
+	end = atomic.LoadUint64((*uint64)(unsafe.Pointer(&b[DeviceInfoOffCopyEnd])))
+	start = atomic.LoadUint64((*uint64)(unsafe.Pointer(&b[DeviceInfoOffCopyStart])))
+	if start == 0 || start > end {
+		return 0, 0
+	}
+	return start, end
+}
 
 // DeviceInfo is what devrt knows of a region's device.
 type DeviceInfo struct {

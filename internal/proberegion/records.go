@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 )
 
 // Record sizes (bpf/include/gpuext_abi.h, "device probes").
@@ -119,7 +120,7 @@ func (r *Region) Read() (Snapshot, error) {
 }
 
 func (r *Region) read(s *Snapshot) error {
-	s.CopyStartNS, s.CopyEndNS = r.copyTimes() // before the contents: they are at least that new
+	s.CopyStartNS, s.CopyEndNS = devrtinject.CopyTimes(r.info) // before the contents: they are at least that new
 	reg := gpumap.Region(r.mem)
 	le := binary.LittleEndian
 	s.Drops = map[string]uint64{}

@@ -1,12 +1,10 @@
 package proberegion
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
-	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -63,22 +61,6 @@ type Region struct {
 // maxTrailerGap is the most bytes a file may have past the region for its
 // last page to be read as devrt's trailer (page rounding and the page).
 const maxTrailerGap = 1 << 20
-
-// copyTimes reads devrt's times of its last copy into the file (the end,
-// then the start: a start newer than the end read is the next copy's,
-// whose data may not be whole yet) from the device record, or zeros: no
-// record, no copy yet, or torn.
-func (r *Region) copyTimes() (start, end uint64) {
-	if len(r.info) < devrtinject.DeviceInfoSize || binary.LittleEndian.Uint32(r.info) != devrtinject.DeviceInfoMagic {
-		return 0, 0
-	}
-	end = atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.info[devrtinject.DeviceInfoOffCopyEnd])))
-	start = atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.info[devrtinject.DeviceInfoOffCopyStart])))
-	if start == 0 || start > end {
-		return 0, 0
-	}
-	return start, end
-}
 
 // ringShard names one shard of a ring.
 type ringShard struct {

@@ -476,7 +476,7 @@ func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error
 		weight := uint64(ptx.SampleWeight(every, perLaunch, uint64(grid)))
 		want := map[uint64]bool{}
 		for i := range grid {
-			if perLaunch == 0 && ptx.BlockSampled(i, n) || perLaunch > 0 && ptx.LaunchSampled(i, uint64(grid), n) {
+			if ptx.Sampled(i, every, perLaunch, uint64(grid)) {
 				want[uint64(i)] = true
 			}
 		}

@@ -59,7 +59,7 @@ func TestBlockSampleScalesCounts(t *testing.T) {
 			mem := mapRegion(t, s, dir, 1)
 			var blocks []probesim.Block
 			for _, b := range probesim.Imbalanced(base, grid, nsm) {
-				if perLaunch == 0 && ptx.BlockSampled(b.Block, every) || perLaunch > 0 && ptx.LaunchSampled(b.Block, grid, perLaunch) {
+				if ptx.Sampled(b.Block, every, perLaunch, grid) {
 					blocks = append(blocks, b)
 				}
 			}
