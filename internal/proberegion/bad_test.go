@@ -153,7 +153,7 @@ func FuzzRegion(f *testing.F) {
 			clear(mem)
 			copy(mem, img)
 			snap, err := r.Read()
-			tr.Blocks(snap.Blocks, snap.BlockDone, time.Now())
+			tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, time.Now())
 			tr.SMs(snap.SMs)
 			var most uint64
 			for _, o := range snap.Occupancy {

@@ -103,6 +103,11 @@ type Snapshot struct {
 	// QuietClose ago and end later would have been closed before its
 	// records came.
 	BlockDone uint64
+	// BlockRunning is the block ring's records claimed but not yet
+	// written, over its shards (the cursors' Pending): sampled blocks
+	// that started and have not ended, or whose record was lost and is
+	// not counted yet (Tracker: runs stay open while it is not 0).
+	BlockRunning uint64
 	// CopyStartNS and CopyEndNS are devrt's times (CLOCK_MONOTONIC) of the
 	// copy of the device's memory this read began from: the contents are
 	// at least as new as the GPU was at CopyStartNS. 0: unknown (no device
@@ -138,6 +143,7 @@ func (r *Region) read(s *Snapshot) error {
 				r.tail[k] = cur
 				if m.Name == MapBlockRing {
 					s.BlockDone += cur.Tail - uint64(len(cur.Pending))
+					s.BlockRunning += uint64(len(cur.Pending))
 				}
 				r.lost[m.Name] += lost
 				recs = append(recs, rs...)

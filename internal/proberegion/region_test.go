@@ -65,14 +65,14 @@ func TestImbalancedKernel(t *testing.T) {
 	// block ended) ends nothing until none ended for QuietClose.
 	t0 := time.Unix(1000, 0)
 	require.NotZero(t, snap.BlockDone)
-	require.Empty(t, tr.Blocks(snap.Blocks, snap.BlockDone, t0))
+	require.Empty(t, tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, t0))
 	snap2, err := r.Read()
 	require.NoError(t, err)
 	require.Empty(t, snap2.Blocks)
 	require.Empty(t, snap2.Launches)
 	require.Equal(t, snap.BlockDone, snap2.BlockDone)
-	require.Empty(t, tr.Blocks(snap2.Blocks, snap2.BlockDone, t0.Add(QuietClose-time.Millisecond)))
-	runs := tr.Blocks(snap2.Blocks, snap2.BlockDone, t0.Add(QuietClose))
+	require.Empty(t, tr.Blocks(snap2.Blocks, snap2.BlockDone, snap2.BlockRunning, t0.Add(QuietClose-time.Millisecond)))
+	runs := tr.Blocks(snap2.Blocks, snap2.BlockDone, snap2.BlockRunning, t0.Add(QuietClose))
 	require.Len(t, runs, 1)
 	run := runs[0]
 	require.Equal(t, kid, run.KernelID)
@@ -353,9 +353,9 @@ func TestRunsByLaunch(t *testing.T) {
 	require.Len(t, snap.Blocks, 34)
 	tr := NewTracker()
 	t0 := time.Unix(1000, 0)
-	runs := tr.Blocks(snap.Blocks, snap.BlockDone, t0)
-	require.Empty(t, runs)                      // open until a fresh read without them
-	runs = tr.Blocks(nil, snap.BlockDone+1, t0) // a fresh copy without them
+	runs := tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, t0)
+	require.Empty(t, runs)                         // open until a fresh read without them
+	runs = tr.Blocks(nil, snap.BlockDone+1, 0, t0) // a fresh copy without them
 	require.Len(t, runs, 3)
 	for i, r := range runs[:2] {
 		require.Equal(t, base+uint64(i)*10_000_000, r.FirstStart)
@@ -387,18 +387,18 @@ func TestRunAcrossCopies(t *testing.T) {
 	}
 	tr := NewTracker()
 	t0 := time.Unix(1000, 0)
-	require.Empty(t, tr.Blocks(launch(0, 0, 1, 2), 3, t0))           // a copy in the middle of launch 1
-	require.Empty(t, tr.Blocks(nil, 3, t0.Add(20*time.Millisecond))) // the same copy again
-	require.Empty(t, tr.Blocks(nil, 3, t0.Add(40*time.Millisecond))) // and again
-	next := append(launch(0, 3, 4), launch(1000, 0, 1)...)           // the rest, then launch 2
-	runs := tr.Blocks(next, 7, t0.Add(100*time.Millisecond))         // a fresh copy
+	require.Empty(t, tr.Blocks(launch(0, 0, 1, 2), 3, 0, t0))           // a copy in the middle of launch 1
+	require.Empty(t, tr.Blocks(nil, 3, 0, t0.Add(20*time.Millisecond))) // the same copy again
+	require.Empty(t, tr.Blocks(nil, 3, 0, t0.Add(40*time.Millisecond))) // and again
+	next := append(launch(0, 3, 4), launch(1000, 0, 1)...)              // the rest, then launch 2
+	runs := tr.Blocks(next, 7, 0, t0.Add(100*time.Millisecond))         // a fresh copy
 	require.Len(t, runs, 1)
 	require.Len(t, runs[0].Blocks, 5)
 	require.Equal(t, uint64(0), runs[0].FirstStart)
 	require.Equal(t, uint64(104), runs[0].LastEnd)
-	runs = tr.Blocks(nil, 7, t0.Add(200*time.Millisecond)) // stale: launch 2 stays open
+	runs = tr.Blocks(nil, 7, 0, t0.Add(200*time.Millisecond)) // stale: launch 2 stays open
 	require.Empty(t, runs)
-	runs = tr.Blocks(nil, 9, t0.Add(300*time.Millisecond)) // fresh, other kernels wrote: over
+	runs = tr.Blocks(nil, 9, 0, t0.Add(300*time.Millisecond)) // fresh, other kernels wrote: over
 	require.Len(t, runs, 1)
 	require.Len(t, runs[0].Blocks, 2)
 	require.Equal(t, uint64(1000), runs[0].FirstStart)

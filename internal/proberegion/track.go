@@ -78,7 +78,13 @@ const BucketNS = 1 << OccShift
 // blocks then opened a second run, which the next launch's blocks
 // joined). Not the ring's head: block_sched claims a block's record when
 // the block starts, so a copy in which only blocks started is not fresh.
-// When no block has ended for QuietClose, every open run is over.
+// When no block has ended for QuietClose, every open run is over, unless
+// blocks are still running (Snapshot.BlockRunning: records claimed, not
+// yet written), which holds them open up to MaxQuietRunning: a launch
+// whose light blocks ended long before its heavy ones (the imbalance the
+// probes are there to show) stays one run, not a run of the light blocks
+// and a later one of the heavy. A finished launch then waits for a
+// concurrent long one's next block to end, or MaxQuietRunning.
 // Launches of one kernel that overlap (several streams) are separate runs.
 type Tracker struct {
 	done      uint64    // the block ring's records done at the last read
@@ -130,6 +136,11 @@ type launchKey struct{ kernel, grid uint64 }
 // still) before the open runs are over: well beyond devrt's copy period.
 const QuietClose = time.Second
 
+// MaxQuietRunning bounds how long blocks still running (claimed records
+// not written) hold the open runs when no block ends: a kernel stopped by
+// a fault never writes its claimed records.
+const MaxQuietRunning = time.Minute
+
 // MaxOpenBlocks bounds the blocks an open run keeps (a run that grows past
 // it is reported and a new one started: a corrupt ring cannot grow memory).
 const MaxOpenBlocks = 1 << 20
@@ -139,16 +150,18 @@ func NewTracker() *Tracker {
 	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32]*occSM{}}
 }
 
-// Blocks takes a read's block records and the block ring's records done
-// (Snapshot's BlockDone), read at now, and returns the runs it finished: a
-// run is over at a read where blocks ended (done moved) but none of its
-// own, or once done stood still for QuietClose.
-func (t *Tracker) Blocks(blocks []Block, ended uint64, now time.Time) []Run {
+// Blocks takes a read's block records, the block ring's records done and
+// still running (Snapshot's BlockDone and BlockRunning), read at now, and
+// returns the runs it finished: a run is over at a read where blocks ended
+// (done moved) but none of its own, or once done stood still for
+// QuietClose with no block running, or for MaxQuietRunning.
+func (t *Tracker) Blocks(blocks []Block, ended, running uint64, now time.Time) []Run {
 	fresh := ended != t.done
 	if fresh || t.moved.IsZero() {
 		t.done, t.moved = ended, now
 	}
-	over := fresh || now.Sub(t.moved) >= QuietClose
+	quiet := now.Sub(t.moved)
+	over := fresh || quiet >= QuietClose && running == 0 || quiet >= MaxQuietRunning
 	var done []Run
 	got := map[launchKey]bool{}
 	for _, b := range blocks {

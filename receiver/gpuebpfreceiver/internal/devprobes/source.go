@@ -474,7 +474,7 @@ func (s *Source) kernelName(id uint64) string {
 
 func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last bool) {
 	g := p.gpu(rg.dev)
-	s.finishRuns(p, rg, rg.tr.Blocks(snap.Blocks, snap.BlockDone, s.opts.Now()))
+	s.finishRuns(p, rg, rg.tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, s.opts.Now()))
 	var lats []proberegion.Latency
 	if m := p.matcher(rg.ord); m != nil { // nil: an ordinal no GPU has (a broken device record)
 		if snap.Drops[proberegion.MapLaunchRing] > rg.drops[proberegion.MapLaunchRing] {
