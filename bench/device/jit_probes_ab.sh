@@ -16,6 +16,7 @@
 #   bash bench/device/jit_probes_ab.sh     (RUNS=2, ROUNDS=21; CORPUS=dir of corpus kernels or none;
 #                                          BLOCK_SAMPLE=one sampling as jitcheck bench takes it,
 #                                          l256 the collector's default; 1, every block, if unset;
+#                                          OLD_BLOCK_SAMPLE=the earlier build's, if not the same;
 #                                          OLD=.device/oldprobes, or
 #                                          OLDJIT=.device/jitcheck-old; SASS=1 also writes each
 #                                          module's SASS to $OUT/sass: ptxas -arch=sm_90, cuobjdump)
@@ -41,7 +42,8 @@ mkdir -p "$OUT"
 for run in $(seq "${RUNS:-2}"); do
 	W=$(mktemp -d /tmp/jitab.XXXX)
 	"$T" bench -out "$W/new" -levels warp -probes "$new" $corpus ${BLOCK_SAMPLE:+-block-sample "$BLOCK_SAMPLE"} > /dev/null || exit 2
-	"${OLDJIT:-$T}" bench -out "$W/old" -levels warp -probes "$old" $corpus ${BLOCK_SAMPLE:+-block-sample "$BLOCK_SAMPLE"} > /dev/null || exit 2
+	ob=${OLD_BLOCK_SAMPLE-${BLOCK_SAMPLE:-}}
+	"${OLDJIT:-$T}" bench -out "$W/old" -levels warp -probes "$old" $corpus ${ob:+-block-sample "$ob"} > /dev/null || exit 2
 	# One benchmark of both: the old build's modules renamed old_<probe>.
 	"$PY" - "$W" <<'PY' || exit 2
 import json, os, shutil, sys
