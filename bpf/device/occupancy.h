@@ -44,8 +44,27 @@ static __always_inline struct gpuext_dev_occ *occ_mark(__u64 bucket)
 	return o;
 }
 
+/* occ_left is what is left of now's bucket, in ns: a thread resident
+ * from now to the bucket's end is that many ns in it. */
+static __always_inline __u64 occ_left(__u64 now)
+{
+	return (1ULL << GPUEXT_DEV_OCC_SHIFT) - (now & ((1ULL << GPUEXT_DEV_OCC_SHIFT) - 1));
+}
+
+/* occ_enter counts threads (block threads, weighed) that became resident
+ * at now in its bucket's slot: as if resident to the bucket's end. */
+static __always_inline void occ_enter(__u64 now, __u64 threads)
+{
+	struct gpuext_dev_occ *o = occ_mark(now >> GPUEXT_DEV_OCC_SHIFT);
+
+	if (o) {
+		__sync_fetch_and_add(&o->threads, threads);
+		__sync_fetch_and_add(&o->lane_ns, threads * occ_left(now));
+	}
+}
+
 /* occ_exit_slot returns the slot a warp that entered at start and exits at
- * now adds its lane-ns to (NULL: none). */
+ * now counts its exit in (NULL: none). */
 static __always_inline struct gpuext_dev_occ *occ_exit_slot(__u64 now, __u64 start)
 {
 	__u64 bucket = now >> GPUEXT_DEV_OCC_SHIFT;
@@ -56,24 +75,31 @@ static __always_inline struct gpuext_dev_occ *occ_exit_slot(__u64 now, __u64 sta
 		 * slot at entry, so the warp only adds. (Thread 0 having
 		 * entered in the bucket before, another block's thread 0 did,
 		 * or, on an SM where no block entered in this bucket, none:
-		 * then these lane-ns go to the slot's next bucket or are
-		 * lost; a warp's entry late by a bucket boundary, rare.) */
+		 * then these counts go to the slot's next bucket or its base;
+		 * a warp's entry late by a bucket boundary, rare.) */
 		return bpf_map_lookup_elem(&gx_occ, &key);
 	return occ_mark(bucket);
 }
 
-/* occ_exit_add is warp_occupancy's exit: the warp's lane-ns since its entry
- * (ctx->entry_ret) into the slot of the bucket it exits in. */
+/* occ_exit_add is warp_occupancy's exit: the warp's lanes leave at now, in
+ * the slot of the bucket it exits in, taking back the rest of the bucket
+ * that its entry counted (or the whole bucket, for a warp that entered in
+ * an earlier one: the reader counts those resident through it). Every
+ * exit counts, whatever the clock did: a warp that left uncounted would
+ * stay resident for the reader ever after. */
 static __always_inline int occ_exit_add(const struct gpuext_dev_ctx *ctx)
 {
 	__u64 now = bpf_get_globaltimer(), start = ctx->entry_ret;
+	__u64 lanes = gpuext_active_lanes() * gpuext_block_weight();
 	struct gpuext_dev_occ *o;
 
-	if (!start || now < start)
-		return 0;
+	if (!start)
+		return 0; /* no entry ran: nothing counted it */
 	o = occ_exit_slot(now, start);
-	if (o)
-		__sync_fetch_and_add(&o->lane_ns, (now - start) * gpuext_active_lanes() * gpuext_block_weight());
+	if (o) {
+		__sync_fetch_and_add(&o->threads, -lanes);
+		__sync_fetch_and_add(&o->lane_ns, -(lanes * occ_left(now)));
+	}
 	return 0;
 }
 

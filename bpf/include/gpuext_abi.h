@@ -1285,7 +1285,11 @@ struct gpuext_dev_sm {
  * held when its previous bucket was over, so it must read each slot at
  * least once a lap (GPUEXT_DEV_OCC_BUCKETS buckets, ~268 ms; devrt copies
  * the region every 100 ms by default); a lap missed leaves the counts
- * whole but their buckets unknown (internal/proberegion, Occupancy).
+ * whole but their buckets unknown (internal/proberegion, Occupancy). The
+ * counts are of the threads that entered or left in a bucket (entries
+ * less exits, and each's ns to the bucket's end): the sum of an SM's
+ * threads over all its slots is the threads resident on it, from which
+ * the host counts those resident through a bucket, which need no write.
  * GPUEXT_DEV_OCC_RESETTING was an earlier design's reset marker, never
  * written now: a slot holding it is corrupt.
  */
@@ -1294,8 +1298,14 @@ struct gpuext_dev_sm {
 #define GPUEXT_DEV_OCC_RESETTING 0xffffffffffffffffULL
 struct gpuext_dev_occ {
 	__u64 epoch;      /* the newest bucket the slot has held */
-	__u64 threads;    /* threads of the blocks whose thread 0 entered in its buckets */
-	__u64 lane_ns;    /* (ns since entry) x lanes of the warps that exited in them */
+	/* In its buckets (mod 2^64, as two's complement: each bucket's share
+	 * can be negative), weighed by the blocks' sampling weight: */
+	__u64 threads;    /* threads that entered (their blocks' thread 0's
+	                   * entry) less the lanes that exited */
+	__u64 lane_ns;    /* the same, each times the ns from its entry or exit
+	                   * to the bucket's end: threads resident at the
+	                   * bucket's start (the earlier buckets' threads)
+	                   * times its length, plus this, is its lane-ns */
 };
 
 #endif /* GPUEXT_ABI_H */

@@ -159,7 +159,7 @@ func FuzzRegion(f *testing.F) {
 			for _, o := range snap.Occupancy {
 				most = max(most, o.Threads)
 			}
-			for _, p := range tr.Occupancy(snap.Occupancy, snap.OccSlots, clk) {
+			for _, p := range tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, clk) {
 				// A bucket's counts are a slot's growth: never more
 				// than a slot holds, never negative.
 				require.LessOrEqual(t, p.Threads, most)

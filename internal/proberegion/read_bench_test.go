@@ -56,7 +56,7 @@ func BenchmarkRegionRead(b *testing.B) {
 			}
 			tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, time.Time{})
 			tr.SMs(snap.SMs)
-			tr.Occupancy(snap.Occupancy, snap.OccSlots, ReadClock{})
+			tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, ReadClock{})
 			if i%8 == 0 {
 				b.StopTimer()
 				grow(uint64(i))

@@ -54,8 +54,10 @@ type SMLoad struct {
 // Occ is one slot of warp_occupancy (per SM a round robin of
 // GPUEXT_DEV_OCC_BUCKETS slots, bucket b in slot b % the slots): the newest
 // bucket it has held and its counts, cumulative over all the buckets it has
-// held (threads that entered, lane-ns of the warps that exited). A
-// bucket's own counts are differences of two reads: Tracker.Occupancy.
+// held (threads that entered less lanes that exited, and their lane-ns
+// from then to their bucket's end; mod 2^64: a bucket's share can be
+// negative). A bucket's own counts are differences of two reads:
+// Tracker.Occupancy.
 type Occ struct {
 	SM              uint32
 	Slot            uint32
@@ -88,6 +90,11 @@ type Snapshot struct {
 	// OccSlots is the slots per SM of the occupancy map (a lap is this
 	// many buckets).
 	OccSlots uint32
+	// OccResident is, by SM, the threads resident (weighed) when the copy
+	// was taken: the sum of the threads field of all the SM's slots,
+	// marked or not (entries less exits since the region began, mod
+	// 2^64), nil without the map.
+	OccResident []uint64
 	// Drops are the maps' drop counters (ring records overwritten before
 	// they were read, per-SM copies beyond the array, a full hash).
 	Drops map[string]uint64
@@ -183,6 +190,7 @@ func (r *Region) read(s *Snapshot) error {
 				return fmt.Errorf("map %s: value of %d bytes, want %d", m.Name, m.ValueSize, OccSize)
 			}
 			s.Occupancy = r.occ[:0]
+			s.OccResident = r.resident[:0]
 			// The whole array at once (slots of an SM in a row, SMs
 			// after each other), its bounds checked once.
 			stride := uint64(m.Stride)
@@ -191,9 +199,11 @@ func (r *Region) read(s *Snapshot) error {
 				return fmt.Errorf("map %s: %d SMs of %d slots of %d bytes: %v", m.Name, m.Slots, m.MaxEntries, stride, err)
 			}
 			for sm := uint32(0); sm < m.Slots; sm++ {
+				s.OccResident = append(s.OccResident, 0)
 				for k := uint32(0); k < m.MaxEntries; k++ {
 					b := all[(uint64(sm)*uint64(m.MaxEntries)+uint64(k))*stride:]
 					o := Occ{SM: sm, Slot: k, Bucket: le.Uint64(b), Threads: le.Uint64(b[8:]), LaneNS: le.Uint64(b[16:])}
+					s.OccResident[sm] += o.Threads
 					if o.Bucket == 0 {
 						continue // never marked
 					}
@@ -205,7 +215,7 @@ func (r *Region) read(s *Snapshot) error {
 				}
 			}
 			s.OccSlots = m.MaxEntries
-			r.occ = s.Occupancy
+			r.occ, r.resident = s.Occupancy, s.OccResident
 		default:
 			continue // a map private to a probe (slot arrays, warp start times)
 		}

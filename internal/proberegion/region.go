@@ -55,7 +55,8 @@ type Region struct {
 	// occ holds the last Read's occupancy slots (Snapshot.Occupancy): a
 	// poll reads tens of thousands, every 50 ms, so they are not
 	// allocated anew each time.
-	occ []Occ
+	occ      []Occ
+	resident []uint64 // Snapshot.OccResident's, likewise
 }
 
 // maxTrailerGap is the most bytes a file may have past the region for its

@@ -1,6 +1,8 @@
 package proberegion
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"time"
 )
@@ -53,10 +55,13 @@ type SMBalance struct {
 type OccPoint struct {
 	SM     uint32
 	Bucket uint64 // %globaltimer >> OccShift
-	// Warps is lane_ns / 32 / bucket length: the mean resident warps
-	// (lane-weighted: a warp of 16 active lanes counts half).
-	Warps   float64
-	Threads uint64 // threads that entered in the bucket
+	// Warps is the bucket's lane-ns / 32 / its length: the mean resident
+	// warps (lane-weighted: a warp of 16 active lanes counts half), those
+	// resident through it (from earlier buckets) included.
+	Warps float64
+	// Threads is the threads that became resident in the bucket: those
+	// that entered less the lanes that exited (negative when more left).
+	Threads int64
 }
 
 // BucketNS is the length of an occupancy bucket in ns.
@@ -120,6 +125,13 @@ const maxDrift = 1_000
 type occSM struct {
 	bucket, threads, laneNS []uint64
 	pending                 map[uint32]occCounts // by slot: the counts its bucket began from
+	// resident is the threads resident at the start of the newest bucket
+	// of the last read (known: since a read could tell), the base of the
+	// next read's buckets; out and outWarps are the last point reported.
+	resident int64
+	known    bool
+	out      uint64
+	outWarps float64
 }
 
 type occCounts struct{ threads, laneNS uint64 }
@@ -325,13 +337,30 @@ func sub(a, b uint64) uint64 {
 // while the program ran) gives no point until its next bucket. A read
 // that comes more than a lap after the one before loses the buckets it
 // cannot tell apart: the probes' counts are never lost, only which bucket
-// they belong to. Counts that go back (not the region the tracker read
-// before) start the slot again. Limits, from the probes: counts added
+// they belong to. Limits, from the probes: counts added
 // before a bucket's first mark on its SM (a warp that entered late in it)
 // go to the slot's next bucket or its base, and a warp held up a whole lap
 // between its clock read and its mark (preempted) can hide its bucket's
 // first counts in the base.
-func (t *Tracker) Occupancy(slots []Occ, lap uint32, clk ReadClock) []OccPoint {
+//
+// A bucket's counts are those of the threads that entered or left in it
+// (warp_occupancy.bpf.c); the threads resident through it come from the
+// buckets before. resident (Snapshot.OccResident) is each SM's threads
+// resident when the copy was taken, exactly (entries less exits since
+// the region began); less what the newest bucket has added so far, it is
+// the threads resident at that bucket's start, and each bucket reported
+// at this read started from that less the buckets after it (a lost
+// bucket errs only the points before it, at that read). Where the newest
+// bucket's start is not known (its slot's count began before the read
+// could tell), the points build on the last read's; an SM whose resident
+// threads are not known yet has no point. An SM with no bucket to report
+// but threads resident (a block running for seconds, nothing entering or
+// leaving) gets a point for the bucket before the newest, its threads
+// over 32: the mean of a bucket nothing changed in; and one point of 0
+// when they have gone. A block moved to another SM by preemption leaves
+// its threads on the SM it started on and takes them from the one it
+// ends on: the two SMs' estimates stay that far off (never below 0).
+func (t *Tracker) Occupancy(slots []Occ, lap uint32, resident []uint64, clk ReadClock) []OccPoint {
 	if lap == 0 {
 		return nil
 	}
@@ -366,11 +395,22 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32, clk ReadClock) []OccPoint {
 	span := uint64(lap-1) * BucketNS
 	short := t.occPrevCopy != 0 && clk.Now > t.occPrevCopy && clk.Now-t.occPrevCopy < span-span/maxDrift
 	t.occPrevCopy = clk.CopyStart
-	var out []OccPoint
-	report := func(sm uint32, b occCounts, o Occ) {
-		out = append(out, OccPoint{SM: sm, Bucket: o.Bucket, Threads: o.Threads - b.threads,
-			Warps: float64(o.LaneNS-b.laneNS) / 32 / BucketNS})
+	// This read's complete buckets, by SM: their own counts (mod 2^64).
+	type raw struct {
+		bucket          uint64
+		threads, laneNS int64
 	}
+	got := map[uint32][]raw{}
+	report := func(sm uint32, b occCounts, o Occ) {
+		got[sm] = append(got[sm], raw{o.Bucket, int64(o.Threads - b.threads), int64(o.LaneNS - b.laneNS)})
+	}
+	// What each SM's newest bucket has added so far (its slot's count
+	// since the bucket began), or that it is not known.
+	type newestAdded struct {
+		threads int64
+		unknown bool
+	}
+	added := map[uint32]*newestAdded{}
 	var sm *occSM
 	smID := uint32(0)
 	for _, o := range slots {
@@ -397,8 +437,6 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32, clk ReadClock) []OccPoint {
 			// Not seen before: from zero if the last read found it
 			// unwritten (none at the first read: prev is 0).
 			known = clean
-		case o.Threads < last.threads || o.LaneNS < last.laneNS:
-			delete(sm.pending, k)
 		case o.Bucket > lastBucket:
 			known = clean
 			delete(sm.pending, k) // its bucket never came to an end in a read: lost
@@ -418,9 +456,63 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32, clk ReadClock) []OccPoint {
 				sm.pending[k] = last
 			}
 		}
+		if o.Bucket >= newest {
+			a := added[o.SM]
+			if a == nil {
+				a = &newestAdded{}
+				added[o.SM] = a
+			}
+			if b, ok := sm.pending[k]; ok {
+				a.threads += int64(o.Threads - b.threads)
+			} else {
+				a.unknown = true
+			}
+		}
 		sm.bucket[k], sm.threads[k], sm.laneNS[k] = o.Bucket, o.Threads, o.LaneNS
 	}
 	t.occNewest = newest
+	var out []OccPoint
+	point := func(id uint32, sm *occSM, bucket uint64, from int64, r raw) {
+		// the threads resident from the start, over the whole bucket,
+		// and what entered or left in it (never below 0: an SM that
+		// lost threads to preemption, or a corrupt region)
+		w := max(0, (float64(from)*BucketNS+float64(r.laneNS))/32/BucketNS)
+		out = append(out, OccPoint{SM: id, Bucket: bucket, Warps: w, Threads: r.threads})
+		sm.out, sm.outWarps = bucket, w
+	}
+	for id, sm := range t.occ {
+		if len(sm.bucket) != int(lap) {
+			continue
+		}
+		pts := got[id]
+		slices.SortFunc(pts, func(a, b raw) int { return cmp.Compare(a.bucket, b.bucket) })
+		a := added[id]
+		switch {
+		case int(id) < len(resident) && (a == nil || !a.unknown):
+			// from the newest bucket's start back
+			at := int64(resident[id])
+			if a != nil {
+				at -= a.threads
+			}
+			from := at
+			for _, r := range pts {
+				from -= r.threads
+			}
+			for _, r := range pts {
+				point(id, sm, r.bucket, from, r)
+				from += r.threads
+			}
+			sm.resident, sm.known = at, true
+		case sm.known:
+			for _, r := range pts {
+				point(id, sm, r.bucket, sm.resident, r)
+				sm.resident += r.threads
+			}
+		}
+		if sm.known && len(pts) == 0 && newest > 0 && sm.out < newest-1 && (sm.resident != 0 || sm.outWarps != 0) {
+			point(id, sm, newest-1, sm.resident, raw{})
+		}
+	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Bucket < out[j].Bucket || out[i].Bucket == out[j].Bucket && out[i].SM < out[j].SM
 	})

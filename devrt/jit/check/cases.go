@@ -1,8 +1,10 @@
 package check
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
 )
@@ -191,36 +193,76 @@ func checkLaunch(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	return nil
 }
 
-// checkOcc: every thread counted in some (SM, bucket), lane-ns seen, every
-// marked slot with counts marked with a bucket of its own (epoch % slots =
-// its index; an unmarked one, epoch 0, may hold the lane-ns of warps that
-// left in the bucket they entered in, on an SM where no block's thread 0
-// entered in it).
+// checkOcc: every thread that entered left again (the threads of all the
+// slots add up to 0), every marked slot with counts marked with a bucket
+// of its own (epoch % slots = its index; an unmarked one, epoch 0, may
+// hold the counts of warps that left in the bucket they entered in, on an
+// SM where no block's thread 0 entered in it: taken as its slot's bucket
+// in the lap that ends at the SM's last), and, each SM's buckets taken in
+// order with the threads resident carried from one to the next as the
+// receiver does, each bucket's lane-ns between 0 and the kernel's threads
+// over the whole bucket, some of them more than 0.
 func checkOcc(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 	m, err := mapOf(l, "gx_occ")
 	if err != nil {
 		return err
 	}
-	var threads, ns uint64
+	const bucketNS = 1 << 20 // GPUEXT_DEV_OCC_SHIFT
+	var threads, unmarked uint64
+	var total int64
 	buckets := 0
 	for s := uint32(0); s < m.Slots; s++ {
 		vals, err := m.ArrayCopy(gpumap.Region(region), s)
 		if err != nil {
 			return err
 		}
+		type slot struct{ epoch, threads, laneNS uint64 }
+		var marked, loose []slot
+		lap := uint64(len(vals))
 		for k, v := range vals {
-			if u64(v, 8) != 0 || u64(v, 16) != 0 {
-				if e := u64(v, 0); e != 0 && e%uint64(len(vals)) != uint64(k) {
-					return fmt.Errorf("SM %d slot %d: counts under epoch %d, a bucket of slot %d", s, k, e, e%uint64(len(vals)))
-				}
-				buckets++
-			}
 			threads += u64(v, 8)
-			ns += u64(v, 16)
+			if u64(v, 8) == 0 && u64(v, 16) == 0 {
+				continue
+			}
+			e := u64(v, 0)
+			switch {
+			case e == 0:
+				unmarked++
+				loose = append(loose, slot{uint64(k), u64(v, 8), u64(v, 16)})
+			case e%lap != uint64(k):
+				return fmt.Errorf("SM %d slot %d: counts under epoch %d, a bucket of slot %d", s, k, e, e%lap)
+			default:
+				marked = append(marked, slot{e, u64(v, 8), u64(v, 16)})
+			}
+		}
+		slices.SortFunc(marked, func(a, b slot) int { return cmp.Compare(a.epoch, b.epoch) })
+		if len(loose) > 0 && len(marked) > 0 {
+			last := marked[len(marked)-1].epoch
+			for _, l := range loose {
+				if d := (last + lap - l.epoch%lap) % lap; d <= last {
+					l.epoch = last - d
+				} else {
+					l.epoch = last + lap - d // none that early: the next
+				}
+				marked = append(marked, l)
+			}
+			slices.SortFunc(marked, func(a, b slot) int { return cmp.Compare(a.epoch, b.epoch) })
+		}
+		var resident int64
+		for _, b := range marked {
+			buckets++
+			lane := resident*bucketNS + int64(b.laneNS)
+			if lane < 0 || lane > int64(c.Threads())*bucketNS {
+				return fmt.Errorf("SM %d bucket %d: %d lane-ns with %d threads resident at its start; want 0 to %d threads' whole bucket",
+					s, b.epoch, lane, resident, c.Threads())
+			}
+			total += lane
+			resident += int64(b.threads)
 		}
 	}
-	if threads != uint64(c.Threads()) || ns == 0 {
-		return fmt.Errorf("%d threads, %d lane-ns in %d (SM, bucket) slots; want %d threads, lane-ns > 0", threads, ns, buckets, c.Threads())
+	if threads != 0 || total <= 0 {
+		return fmt.Errorf("%d threads still resident (want 0), %d lane-ns in %d (SM, bucket) slots, %d unmarked with counts",
+			int64(threads), total, buckets, unmarked)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ package probesim
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -34,6 +35,12 @@ type Launch struct {
 	// GridID is the launch's %gridid; 0 takes the next of a counter, as
 	// a GPU numbers the launches of a context.
 	GridID uint64
+	// From and Until: only the probes that run at times in [From, Until)
+	// (Until 0: no end) write region, so that a reader can look between
+	// two parts of a launch; the entries before From run on a copy of
+	// region, for what their exits carry and their blocks' shared state.
+	// Both 0: the whole launch.
+	From, Until uint64
 }
 
 var gridIDs atomic.Uint64
@@ -90,8 +97,19 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 		fn          string
 	}
 	rets := map[warpProbe]uint64{}
+	var scratch []byte
+	if l.From != 0 {
+		scratch = slices.Clone(region)
+	}
 	shared := map[uint32][]byte{} // each block's per-block arrays, zero at its start
 	for _, e := range evs {
+		if l.Until != 0 && e.t >= l.Until {
+			break
+		}
+		mem := region
+		if e.t < l.From {
+			mem = scratch
+		}
 		if shared[e.b.Block] == nil {
 			shared[e.b.Block] = make([]byte, c.Layout.BlockSize)
 		}
@@ -122,7 +140,7 @@ func Run(c *jit.Compiled, region []byte, l Launch) error {
 				if p.Carry != "" {
 					binary.LittleEndian.PutUint64(env.Ctx[8:], rets[warpProbe{e.b.Block, e.warp, p.Carry}])
 				}
-				r0, err := c.Run(p.Index, region, env)
+				r0, err := c.Run(p.Index, mem, env)
 				if err != nil {
 					return fmt.Errorf("%s at block %d warp %d lane %d: %w", p.Name, e.b.Block, e.warp, lane, err)
 				}

@@ -511,7 +511,7 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last b
 		h.Record(s.cfg.LaunchLatency.Buckets, float64(l.NS)/1e9)
 	}
 	clk := proberegion.ReadClock{CopyStart: snap.CopyStartNS, Now: s.opts.Monotonic()}
-	for _, o := range rg.tr.Occupancy(snap.Occupancy, snap.OccSlots, clk) {
+	for _, o := range rg.tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, clk) {
 		g.occ[o.SM] = o.Warps // in bucket order: the newest stays (weighed by the probes)
 	}
 	for m, d := range snap.Drops {

@@ -243,13 +243,14 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 		roundSums(got["gpu.kernel.launch.latency"]))
 
 	// Occupancy: the launch spans buckets base>>20 to +2 (the heavy
-	// blocks' exits on SM 0, the newest: not complete); every SM's light
-	// blocks (SM 0: 2, the others 4) end in the first bucket, the gauge.
-	light := 2 * float64(300_000-probesim.WarpGap) / proberegion.BucketNS // warps of one light block
+	// blocks' exits on SM 0, the newest: not complete). The gauge is
+	// bucket +1, the newest complete: SM 0's two heavy blocks (2 warps
+	// each) resident through it, 4 warps; SMs 1-3 idle in it (their light
+	// blocks ended in the first bucket), 0.
 	require.Len(t, got["gpu.warp.occupancy"], 4)
 	for sm, p := range got["gpu.warp.occupancy"] {
 		require.Equal(t, map[string]any{"gpu.sm.id": int64(sm), "pid": int64(pid)}, p.attrs)
-		require.InDelta(t, map[bool]float64{true: 2, false: 4}[sm == 0]*light, p.value, 1e-12)
+		require.InDelta(t, map[bool]float64{true: 4, false: 0}[sm == 0], p.value, 1e-12)
 	}
 
 	require.Equal(t, []point{
@@ -587,7 +588,7 @@ func TestOccupancyFromCopyTimes(t *testing.T) {
 				require.Empty(t, got)
 				return
 			}
-			want := 2 * float64(300_000-probesim.WarpGap) / proberegion.BucketNS // its 2 warps' residence in the bucket
+			want := float64(2*300_000-probesim.WarpGap) / proberegion.BucketNS // its 2 warps' residence in the bucket, from warp 0's entry
 			require.Len(t, got, 1)
 			require.Equal(t, map[string]any{"gpu.sm.id": int64(1), "pid": int64(pid), "hw.id": got[0].attrs["hw.id"]}, got[0].attrs)
 			require.InDelta(t, want, got[0].value, 1e-12)
