@@ -12,6 +12,9 @@ outputs (after one launch on fresh inputs), the median and every kernel time
 of REPS timed launches (CUDA events, microseconds), and the host
 CLOCK_MONOTONIC of the timed launches. ctypes and the driver API only.
 
+Between them, one launch of long_tail (a PTX module of its own), whose
+block 0 ends seconds after the others.
+
 analyze OTEL_JSONL RUN_JSON PROBE: checks what the collector exported for
 one probe against the program's run (exit 1 on failure, one line per check).
 """
@@ -111,6 +114,7 @@ def run(kernels_ptx, triton_ptx):
                                         {"x": f32([i * 1.5 for i in range(n)]), "y": f32([3.0] * n)},
                                         {"out": 4 * n, "s1": 64, "s2": 64},
                                         [("p", "x"), ("p", "y"), ("p", "out"), ("i", n), ("p", "s1"), ("p", "s2")])
+    res["long_tail"] = long_tail(load, alloc, dtoh, e0, e1, nsm.value)
     time.sleep(float(os.environ.get("PAUSE", 2)))
     # One block per SM; block b spins base*(b+1) iterations: SM load grows
     # with the SM's block, so max/mean tends to 2 (the ideal placement).
@@ -118,6 +122,69 @@ def run(kernels_ptx, triton_ptx):
                                         [("p", "out"), ("i", int(os.environ.get("BASE_ITERS", 2000)))])
     time.sleep(float(os.environ.get("PAUSE", 2)))
     print(json.dumps(res))
+
+
+# long_tail: block 0 spins LONG_TAIL_MS (%globaltimer), the others 1/1024
+# of it, then every thread stores its block id: blocks that end seconds
+# apart, more than the collector's QuietClose (1 s) with nothing ending.
+LONG_TAIL_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry long_tail(.param .u64 pout, .param .u64 pns)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<8>;
+	ld.param.u64 %rd1, [pout];
+	ld.param.u64 %rd2, [pns];
+	mov.u32 %r1, %ctaid.x;
+	setp.ne.u32 %p1, %r1, 0;
+	@%p1 shr.b64 %rd2, %rd2, 10;
+	mov.u64 %rd3, %globaltimer;
+$L_spin:
+	mov.u64 %rd4, %globaltimer;
+	sub.s64 %rd5, %rd4, %rd3;
+	setp.lt.u64 %p2, %rd5, %rd2;
+	@%p2 bra $L_spin;
+	mov.u32 %r2, %tid.x;
+	mov.u32 %r3, %ntid.x;
+	mad.lo.s32 %r2, %r1, %r3, %r2;
+	cvta.to.global.u64 %rd6, %rd1;
+	mul.wide.u32 %rd7, %r2, 4;
+	add.s64 %rd6, %rd6, %rd7;
+	st.global.u32 [%rd6], %r1;
+	ret;
+}
+"""
+
+
+def long_tail(load, alloc, dtoh, e0, e1, nsm):
+    """One launch of long_tail (4 blocks per SM of 128 threads), timed:
+    its outputs' SHA-256, its time and grid."""
+    from cudrv import check as ck, cu
+
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"long_tail.{os.getpid()}.ptx")
+    with open(path, "w") as f:
+        f.write(LONG_TAIL_PTX)
+    mod, _ = load(path)
+    os.unlink(path)
+    fn = c.c_void_p()
+    ck(cu.cuModuleGetFunction(c.byref(fn), mod, b"long_tail"), "cuModuleGetFunction long_tail")
+    grid, block = 4 * nsm, 128
+    out = alloc(b"\xab" * (4 * grid * block))
+    vals = [c.c_uint64(out), c.c_uint64(int(os.environ.get("LONG_TAIL_MS", 2000)) * 1_000_000)]
+    params = (c.c_void_p * 2)(*[c.addressof(v) for v in vals])
+    host = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    ck(cu.cuEventRecord(e0, None), "cuEventRecord")
+    ck(cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, None, params, None), "launch long_tail")
+    ck(cu.cuEventRecord(e1, None), "cuEventRecord")
+    ck(cu.cuEventSynchronize(e1), "cuEventSynchronize")
+    ms = c.c_float()
+    ck(cu.cuEventElapsedTime(c.byref(ms), e0, e1), "cuEventElapsedTime")
+    sha = hashlib.sha256(dtoh(out, 4 * grid * block)).hexdigest()
+    cu.cuMemFree_v2(c.c_uint64(out))
+    return {"sha256": sha, "time_us": ms.value * 1000, "host_ns": host, "grid": grid, "block": block}
 
 
 def sampling():
@@ -272,6 +339,18 @@ def analyze(otel_path, run_path, probe):
                 work = picked(r["grid"])[-1] + 1 # block b spins b+1 units; block 0 is sampled
                 check(rr > 0.5 * work, f"imbalanced: longest/shortest block {rr:.1f} (work ratio of the sampled blocks {work})")
         check(missing_all <= ring_drops, f"every lost block counted: {missing_all} missing, {ring_drops:.0f} ring records dropped")
+        # long_tail: block 0 ends seconds after the others, with nothing
+        # ending between (blocks still running hold the launch open): one
+        # span of every sampled block, as long as block 0.
+        lt = run_res["long_tail"]
+        mine = [s for s in spans if s["name"] == "long_tail blocks"]
+        want = len(picked(lt["grid"]))
+        blocks = [int(s["attrs"].get("gpu.kernel.blocks")) for s in mine]
+        durs = [(int(s["endTimeUnixNano"]) - int(s["startTimeUnixNano"])) / 1e3 for s in mine]
+        spin = int(os.environ.get("LONG_TAIL_MS", 2000)) * 1e3
+        check(blocks == [want] and spin <= durs[0] <= lt["time_us"] + 5,
+              f"long_tail: {len(mine)} span(s) of {blocks} blocks (want one of {want}), "
+              f"{[round(d / 1e6, 3) for d in durs]} s (block 0 spins {spin / 1e6:.3f} s, the launch took {lt['time_us'] / 1e6:.3f} s)")
         h = last("gpu.kernel.block.schedule.delay", **{"gpu.cuda.kernel.name": "imbalanced"})
         check(h is not None and int(h["count"]) > 0, "imbalanced: schedule delay histogram")
     if probe == "sm_load":
@@ -295,6 +374,9 @@ def analyze(otel_path, run_path, probe):
             total = sum(value(p) for p in blk if int(p["timeUnixNano"]) == last_ts)
             launches = sum(1 + len(r["times_us"]) for r in run_res["kernels"].values())
             want = sum((1 + len(r["times_us"])) * len(picked(r["grid"])) * weight(r["grid"]) for r in run_res["kernels"].values())
+            lt = run_res["long_tail"]
+            launches += 1
+            want += len(picked(lt["grid"])) * weight(lt["grid"])
             print(f"INFO {probe}: blocks counted {total:.0f} (sampled x weight), {want} expected over {launches} launches")
             check(total == want, f"blocks counted {total:.0f} = sampled blocks x weight = {want}")
     if probe == "launch_latency":
@@ -320,6 +402,13 @@ def analyze(otel_path, run_path, probe):
         occ = [p for p in points if p["name"] == "gpu.warp.occupancy"]
         check(len(occ) > 0 and all(0 <= value(p) <= most for p in occ),
               f"warp occupancy: {len(occ)} points, max {max((value(p) for p in occ), default=0):.2f} warps per SM")
+        # long_tail's block 0, alone on its SM for most of 2 s, is its
+        # warps (weighed) in every bucket of them: not all of it in the
+        # bucket it left in (until 2026-11-27: 30 518 warps per SM)
+        lt = run_res["long_tail"]
+        alone = lt["block"] // 32 * weight(lt["grid"])
+        check(any(abs(value(p) - alone) < 1e-9 for p in occ),
+              f"long_tail: a point of {alone} warps (block 0 alone on its SM, {lt['block'] // 32} warps weighed by {weight(lt['grid'])})")
     sys.exit(0 if check.ok else 1)
 
 

@@ -84,7 +84,9 @@ run_triton() { # NAME [env...]: the live Triton kernel, $OUT/triton-NAME.json
 same_results() { # NAME: outputs identical to the uninstrumented run's
 	$PY - "$OUT/run-base.json" "$OUT/run-$1.json" "$1" <<'PYEOF' || status=1
 import json, sys
-a, b = (json.load(open(p))["kernels"] for p in sys.argv[1:3])
+ra, rb = (json.load(open(p)) for p in sys.argv[1:3])
+a, b = ra["kernels"], rb["kernels"]
+a["long_tail"], b["long_tail"] = ra["long_tail"], rb["long_tail"]
 bad = [k for k in a if a[k]["sha256"] != b[k]["sha256"]]
 print(("FAIL " if bad else "PASS ") + sys.argv[3] + ": outputs identical to the uninstrumented run" + (f" except {bad}" if bad else ""))
 sys.exit(1 if bad else 0)
