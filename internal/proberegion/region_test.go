@@ -149,6 +149,27 @@ func wantOccupancy(blocks []simBlock, slots uint32, weight uint64) []Occ {
 	return out
 }
 
+// occReader is a warp_occupancy region and a tracker's read of it at GPU
+// time now: with clock, devrt's copy begun 0.5 ms before, the host's
+// clock the GPU's less 2^50; without, no copy times.
+func occReader(t *testing.T, clock bool) (*probeset.Set, []byte, func(now uint64) []OccPoint) {
+	const off = 1 << 50 // GPU clock minus host clock, any
+	s := newSet(t, "warp_occupancy")
+	region := make([]byte, s.Layout().Size)
+	r, err := FromBytes(region, s.Layout())
+	require.NoError(t, err)
+	tr := NewTracker()
+	return s, region, func(now uint64) []OccPoint {
+		snap, err := r.Read()
+		require.NoError(t, err)
+		var clk ReadClock
+		if clock {
+			clk = ReadClock{CopyStart: now - off - 500_000, Now: now - off}
+		}
+		return tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, clk)
+	}
+}
+
 // busy leaves out the points of 0 warps (an SM whose threads have gone:
 // TestOccupancyResident), for the tests of which buckets are known.
 func busy(ps []OccPoint) []OccPoint {
@@ -417,7 +438,6 @@ func TestRunAcrossCopies(t *testing.T) {
 func TestOccupancyBursts(t *testing.T) {
 	start := base &^ (BucketNS - 1)
 	bucket := func(n uint64) uint64 { return start + n*BucketNS }
-	const off = 1 << 50 // GPU clock minus host clock, any
 	const lap = 256
 	block := func(sm uint32, at uint64, ns uint64) simBlock {
 		return simBlock{Block: 0, SM: sm, Start: at + 1000, End: at + 1000 + ns}
@@ -427,21 +447,8 @@ func TestOccupancyBursts(t *testing.T) {
 	}
 	for _, clock := range []bool{true, false} {
 		t.Run(map[bool]string{true: "copy times", false: "none"}[clock], func(t *testing.T) {
-			s := newSet(t, "warp_occupancy")
-			region := make([]byte, s.Layout().Size)
-			r, err := FromBytes(region, s.Layout())
-			require.NoError(t, err)
-			tr := NewTracker()
-			// read at GPU time now (its host time: now - off)
-			read := func(now uint64) []OccPoint {
-				snap, err := r.Read()
-				require.NoError(t, err)
-				var clk ReadClock
-				if clock {
-					clk = ReadClock{CopyStart: now - off - 500_000, Now: now - off}
-				}
-				return busy(tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, clk))
-			}
+			s, region, readAll := occReader(t, clock)
+			read := func(now uint64) []OccPoint { return busy(readAll(now)) }
 			want := func(ps ...OccPoint) []OccPoint {
 				if !clock {
 					return nil
@@ -623,17 +630,7 @@ func TestOccupancyResident(t *testing.T) {
 	start := base &^ (BucketNS - 1)
 	bucket := func(n uint64) uint64 { return start + n*BucketNS }
 	n := func(b uint64) uint64 { return bucket(b) >> OccShift }
-	const off = 1 << 50 // GPU clock minus host clock, any
-	s := newSet(t, "warp_occupancy")
-	region := make([]byte, s.Layout().Size)
-	r, err := FromBytes(region, s.Layout())
-	require.NoError(t, err)
-	tr := NewTracker()
-	read := func(now uint64) []OccPoint {
-		snap, err := r.Read()
-		require.NoError(t, err)
-		return tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, ReadClock{CopyStart: now - off - 500_000, Now: now - off})
-	}
+	s, region, read := occReader(t, true)
 	long := simBlock{Block: 0, SM: 1, Start: bucket(2) + 1000, End: bucket(60) + 5000}
 	short := simBlock{Block: 0, SM: 2, Start: bucket(31) + 2000, End: bucket(31) + 9000}
 	part := func(from, until uint64) { // the long block's probes in [from, until)
