@@ -72,7 +72,7 @@ static __always_inline struct gpuext_dev_occ *occ_exit_slot(__u64 now, __u64 sta
 
 	if (bucket == start >> GPUEXT_DEV_OCC_SHIFT)
 		/* Entered in this bucket: its block's thread 0 marked the
-		 * slot at entry, so the warp only adds. (Thread 0 having
+		 * slot at entry, so the warp only counts. (Thread 0 having
 		 * entered in the bucket before, another block's thread 0 did,
 		 * or, on an SM where no block entered in this bucket, none:
 		 * then these counts go to the slot's next bucket or its base;

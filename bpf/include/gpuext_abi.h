@@ -1280,8 +1280,8 @@ struct gpuext_dev_sm {
  * (%globaltimer >> GPUEXT_DEV_OCC_SHIFT, ~1.05 ms) lives in slot
  * b % GPUEXT_DEV_OCC_BUCKETS. Its counts are cumulative over every bucket
  * the slot has had; epoch is the newest of them (a plain store by every
- * probe that starts writing a bucket: no probe reads it, claims the slot or
- * subtracts). The host takes a bucket's counts as the slot's minus what it
+ * probe that starts writing a bucket: no probe reads it or claims the
+ * slot). The host takes a bucket's counts as the slot's minus what it
  * held when its previous bucket was over, so it must read each slot at
  * least once a lap (GPUEXT_DEV_OCC_BUCKETS buckets, ~268 ms; devrt copies
  * the region every 100 ms by default); a lap missed leaves the counts

@@ -2,6 +2,7 @@ package proberegion
 
 import (
 	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,6 +131,20 @@ func FuzzRegion(f *testing.F) {
 	_ = reg.PutU64(lay.Maps[2].DataOffset()+16, 12345)
 	_ = reg.PutU64(lay.Maps[3].DataOffset(), 77)
 	f.Add(withRecords)
+	// occupancy slots of SMs 0 and 1: buckets 400-403 (slot = bucket % 4),
+	// entries and exits, a bucket's share negative
+	withOcc := append([]byte(nil), withRecords...)
+	occ := lay.Maps[3]
+	for sm := range uint64(2) {
+		for k := range uint64(4) {
+			off, ok := occ.ElemOffset(sm, k)
+			require.True(f, ok)
+			binary.LittleEndian.PutUint64(withOcc[off:], 400+k)
+			binary.LittleEndian.PutUint64(withOcc[off+8:], uint64(64-32*int64(k)))
+			binary.LittleEndian.PutUint64(withOcc[off+16:], uint64(64_000-40_000*int64(k)))
+		}
+	}
+	f.Add(withOcc)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		mem := make([]byte, lay.Size)
 		copy(mem, b)
@@ -137,9 +152,23 @@ func FuzzRegion(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// Reads of the bytes, of the bytes rotated by half (another copy:
-		// the tracker's differences between reads), and of the bytes again.
+		// Reads of the bytes, of the bytes with the occupancy slots a lap
+		// on (buckets reported), of the bytes again (slots gone back),
+		// and of the bytes rotated by half (another copy: the tracker's
+		// differences between reads).
 		rot := append(append([]byte(nil), b[len(b)/2:]...), b[:len(b)/2]...)
+		adv := append([]byte(nil), b...)
+		occ := lay.Maps[3]
+		for sm := range uint64(occ.Slots) {
+			for k := range uint64(occ.MaxEntries) {
+				if off, ok := occ.ElemOffset(sm, k); ok && off+OccSize <= uint64(len(adv)) {
+					for i, d := range []uint64{uint64(occ.MaxEntries), 32, 1000} {
+						v := adv[off+8*uint64(i):]
+						binary.LittleEndian.PutUint64(v, binary.LittleEndian.Uint64(v)+d)
+					}
+				}
+			}
+		}
 		tr := NewTracker()
 		// host clocks from the bytes too: any, as a hostile or torn
 		// device record could give
@@ -147,7 +176,8 @@ func FuzzRegion(f *testing.F) {
 		if len(b) >= 16 {
 			clk = ReadClock{CopyStart: binary.LittleEndian.Uint64(b), Now: binary.LittleEndian.Uint64(b[8:])}
 		}
-		for i, img := range [][]byte{b, rot, b} {
+		lastOut := map[uint32]uint64{}
+		for i, img := range [][]byte{b, adv, b, rot} {
 			clk.CopyStart += uint64(i) << 28
 			clk.Now += uint64(i) << 28
 			clear(mem)
@@ -155,15 +185,14 @@ func FuzzRegion(f *testing.F) {
 			snap, err := r.Read()
 			tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, time.Now())
 			tr.SMs(snap.SMs)
-			var most uint64
-			for _, o := range snap.Occupancy {
-				most = max(most, o.Threads)
-			}
 			for _, p := range tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, clk) {
-				// A bucket's counts are a slot's growth: never more
-				// than a slot holds, never negative.
-				require.LessOrEqual(t, p.Threads, most)
+				// Whatever the counts (a bucket's share can be
+				// negative now): warps a number, never negative, and
+				// an SM's points only move forward.
+				require.False(t, math.IsNaN(p.Warps) || math.IsInf(p.Warps, 0), "%+v", p)
 				require.GreaterOrEqual(t, p.Warps, 0.0)
+				require.Greater(t, p.Bucket, lastOut[p.SM], "%+v", p)
+				lastOut[p.SM] = p.Bucket
 			}
 			if err != nil {
 				return

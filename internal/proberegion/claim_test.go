@@ -105,3 +105,30 @@ func TestRunOfClaimedBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestStuckClaim: a record claimed and never written (its block stopped
+// by a fault) holds the open runs for MaxQuietRunning once, not every
+// later launch: the next launch closes QuietClose after its last block.
+func TestStuckClaim(t *testing.T) {
+	tr := NewTracker()
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	blk := func(kernel uint64, b uint64) Block {
+		return Block{KernelID: kernel, Block: b, StartNS: base, EndNS: base + 1000, Threads: 64, Weight: 1, GridID: kernel}
+	}
+	// launch 1: blocks 0 and 1 written, block 2's claim never is
+	require.Empty(t, tr.Blocks([]Block{blk(1, 0), blk(1, 1)}, 2, 1, at(0)))
+	require.Empty(t, tr.Blocks(nil, 2, 1, at(30*time.Second)), "a block still running")
+	runs := tr.Blocks(nil, 2, 1, at(MaxQuietRunning))
+	require.Len(t, runs, 1)
+	require.Len(t, runs[0].Blocks, 2)
+	// launch 2, with the stuck claim still counted running
+	require.Empty(t, tr.Blocks([]Block{blk(2, 0)}, 3, 1, at(MaxQuietRunning+10*time.Second)))
+	require.Empty(t, tr.Blocks(nil, 3, 1, at(MaxQuietRunning+10*time.Second+QuietClose-time.Millisecond)))
+	runs = tr.Blocks(nil, 3, 1, at(MaxQuietRunning+10*time.Second+QuietClose))
+	require.Len(t, runs, 1, "closed QuietClose after its block: the stuck claim holds it no more")
+	require.Equal(t, uint64(2), runs[0].KernelID)
+	// a launch with a block of its own running again holds
+	require.Empty(t, tr.Blocks([]Block{blk(3, 0)}, 4, 2, at(2*MaxQuietRunning)))
+	require.Empty(t, tr.Blocks(nil, 4, 2, at(2*MaxQuietRunning+5*time.Second)), "its own block running")
+}

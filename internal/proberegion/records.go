@@ -93,7 +93,7 @@ type Snapshot struct {
 	// OccResident is, by SM, the threads resident (weighed) when the copy
 	// was taken: the sum of the threads field of all the SM's slots,
 	// marked or not (entries less exits since the region began, mod
-	// 2^64), nil without the map.
+	// 2^64), nil without the map; valid until the region's next Read.
 	OccResident []uint64
 	// Drops are the maps' drop counters (ring records overwritten before
 	// they were read, per-SM copies beyond the array, a full hash).

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
-	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion/probesim"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion/probesim"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/probeset"
 )
 
@@ -303,9 +303,12 @@ func TestOccupancyLaps(t *testing.T) {
 	// Read 7: SM 2's slot 40, unwritten at read 6, had two buckets since
 	// (3lap+40 and 4lap+40: the reads more than a lap apart): not known,
 	// not their sum. SM 3's 3lap+5 (its slot idle since lap+5, the newest
-	// at read 6) is over.
+	// at read 6) is over, but SM 3's newest, 4lap+41, is not known (its
+	// slot could have had 3lap+41 too): so nor are the threads resident
+	// through 3lap+5 (a bucket lost between them would change them), no
+	// point.
 	run(block(2, bucket(3*lap+40), 2000), block(2, bucket(4*lap+40), 2000), block(3, bucket(4*lap+41), 1000))
-	require.Equal(t, []OccPoint{point(b9)}, read())
+	require.Empty(t, read())
 	// Read 8: SM 1's 5lap is known but the newest; a warp held up a lap
 	// stores the older epoch 4lap into that slot before read 9, which
 	// reports 5lap once over, under its own bucket.
@@ -647,11 +650,46 @@ func TestOccupancyResident(t *testing.T) {
 	require.Equal(t, []OccPoint{{SM: 1, Bucket: n(2), Warps: share(simThreads * (bucket(3) - in0)), Threads: simThreads}},
 		read(bucket(40)), "bucket 2 over (the GPU at 21)")
 	simulate(t, s.Compiled(), region, "k", 1, 4, []simBlock{short})
-	require.Equal(t, []OccPoint{{SM: 2, Bucket: n(31), Warps: share(residentNS(short))}, {SM: 1, Bucket: n(40), Warps: 2}},
+	// SM 3: a block from 25 to 28, another within 26: three buckets of
+	// one SM in one read, each from the threads resident at its start.
+	a, b := simBlock{Block: 0, SM: 3, Start: bucket(25) + 3000, End: bucket(28) + 7000}, simBlock{Block: 1, SM: 3, Start: bucket(26) + 100, End: bucket(26) + 50_000}
+	simulate(t, s.Compiled(), region, "k", 2, 4, []simBlock{a, b})
+	inA, outA0 := warpTimes(a, 0)
+	_, outA1 := warpTimes(a, 1)
+	require.Equal(t, []OccPoint{
+		{SM: 3, Bucket: n(25), Warps: share(simThreads * (bucket(26) - inA)), Threads: simThreads},
+		{SM: 3, Bucket: n(26), Warps: 2 + share(residentNS(b))},
+		{SM: 3, Bucket: n(28), Warps: share(32*(outA0-bucket(28)) + 32*(outA1-bucket(28))), Threads: -simThreads},
+		{SM: 2, Bucket: n(31), Warps: share(residentNS(short))},
+		{SM: 1, Bucket: n(40), Warps: 2}},
 		read(bucket(60)), "SM 1: 2 warps resident through 40, nothing else")
 	part(bucket(3), 0) // its warps leave
 	require.Equal(t, []OccPoint{{SM: 1, Bucket: n(60), Warps: share(32*(out0-bucket(60)) + 32*(out1-bucket(60))), Threads: -simThreads},
-		{SM: 2, Bucket: n(60)}}, read(bucket(80)), "SM 2 idle since 31: a point of 0")
+		{SM: 2, Bucket: n(60)}, {SM: 3, Bucket: n(60)}}, read(bucket(80)), "SMs 2 and 3 idle since: a point of 0")
 	require.Equal(t, []OccPoint{{SM: 1, Bucket: n(80)}}, read(bucket(100)), "SM 1 gone: a point of 0")
 	require.Empty(t, read(bucket(120)))
+
+	// A block preempted on SM 4 and ended on SM 5: its threads stay on 4
+	// and are taken from 5 until the SMs' threads add up to 0 again,
+	// which here they do at once (nothing else resident): no SM keeps
+	// warps that are not there.
+	moved := simBlock{Block: 0, SM: 4, Start: bucket(122) + 1000, End: bucket(124) + 1000}
+	launch := probesim.Launch{Kernel: "k", Grid: 1, Threads: simThreads, NSM: 8, Blocks: []simBlock{moved}, GridID: 9, Until: bucket(123)}
+	require.NoError(t, probesim.Run(s.Compiled(), region, launch))
+	moved.SM = 5
+	launch.Blocks, launch.From, launch.Until = []simBlock{moved}, bucket(123), 0
+	require.NoError(t, probesim.Run(s.Compiled(), region, launch))
+	var last []OccPoint
+	for _, at := range []uint64{140, 160, 180, 200} {
+		for _, p := range read(bucket(at)) {
+			require.LessOrEqual(t, p.Warps, 2.0, "read at %d: %+v", at, p)
+			last = append(last, p)
+		}
+	}
+	final := map[uint32]float64{}
+	for _, p := range last {
+		final[p.SM] = p.Warps
+	}
+	require.Equal(t, map[uint32]float64{4: 0, 5: 0}, final, "each SM's last point")
+	require.Empty(t, read(bucket(220)), "no SM left with the moved block's warps")
 }

@@ -88,12 +88,18 @@ const BucketNS = 1 << OccShift
 // yet written), which holds them open up to MaxQuietRunning: a launch
 // whose light blocks ended long before its heavy ones (the imbalance the
 // probes are there to show) stays one run, not a run of the light blocks
-// and a later one of the heavy. A finished launch then waits for a
-// concurrent long one's next block to end, or MaxQuietRunning.
+// and a later one of the heavy, when nothing else ends meanwhile (a fresh
+// read without its blocks still ends it: another stream's launch ending
+// while a long one runs splits the long one). A finished launch then
+// waits for a concurrent long one's next block to end, or
+// MaxQuietRunning; records still claimed after that are taken as never
+// to come (a fault, a thread that left by trap) and hold no later launch
+// open.
 // Launches of one kernel that overlap (several streams) are separate runs.
 type Tracker struct {
 	done      uint64    // the block ring's records done at the last read
 	moved     time.Time // when they last moved
+	stuck     uint64    // records claimed and not written after MaxQuietRunning
 	open      map[launchKey]*openRun
 	sms       map[uint32]SMLoad // totals at the last read
 	occ       map[uint32]*occSM // per SM, its occupancy slots as last read
@@ -105,6 +111,9 @@ type Tracker struct {
 	occAnchorGPU, occAnchorHost uint64
 	// occPrevCopy is the last read's ReadClock.CopyStart (0: unknown).
 	occPrevCopy uint64
+	// occOffset is, by SM, the threads resident the last time the SMs'
+	// added up to 0 (Occupancy).
+	occOffset []int64
 }
 
 // ReadClock is when a read's contents are from, on the host's
@@ -125,11 +134,8 @@ const maxDrift = 1_000
 type occSM struct {
 	bucket, threads, laneNS []uint64
 	pending                 map[uint32]occCounts // by slot: the counts its bucket began from
-	// resident is the threads resident at the start of the newest bucket
-	// of the last read (known: since a read could tell), the base of the
-	// next read's buckets; out and outWarps are the last point reported.
-	resident int64
-	known    bool
+	// out and outWarps are the last point reported: an SM's points only
+	// move forward (a bucket reported as quiet is not reported again).
 	out      uint64
 	outWarps float64
 }
@@ -173,7 +179,14 @@ func (t *Tracker) Blocks(blocks []Block, ended, running uint64, now time.Time) [
 		t.done, t.moved = ended, now
 	}
 	quiet := now.Sub(t.moved)
-	over := fresh || quiet >= QuietClose && running == 0 || quiet >= MaxQuietRunning
+	// Claims still pending after MaxQuietRunning of nothing ending are
+	// stuck (a block that never wrote its record: a fault, a thread that
+	// left by trap): they hold no later launch open.
+	t.stuck = min(t.stuck, running)
+	over := fresh || quiet >= QuietClose && running == t.stuck || quiet >= MaxQuietRunning
+	if quiet >= MaxQuietRunning {
+		t.stuck = running
+	}
 	var done []Run
 	got := map[launchKey]bool{}
 	for _, b := range blocks {
@@ -352,14 +365,20 @@ func sub(a, b uint64) uint64 {
 // at this read started from that less the buckets after it (a lost
 // bucket errs only the points before it, at that read). Where the newest
 // bucket's start is not known (its slot's count began before the read
-// could tell), the points build on the last read's; an SM whose resident
-// threads are not known yet has no point. An SM with no bucket to report
-// but threads resident (a block running for seconds, nothing entering or
-// leaving) gets a point for the bucket before the newest, its threads
-// over 32: the mean of a bucket nothing changed in; and one point of 0
-// when they have gone. A block moved to another SM by preemption leaves
-// its threads on the SM it started on and takes them from the one it
-// ends on: the two SMs' estimates stay that far off (never below 0).
+// could tell: reads more than a lap apart), the SM has no point at that
+// read. An SM with no bucket to report but threads resident (a block
+// running for seconds, nothing entering or leaving) gets a point for the
+// bucket before the newest, its threads over 32: the mean of a bucket
+// nothing changed in; and one point of 0 when they have gone (with copy
+// times: without, the newest bucket is the newest seen, and an SM's last
+// bucket is not over until another is written). An SM's points only move
+// forward: a bucket reported as quiet whose counts come later is not
+// reported again. A block moved to another SM by preemption leaves its
+// threads on the SM it started on and takes them from the one it ends
+// on; whenever the SMs' threads add up to 0 (none resident), what each
+// holds is taken as its offset. A thread that leaves unseen (trap, exit
+// in a called function: devrt/ptx instruments the kernel's own exits)
+// stays resident on its SM until the region goes.
 func (t *Tracker) Occupancy(slots []Occ, lap uint32, resident []uint64, clk ReadClock) []OccPoint {
 	if lap == 0 {
 		return nil
@@ -471,46 +490,55 @@ func (t *Tracker) Occupancy(slots []Occ, lap uint32, resident []uint64, clk Read
 		sm.bucket[k], sm.threads[k], sm.laneNS[k] = o.Bucket, o.Threads, o.LaneNS
 	}
 	t.occNewest = newest
+	// Each SM's threads resident less its offset: a block that moved to
+	// another SM (preemption) left its threads on the first and took them
+	// from the second; when the SMs' threads add up to 0, none is
+	// resident anywhere, and what each SM holds is its offset.
+	if len(t.occOffset) != len(resident) {
+		t.occOffset = make([]int64, len(resident))
+	}
+	var sum int64
+	for _, r := range resident {
+		sum += int64(r)
+	}
+	if sum == 0 {
+		for id, r := range resident {
+			t.occOffset[id] = int64(r)
+		}
+	}
 	var out []OccPoint
 	point := func(id uint32, sm *occSM, bucket uint64, from int64, r raw) {
 		// the threads resident from the start, over the whole bucket,
-		// and what entered or left in it (never below 0: an SM that
-		// lost threads to preemption, or a corrupt region)
+		// and what entered or left in it (never below 0: a corrupt
+		// region, a count off by preemption)
 		w := max(0, (float64(from)*BucketNS+float64(r.laneNS))/32/BucketNS)
 		out = append(out, OccPoint{SM: id, Bucket: bucket, Warps: w, Threads: r.threads})
 		sm.out, sm.outWarps = bucket, w
 	}
 	for id, sm := range t.occ {
-		if len(sm.bucket) != int(lap) {
-			continue
+		a := added[id]
+		if len(sm.bucket) != int(lap) || int(id) >= len(resident) || a != nil && a.unknown {
+			continue // the newest bucket's start not known: no point
+		}
+		// at the newest bucket's start, and back from there
+		at := int64(resident[id]) - t.occOffset[id]
+		if a != nil {
+			at -= a.threads
 		}
 		pts := got[id]
 		slices.SortFunc(pts, func(a, b raw) int { return cmp.Compare(a.bucket, b.bucket) })
-		a := added[id]
-		switch {
-		case int(id) < len(resident) && (a == nil || !a.unknown):
-			// from the newest bucket's start back
-			at := int64(resident[id])
-			if a != nil {
-				at -= a.threads
-			}
-			from := at
-			for _, r := range pts {
-				from -= r.threads
-			}
-			for _, r := range pts {
-				point(id, sm, r.bucket, from, r)
-				from += r.threads
-			}
-			sm.resident, sm.known = at, true
-		case sm.known:
-			for _, r := range pts {
-				point(id, sm, r.bucket, sm.resident, r)
-				sm.resident += r.threads
-			}
+		from := at
+		for _, r := range pts {
+			from -= r.threads
 		}
-		if sm.known && len(pts) == 0 && newest > 0 && sm.out < newest-1 && (sm.resident != 0 || sm.outWarps != 0) {
-			point(id, sm, newest-1, sm.resident, raw{})
+		for _, r := range pts {
+			if r.bucket > sm.out { // an SM's points only move forward
+				point(id, sm, r.bucket, from, r)
+			}
+			from += r.threads
+		}
+		if len(pts) == 0 && newest > 1 && sm.out < newest-1 && (at != 0 || sm.outWarps != 0) {
+			point(id, sm, newest-1, at, raw{})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -198,7 +198,7 @@ func checkLaunch(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 // of its own (epoch % slots = its index; an unmarked one, epoch 0, may
 // hold the counts of warps that left in the bucket they entered in, on an
 // SM where no block's thread 0 entered in it: taken as its slot's bucket
-// in the lap that ends at the SM's last), and, each SM's buckets taken in
+// next to the SM's marked ones), and, each SM's buckets taken in
 // order with the threads resident carried from one to the next as the
 // receiver does, each bucket's lane-ns between 0 and the kernel's threads
 // over the whole bucket, some of them more than 0.
@@ -237,12 +237,15 @@ func checkOcc(c *Case, l gpumap.Layout, region []byte, _ []uint64) error {
 		}
 		slices.SortFunc(marked, func(a, b slot) int { return cmp.Compare(a.epoch, b.epoch) })
 		if len(loose) > 0 && len(marked) > 0 {
-			last := marked[len(marked)-1].epoch
+			first, last := marked[0].epoch, marked[len(marked)-1].epoch
 			for _, l := range loose {
-				if d := (last + lap - l.epoch%lap) % lap; d <= last {
+				// the slot's bucket in the lap that ends at the last,
+				// unless that is before the first by more than one
+				// (then the bucket after the last)
+				if d := (last + lap - l.epoch%lap) % lap; d <= last-first+1 && d <= last {
 					l.epoch = last - d
 				} else {
-					l.epoch = last + lap - d // none that early: the next
+					l.epoch = last + lap - d
 				}
 				marked = append(marked, l)
 			}
