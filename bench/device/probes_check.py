@@ -160,8 +160,11 @@ $L_spin:
 
 
 def long_tail(load, alloc, dtoh, e0, e1, nsm):
-    """One launch of long_tail (4 blocks per SM of 128 threads), timed:
-    its outputs' SHA-256, its time and grid."""
+    """One launch of long_tail (4 blocks per SM of 128 threads) on a
+    stream of its own, timed, and meanwhile, for most of its block 0's
+    spin, launches of it that spin 0 ns on another stream, every 50 ms:
+    blocks of other launches end while the long one runs. Its outputs'
+    SHA-256, its time and grid, and the short launches made."""
     from cudrv import check as ck, cu
 
     path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"long_tail.{os.getpid()}.ptx")
@@ -172,19 +175,34 @@ def long_tail(load, alloc, dtoh, e0, e1, nsm):
     fn = c.c_void_p()
     ck(cu.cuModuleGetFunction(c.byref(fn), mod, b"long_tail"), "cuModuleGetFunction long_tail")
     grid, block = 4 * nsm, 128
-    out = alloc(b"\xab" * (4 * grid * block))
-    vals = [c.c_uint64(out), c.c_uint64(int(os.environ.get("LONG_TAIL_MS", 2000)) * 1_000_000)]
+    spin_ms = int(os.environ.get("LONG_TAIL_MS", 2000))
+    out, other = alloc(b"\xab" * (4 * grid * block)), alloc(b"\xab" * (4 * grid * block))
+    vals = [c.c_uint64(out), c.c_uint64(spin_ms * 1_000_000)]
     params = (c.c_void_p * 2)(*[c.addressof(v) for v in vals])
+    vals2 = [c.c_uint64(other), c.c_uint64(0)]
+    params2 = (c.c_void_p * 2)(*[c.addressof(v) for v in vals2])
+    s1, s2 = c.c_void_p(), c.c_void_p()
+    ck(cu.cuStreamCreate(c.byref(s1), 1), "cuStreamCreate")  # CU_STREAM_NON_BLOCKING
+    ck(cu.cuStreamCreate(c.byref(s2), 1), "cuStreamCreate")
     host = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-    ck(cu.cuEventRecord(e0, None), "cuEventRecord")
-    ck(cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, None, params, None), "launch long_tail")
-    ck(cu.cuEventRecord(e1, None), "cuEventRecord")
+    ck(cu.cuEventRecord(e0, s1), "cuEventRecord")
+    ck(cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, s1, params, None), "launch long_tail")
+    ck(cu.cuEventRecord(e1, s1), "cuEventRecord")
+    shorts, until = 0, time.monotonic() + spin_ms / 1000 * 0.75
+    while time.monotonic() < until:
+        ck(cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, s2, params2, None), "launch long_tail (short)")
+        ck(cu.cuStreamSynchronize(s2), "cuStreamSynchronize")
+        shorts += 1
+        time.sleep(0.05)
     ck(cu.cuEventSynchronize(e1), "cuEventSynchronize")
     ms = c.c_float()
     ck(cu.cuEventElapsedTime(c.byref(ms), e0, e1), "cuEventElapsedTime")
     sha = hashlib.sha256(dtoh(out, 4 * grid * block)).hexdigest()
-    cu.cuMemFree_v2(c.c_uint64(out))
-    return {"sha256": sha, "time_us": ms.value * 1000, "host_ns": host, "grid": grid, "block": block}
+    for p in (out, other):
+        cu.cuMemFree_v2(c.c_uint64(p))
+    for s in (s1, s2):
+        cu.cuStreamDestroy_v2(s)
+    return {"sha256": sha, "time_us": ms.value * 1000, "host_ns": host, "grid": grid, "block": block, "shorts": shorts}
 
 
 def sampling():
@@ -286,7 +304,7 @@ def analyze(otel_path, run_path, probe):
     # or blocks_per_launch): exactly those sampled() picks, block 0 always.
     picked = lambda grid: [i for i in range(grid) if sampled(i, grid)]
     if probe == "block_sched":
-        # The ring holds ~262k block records between two reads; kernels of
+        # The ring holds ~210k block records between two reads; kernels of
         # 16k blocks launched back to back overflow it within a few ms. Lost
         # records must all be counted (gpu.devrt.probes.dropped): kernels
         # that lost blocks are checked for that; the others exactly.
@@ -339,18 +357,22 @@ def analyze(otel_path, run_path, probe):
                 work = picked(r["grid"])[-1] + 1 # block b spins b+1 units; block 0 is sampled
                 check(rr > 0.5 * work, f"imbalanced: longest/shortest block {rr:.1f} (work ratio of the sampled blocks {work})")
         check(missing_all <= ring_drops, f"every lost block counted: {missing_all} missing, {ring_drops:.0f} ring records dropped")
-        # long_tail: block 0 ends seconds after the others, with nothing
-        # ending between (blocks still running hold the launch open): one
-        # span of every sampled block, as long as block 0.
+        # long_tail: block 0 ends seconds after the others, while short
+        # launches of it on another stream end (the records say their
+        # launch's blocks: a run is over when it has all of them): one
+        # span of every sampled block, as long as block 0, and one span of
+        # each short launch, each whole.
         lt = run_res["long_tail"]
         mine = [s for s in spans if s["name"] == "long_tail blocks"]
         want = len(picked(lt["grid"]))
         blocks = [int(s["attrs"].get("gpu.kernel.blocks")) for s in mine]
         durs = [(int(s["endTimeUnixNano"]) - int(s["startTimeUnixNano"])) / 1e3 for s in mine]
         spin = int(os.environ.get("LONG_TAIL_MS", 2000)) * 1e3
-        check(blocks == [want] and spin <= durs[0] <= lt["time_us"] + 5,
-              f"long_tail: {len(mine)} span(s) of {blocks} blocks (want one of {want}), "
-              f"{[round(d / 1e6, 3) for d in durs]} s (block 0 spins {spin / 1e6:.3f} s, the launch took {lt['time_us'] / 1e6:.3f} s)")
+        long = [d for d in durs if d >= spin / 2]
+        check(len(mine) == 1 + lt["shorts"] and set(blocks) == {want} and len(long) == 1 and spin <= long[0] <= lt["time_us"] + 5,
+              f"long_tail: {len(mine)} spans for {1 + lt['shorts']} launches (its {lt['shorts']} short ones on another stream "
+              f"during it), blocks {sorted(set(blocks))} (want {want} each), the long one(s) {[round(d / 1e6, 3) for d in long]} s "
+              f"(block 0 spins {spin / 1e6:.3f} s, the launch took {lt['time_us'] / 1e6:.3f} s)")
         h = last("gpu.kernel.block.schedule.delay", **{"gpu.cuda.kernel.name": "imbalanced"})
         check(h is not None and int(h["count"]) > 0, "imbalanced: schedule delay histogram")
     if probe == "sm_load":
@@ -375,8 +397,8 @@ def analyze(otel_path, run_path, probe):
             launches = sum(1 + len(r["times_us"]) for r in run_res["kernels"].values())
             want = sum((1 + len(r["times_us"])) * len(picked(r["grid"])) * weight(r["grid"]) for r in run_res["kernels"].values())
             lt = run_res["long_tail"]
-            launches += 1
-            want += len(picked(lt["grid"])) * weight(lt["grid"])
+            launches += 1 + lt["shorts"]
+            want += (1 + lt["shorts"]) * len(picked(lt["grid"])) * weight(lt["grid"])
             print(f"INFO {probe}: blocks counted {total:.0f} (sampled x weight), {want} expected over {launches} launches")
             check(total == want, f"blocks counted {total:.0f} = sampled blocks x weight = {want}")
     if probe == "launch_latency":

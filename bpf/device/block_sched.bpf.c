@@ -19,9 +19,11 @@
  * retirement (a short kernel's last blocks, a GEMM's every wave:
  * devrt/jit/README.md). The record names its launch (%gridid), so the
  * receiver groups blocks by launch in whatever order the ring's shards
- * hand them over, and its weight (block sampling: the blocks of its launch
- * it stands for). A block that outlives a lap of its shard (8192 records
- * started on the SMs that share it) loses its record, and its late write
+ * hand them over, its weight (block sampling: the blocks of its launch it
+ * stands for) and its launch's blocks (so the receiver knows which ran the
+ * probes, and when it has every record of the launch). A block that
+ * outlives a lap of its shard (6553 records started on the SMs that share
+ * it) loses its record, and its late write
  * costs the record that had taken its slot since (the reader counts both
  * lost).
  * Receiver: gpu.kernel.block.* (schedule time, duration, SM).
@@ -40,7 +42,8 @@ struct {
 	__type(value, struct gpuext_dev_block_state);
 } gx_blk SEC(".maps");
 
-/* 16 MiB: ~262k blocks between two reads of the host, in 32 shards (SM s
+/* 16 MiB: ~210k blocks between two reads of the host (80-byte slots:
+ * ~262k until the record named its launch's blocks), in 32 shards (SM s
  * writes shard s % 32): with one head, every block's last warp queued on
  * the same atomic, which cost a short memory-bound kernel more than its
  * own work (vecadd 16M on an H100: 2.27x with one shard, 1.53x with 32;
@@ -102,6 +105,7 @@ int block_exit(const struct gpuext_dev_ctx *ctx)
 	rec.threads = threads;
 	rec.weight = gpuext_block_weight();
 	rec.grid_id = gpuext_grid_id();
+	rec.grid_blocks = gpuext_grid_blocks();
 	gpuext_ring_output_at(&gx_block_ring, st->sm, st->index, &rec, sizeof(rec));
 	return 1;
 }

@@ -93,4 +93,13 @@ static __always_inline __u32 gpuext_block_threads(void)
 	return (__u32)bx * (__u32)by * (__u32)bz;
 }
 
+/* The blocks of the launch: %nctaid.x * y * z. */
+static __always_inline __u64 gpuext_grid_blocks(void)
+{
+	__u64 gx, gy, gz;
+
+	bpf_get_grid_dim(&gx, &gy, &gz);
+	return gx * gy * gz;
+}
+
 #endif /* GPUEXT_DEVICE_H */

@@ -1243,7 +1243,7 @@ struct gpuext_dev_block_state {
 	                   * add is a compare-and-swap loop the warps queue on) */
 };
 
-/* block_sched: one finished thread block (ring gx_block_ring). 48 bytes. */
+/* block_sched: one finished thread block (ring gx_block_ring). 56 bytes. */
 struct gpuext_dev_block {
 	__u64 kernel_id;
 	__u64 block;
@@ -1256,6 +1256,9 @@ struct gpuext_dev_block {
 	__u64 grid_id;    /* %gridid: the launch, unique in its context, so the
 	                   * receiver groups blocks by launch whatever order the
 	                   * ring's shards hand them over in */
+	__u64 grid_blocks; /* blocks of the launch (%nctaid.x * y * z): with the
+	                    * weight, which of them ran the probes, so the
+	                    * receiver knows when it has all their records */
 };
 
 /* launch_latency: thread 0 of block 0 of a launch started (ring

@@ -22,7 +22,7 @@ func TestRecordsMatchBTF(t *testing.T) {
 		offsets map[string]uint32
 	}{
 		{"gpuext_dev_block", BlockSize, map[string]uint32{
-			"kernel_id": 0, "block": 8, "start_ns": 16, "end_ns": 24, "smid": 32, "threads": 34, "weight": 36, "grid_id": 40}},
+			"kernel_id": 0, "block": 8, "start_ns": 16, "end_ns": 24, "smid": 32, "threads": 34, "weight": 36, "grid_id": 40, "grid_blocks": 48}},
 		{"gpuext_dev_launch", LaunchSize, map[string]uint32{"kernel_id": 0, "start_ns": 8, "smid": 16, "_pad": 20}},
 		{"gpuext_dev_sm", SMSize, map[string]uint32{"blocks": 0, "threads": 8, "lane_ns": 16}},
 		{"gpuext_dev_occ", OccSize, map[string]uint32{"epoch": 0, "threads": 8, "lane_ns": 16}},

@@ -183,7 +183,7 @@ func FuzzRegion(f *testing.F) {
 			clear(mem)
 			copy(mem, img)
 			snap, err := r.Read()
-			tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, time.Now())
+			tr.Blocks(snap.Blocks, snap.BlockProgress(), time.Now())
 			tr.SMs(snap.SMs)
 			for _, p := range tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, clk) {
 				// Whatever the counts (a bucket's share can be

@@ -54,7 +54,7 @@ func BenchmarkRegionRead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, time.Time{})
+			tr.Blocks(snap.Blocks, snap.BlockProgress(), time.Time{})
 			tr.SMs(snap.SMs)
 			tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, ReadClock{})
 			if i%8 == 0 {

@@ -10,7 +10,7 @@ import (
 
 // Record sizes (bpf/include/gpuext_abi.h, "device probes").
 const (
-	BlockSize  = 48 // struct gpuext_dev_block
+	BlockSize  = 56 // struct gpuext_dev_block
 	LaunchSize = 24 // struct gpuext_dev_launch
 	SMSize     = 24 // struct gpuext_dev_sm
 	OccSize    = 24 // struct gpuext_dev_occ
@@ -34,8 +34,9 @@ type Block struct {
 	Threads        uint32
 	// Weight is the blocks of its launch it stands for (block sampling;
 	// 1: every block ran the probes).
-	Weight uint32
-	GridID uint64 // %gridid: the launch
+	Weight     uint32
+	GridID     uint64 // %gridid: the launch
+	GridBlocks uint64 // the launch's blocks
 }
 
 // Launch is struct gpuext_dev_launch: thread 0 of block 0 of a launch started.
@@ -161,7 +162,7 @@ func (r *Region) read(s *Snapshot) error {
 					s.Blocks = append(s.Blocks, Block{
 						KernelID: le.Uint64(b), Block: le.Uint64(b[8:]),
 						StartNS: le.Uint64(b[16:]), EndNS: le.Uint64(b[24:]),
-						SM: uint32(le.Uint16(b[32:])), Threads: uint32(le.Uint16(b[34:])), Weight: le.Uint32(b[36:]), GridID: le.Uint64(b[40:]),
+						SM: uint32(le.Uint16(b[32:])), Threads: uint32(le.Uint16(b[34:])), Weight: le.Uint32(b[36:]), GridID: le.Uint64(b[40:]), GridBlocks: le.Uint64(b[48:]),
 					})
 				case m.Name == MapLaunchRing && len(b) == LaunchSize:
 					s.Launches = append(s.Launches, Launch{KernelID: le.Uint64(b), StartNS: le.Uint64(b[8:]), SM: le.Uint32(b[16:])})

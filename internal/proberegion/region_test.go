@@ -42,7 +42,7 @@ func TestImbalancedKernel(t *testing.T) {
 	grid := snap.Blocks[0].GridID // the simulator's next launch number
 	require.NotZero(t, grid)
 	for _, b := range blocks {
-		require.Equal(t, Block{KernelID: kid, Block: uint64(b.Block), StartNS: b.Start, EndNS: b.End, SM: b.SM, Threads: simThreads, Weight: 1, GridID: grid}, got[uint64(b.Block)])
+		require.Equal(t, Block{KernelID: kid, Block: uint64(b.Block), StartNS: b.Start, EndNS: b.End, SM: b.SM, Threads: simThreads, Weight: 1, GridID: grid, GridBlocks: 16}, got[uint64(b.Block)])
 	}
 	require.Equal(t, []Launch{{KernelID: kid, StartNS: base, SM: 0}}, snap.Launches)
 	require.Equal(t, map[string]uint64{MapBlockRing: 0, MapLaunchRing: 0, MapSM: 0, MapOcc: 0}, snap.Drops)
@@ -62,18 +62,11 @@ func TestImbalancedKernel(t *testing.T) {
 	// A read with nothing new: no work in the interval.
 	require.Equal(t, SMBalance{}, tr.SMs(snap.SMs))
 
-	// Runs: open while blocks come; a read of the same copy again (no
-	// block ended) ends nothing until none ended for QuietClose.
+	// Runs: the records say their launch's 16 blocks, all of which ran
+	// the probes: the run is over with the read that brings the last.
 	t0 := time.Unix(1000, 0)
 	require.NotZero(t, snap.BlockDone)
-	require.Empty(t, tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, t0))
-	snap2, err := r.Read()
-	require.NoError(t, err)
-	require.Empty(t, snap2.Blocks)
-	require.Empty(t, snap2.Launches)
-	require.Equal(t, snap.BlockDone, snap2.BlockDone)
-	require.Empty(t, tr.Blocks(snap2.Blocks, snap2.BlockDone, snap2.BlockRunning, t0.Add(QuietClose-time.Millisecond)))
-	runs := tr.Blocks(snap2.Blocks, snap2.BlockDone, snap2.BlockRunning, t0.Add(QuietClose))
+	runs := tr.Blocks(snap.Blocks, snap.BlockProgress(), t0)
 	require.Len(t, runs, 1)
 	run := runs[0]
 	require.Equal(t, kid, run.KernelID)
@@ -376,9 +369,7 @@ func TestRunsByLaunch(t *testing.T) {
 	require.Len(t, snap.Blocks, 34)
 	tr := NewTracker()
 	t0 := time.Unix(1000, 0)
-	runs := tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, t0)
-	require.Empty(t, runs)                         // open until a fresh read without them
-	runs = tr.Blocks(nil, snap.BlockDone+1, 0, t0) // a fresh copy without them
+	runs := tr.Blocks(snap.Blocks, snap.BlockProgress(), t0) // each launch's blocks all there
 	require.Len(t, runs, 3)
 	for i, r := range runs[:2] {
 		require.Equal(t, base+uint64(i)*10_000_000, r.FirstStart)
@@ -410,18 +401,18 @@ func TestRunAcrossCopies(t *testing.T) {
 	}
 	tr := NewTracker()
 	t0 := time.Unix(1000, 0)
-	require.Empty(t, tr.Blocks(launch(0, 0, 1, 2), 3, 0, t0))           // a copy in the middle of launch 1
-	require.Empty(t, tr.Blocks(nil, 3, 0, t0.Add(20*time.Millisecond))) // the same copy again
-	require.Empty(t, tr.Blocks(nil, 3, 0, t0.Add(40*time.Millisecond))) // and again
-	next := append(launch(0, 3, 4), launch(1000, 0, 1)...)              // the rest, then launch 2
-	runs := tr.Blocks(next, 7, 0, t0.Add(100*time.Millisecond))         // a fresh copy
+	require.Empty(t, tr.Blocks(launch(0, 0, 1, 2), BlockProgress{Done: 3, Running: 0}, t0))           // a copy in the middle of launch 1
+	require.Empty(t, tr.Blocks(nil, BlockProgress{Done: 3, Running: 0}, t0.Add(20*time.Millisecond))) // the same copy again
+	require.Empty(t, tr.Blocks(nil, BlockProgress{Done: 3, Running: 0}, t0.Add(40*time.Millisecond))) // and again
+	next := append(launch(0, 3, 4), launch(1000, 0, 1)...)                                            // the rest, then launch 2
+	runs := tr.Blocks(next, BlockProgress{Done: 7, Running: 0}, t0.Add(100*time.Millisecond))         // a fresh copy
 	require.Len(t, runs, 1)
 	require.Len(t, runs[0].Blocks, 5)
 	require.Equal(t, uint64(0), runs[0].FirstStart)
 	require.Equal(t, uint64(104), runs[0].LastEnd)
-	runs = tr.Blocks(nil, 7, 0, t0.Add(200*time.Millisecond)) // stale: launch 2 stays open
+	runs = tr.Blocks(nil, BlockProgress{Done: 7, Running: 0}, t0.Add(200*time.Millisecond)) // stale: launch 2 stays open
 	require.Empty(t, runs)
-	runs = tr.Blocks(nil, 9, 0, t0.Add(300*time.Millisecond)) // fresh, other kernels wrote: over
+	runs = tr.Blocks(nil, BlockProgress{Done: 9, Running: 0}, t0.Add(300*time.Millisecond)) // fresh, other kernels wrote: over
 	require.Len(t, runs, 1)
 	require.Len(t, runs[0].Blocks, 2)
 	require.Equal(t, uint64(1000), runs[0].FirstStart)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 )
 
 // Run is one launch of a kernel as block_sched saw it: the blocks that
@@ -97,9 +99,10 @@ const BucketNS = 1 << OccShift
 // open.
 // Launches of one kernel that overlap (several streams) are separate runs.
 type Tracker struct {
-	done      uint64    // the block ring's records done at the last read
-	moved     time.Time // when they last moved
-	stuck     uint64    // records claimed and not written after MaxQuietRunning
+	done      uint64            // the block ring's records done at the last read
+	moved     time.Time         // when they last moved
+	stuck     uint64            // records claimed and not written after MaxQuietRunning
+	counts    map[[2]uint64]int // sampled's, by launch blocks and weight
 	open      map[launchKey]*openRun
 	sms       map[uint32]SMLoad // totals at the last read
 	occ       map[uint32]*occSM // per SM, its occupancy slots as last read
@@ -145,6 +148,14 @@ type occCounts struct{ threads, laneNS uint64 }
 type openRun struct {
 	Run
 	seen map[uint64]bool
+	// grid and weight are its first record's; want is how many blocks
+	// ran the probes (0: not known), lost the ring's lost records when it
+	// opened, last when its last record came.
+	grid   uint64
+	weight uint32
+	want   int
+	lost   uint64
+	last   time.Time
 }
 
 // launchKey names one launch: its kernel and %gridid.
@@ -165,27 +176,45 @@ const MaxOpenBlocks = 1 << 20
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
-	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32]*occSM{}}
+	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32]*occSM{}, counts: map[[2]uint64]int{}}
 }
 
-// Blocks takes a read's block records, the block ring's records done and
-// still running (Snapshot's BlockDone and BlockRunning), read at now, and
-// returns the runs it finished: a run is over at a read where blocks ended
-// (done moved) but none of its own, or once done stood still for
-// QuietClose with no block running, or for MaxQuietRunning.
-func (t *Tracker) Blocks(blocks []Block, ended, running uint64, now time.Time) []Run {
-	fresh := ended != t.done
+// BlockProgress is what a read says of the block ring besides its
+// records (Snapshot.BlockProgress).
+type BlockProgress struct {
+	Done    uint64 // records taken or counted lost (Snapshot.BlockDone)
+	Running uint64 // records claimed, not yet written (Snapshot.BlockRunning)
+	Lost    uint64 // records lost (Snapshot.Drops[MapBlockRing])
+}
+
+// BlockProgress is the snapshot's BlockProgress.
+func (s *Snapshot) BlockProgress() BlockProgress {
+	return BlockProgress{Done: s.BlockDone, Running: s.BlockRunning, Lost: s.Drops[MapBlockRing]}
+}
+
+// Blocks takes a read's block records and what it says of the block ring
+// (p), read at now, and returns the runs it finished. A run whose records
+// tell which blocks ran the probes (their launch's blocks and weight:
+// Sampled) is over once it has them all, at once; while some are missing
+// it stays open, though other launches' blocks end, until none ends and
+// none runs for QuietClose, or the ring lost records since it opened, or
+// none of its own came for MaxQuietRunning. Any other run is over at a
+// read where blocks ended (done moved) but none of its own, or once done
+// stood still for QuietClose with no block running, or for
+// MaxQuietRunning.
+func (t *Tracker) Blocks(blocks []Block, p BlockProgress, now time.Time) []Run {
+	fresh := p.Done != t.done
 	if fresh || t.moved.IsZero() {
-		t.done, t.moved = ended, now
+		t.done, t.moved = p.Done, now
 	}
 	quiet := now.Sub(t.moved)
 	// Claims still pending after MaxQuietRunning of nothing ending are
 	// stuck (a block that never wrote its record: a fault, a thread that
 	// left by trap): they hold no later launch open.
-	t.stuck = min(t.stuck, running)
-	over := fresh || quiet >= QuietClose && running == t.stuck || quiet >= MaxQuietRunning
+	t.stuck = min(t.stuck, p.Running)
+	still := quiet >= QuietClose && p.Running == t.stuck || quiet >= MaxQuietRunning
 	if quiet >= MaxQuietRunning {
-		t.stuck = running
+		t.stuck = p.Running
 	}
 	var done []Run
 	got := map[launchKey]bool{}
@@ -198,17 +227,32 @@ func (t *Tracker) Blocks(blocks []Block, ended, running uint64, now time.Time) [
 			o = nil
 		}
 		if o == nil {
-			o = &openRun{Run: Run{KernelID: b.KernelID, GridID: b.GridID, FirstStart: b.StartNS}, seen: map[uint64]bool{}}
+			o = &openRun{Run: Run{KernelID: b.KernelID, GridID: b.GridID, FirstStart: b.StartNS}, seen: map[uint64]bool{},
+				grid: b.GridBlocks, weight: b.Weight, lost: p.Lost}
+			o.want = t.sampled(b.GridBlocks, b.Weight)
 			t.open[k] = o
 		}
+		if b.GridBlocks != o.grid || b.Weight != o.weight {
+			o.want = 0 // records that disagree: the launch's blocks not known
+		}
 		o.seen[b.Block] = true
+		o.last = now
 		o.Blocks = append(o.Blocks, b)
 		o.FirstStart = min(o.FirstStart, b.StartNS)
 		o.LastEnd = max(o.LastEnd, b.EndNS)
 		o.Threads += uint64(b.Threads)
 	}
 	for k, o := range t.open {
-		if !got[k] && over {
+		var end bool
+		switch {
+		case o.want > 0 && len(o.seen) >= o.want:
+			end = true // all of them
+		case o.want > 0:
+			end = !got[k] && (still || p.Lost != o.lost || now.Sub(o.last) >= MaxQuietRunning)
+		default:
+			end = !got[k] && (fresh || still)
+		}
+		if end {
 			done = append(done, o.finish())
 			delete(t.open, k)
 		}
@@ -216,6 +260,38 @@ func (t *Tracker) Blocks(blocks []Block, ended, running uint64, now time.Time) [
 	sortRuns(done)
 	return done
 }
+
+// MaxCountedGrid bounds the launches whose sampled blocks the tracker
+// counts (Tracker.sampled): larger ones end as runs of unknown blocks do.
+const MaxCountedGrid = 1 << 22
+
+// sampled is how many of a launch's blocks ran the probes, at weight w
+// (devrt/ptx's hash: the block weight n of ptx.BlockSampled is the 1 in n
+// of sampling by launch too), or 0 when not known: cached, a launch's
+// kernel is launched with the same grid again and again.
+func (t *Tracker) sampled(blocks uint64, w uint32) int {
+	if blocks == 0 || blocks > MaxCountedGrid || w == 0 || w > MaxWeight {
+		return 0
+	}
+	k := [2]uint64{blocks, uint64(w)}
+	if n, ok := t.counts[k]; ok {
+		return n
+	}
+	n := 0
+	for i := range uint32(blocks) {
+		if ptx.BlockSampled(i, w) {
+			n++
+		}
+	}
+	if len(t.counts) >= maxCounts {
+		clear(t.counts)
+	}
+	t.counts[k] = n
+	return n
+}
+
+// maxCounts bounds Tracker.counts.
+const maxCounts = 1024
 
 // Flush returns the runs still open (the region is going away).
 func (t *Tracker) Flush() []Run {

@@ -239,7 +239,7 @@ func TestBlockSample(t *testing.T) {
 			require.Equal(t, tt.wantPerLaunch, binary.LittleEndian.Uint32(in.Data[gpumap.OffBlocksPerLaunch:]))
 		}
 		require.Equal(t, tt.code, strings.Contains(string(res.PTX), "@!%gx_s bra.uni"), "sample %d", tt.sample)
-		require.Equal(t, tt.byLaunch, strings.Contains(string(res.PTX), "%nctaid.z"), "sample %d", tt.sample)
+		require.Equal(t, tt.byLaunch, strings.Contains(string(res.PTX), "%gx_r2, %nctaid.z;"), "sample %d", tt.sample) // the sampling code's
 	}
 }
 

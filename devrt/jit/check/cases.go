@@ -138,15 +138,15 @@ func checkBlockSched(c *Case, l gpumap.Layout, region []byte, _ []uint64) error 
 	}
 	seen := map[uint64]bool{}
 	for _, rec := range recs {
-		if len(rec) != 48 {
-			return fmt.Errorf("record of %d bytes, want 48", len(rec))
+		if len(rec) != 56 {
+			return fmt.Errorf("record of %d bytes, want 56", len(rec))
 		}
 		blk, start, end, grid := u64(rec, 8), u64(rec, 16), u64(rec, 24), u64(rec, 40)
 		threads, weight := uint32(binary.LittleEndian.Uint16(rec[34:])), u32(rec, 36)
 		if u64(rec, 0) != KernelID || blk >= uint64(nb) || seen[blk] || threads != tpb || start == 0 || end < start ||
-			grid == 0 || grid != u64(recs[0], 40) || weight != c.weight() {
-			return fmt.Errorf("bad record: kernel %#x block %d start %d end %d threads %d weight %d grid %d (first %d)",
-				u64(rec, 0), blk, start, end, threads, weight, grid, u64(recs[0], 40))
+			grid == 0 || grid != u64(recs[0], 40) || weight != c.weight() || u64(rec, 48) != uint64(nb) {
+			return fmt.Errorf("bad record: kernel %#x block %d start %d end %d threads %d weight %d grid %d (first %d) of %d blocks",
+				u64(rec, 0), blk, start, end, threads, weight, grid, u64(recs[0], 40), u64(rec, 48))
 		}
 		seen[blk] = true
 	}

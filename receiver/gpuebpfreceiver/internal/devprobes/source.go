@@ -474,7 +474,6 @@ func (s *Source) kernelName(id uint64) string {
 
 func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last bool) {
 	g := p.gpu(rg.dev)
-	s.finishRuns(p, rg, rg.tr.Blocks(snap.Blocks, snap.BlockDone, snap.BlockRunning, s.opts.Now()))
 	var lats []proberegion.Latency
 	if m := p.matcher(rg.ord); m != nil { // nil: an ordinal no GPU has (a broken device record)
 		if snap.Drops[proberegion.MapLaunchRing] > rg.drops[proberegion.MapLaunchRing] {
@@ -496,6 +495,10 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last b
 		}
 		lats = m.Take()
 	}
+	// after the launch records: a run can end with the read that brought
+	// its launch's first block, whose pairing may be the GPU clock's
+	// offset its span's times go through
+	s.finishRuns(p, rg, rg.tr.Blocks(snap.Blocks, snap.BlockProgress(), s.opts.Now()))
 	debug := len(lats) > 0 && s.log.Core().Enabled(zap.DebugLevel)
 	for _, l := range lats {
 		name := s.kernelName(l.KernelID)

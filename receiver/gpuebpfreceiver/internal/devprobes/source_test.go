@@ -202,10 +202,12 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4, Blocks: blocks, GridID: 0x2a}))
 	s.Poll()
 	require.Equal(t, 1, logs.FilterMessage("device probe region dropped").Len())
-	// the same copy read again: the launch stays open ...
-	s.Poll()
-	require.Empty(t, metrics(s.Metrics())["gpu.kernel.blocks"])
-	// ... until no block ended for QuietClose
+	// the launch's blocks all there (its records say 16, every one
+	// sampled): its run is over with the read that brought them
+	require.Equal(t, []point{{map[string]any{"gpu.cuda.kernel.name": "imbalanced", "pid": int64(pid)}, 16}},
+		metrics(s.Metrics())["gpu.kernel.blocks"])
+	// a read by the host's clock a while later, for the occupancy's
+	// buckets
 	later := wall.Add(proberegion.QuietClose)
 	s.opts.Now = func() time.Time { return later }
 	s.opts.Monotonic = func() uint64 { return uint64(later.UnixNano() - wallMono) }
