@@ -304,7 +304,7 @@ def analyze(otel_path, run_path, probe):
     # or blocks_per_launch): exactly those sampled() picks, block 0 always.
     picked = lambda grid: [i for i in range(grid) if sampled(i, grid)]
     if probe == "block_sched":
-        # The ring holds ~210k block records between two reads; kernels of
+        # The ring holds 262144 block records between two reads; kernels of
         # 16k blocks launched back to back overflow it within a few ms. Lost
         # records must all be counted (gpu.devrt.probes.dropped): kernels
         # that lost blocks are checked for that; the others exactly.

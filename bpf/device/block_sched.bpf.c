@@ -22,7 +22,7 @@
  * hand them over, its weight (block sampling: the blocks of its launch it
  * stands for) and its launch's blocks (so the receiver knows which ran the
  * probes, and when it has every record of the launch). A block that
- * outlives a lap of its shard (6553 records started on the SMs that share
+ * outlives a lap of its shard (8192 records started on the SMs that share
  * it) loses its record, and its late write
  * costs the record that had taken its slot since (the reader counts both
  * lost).
@@ -42,15 +42,17 @@ struct {
 	__type(value, struct gpuext_dev_block_state);
 } gx_blk SEC(".maps");
 
-/* 16 MiB: ~210k blocks between two reads of the host (80-byte slots:
- * ~262k until the record named its launch's blocks), in 32 shards (SM s
+/* 20 MiB: 262144 blocks between two reads of the host (80-byte slots; 16
+ * MiB of 64-byte slots until the record named its launch's blocks: the
+ * slots are a power of two, and 16 MiB of 80 would have been 131072), in
+ * 32 shards (SM s
  * writes shard s % 32): with one head, every block's last warp queued on
  * the same atomic, which cost a short memory-bound kernel more than its
  * own work (vecadd 16M on an H100: 2.27x with one shard, 1.53x with 32;
  * bench/device/ablation ab_bsring*). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 24);
+	__uint(max_entries, 80 << 18);
 	__uint(map_extra, 32);
 } gx_block_ring SEC(".maps");
 

@@ -128,6 +128,47 @@ func BlockSampled(i, n uint32) bool {
 	return n <= 1 || uint64(i*sampleMul) < sampleLimit(n)
 }
 
+// MaxCountedBlocks bounds BlocksSampled's launches: its sums stay in 64
+// bits.
+const MaxCountedBlocks = 1 << 26
+
+// BlocksSampled is how many blocks of a launch of blocks blocks run the
+// probes when 1 in n does (BlockSampled; sampling by launch is the same at
+// n = SampleWeight): a sum of floors in O(log n) steps, not a loop over the
+// blocks, so a reader can count any record's launch. blocks at most
+// MaxCountedBlocks.
+func BlocksSampled(blocks uint64, n uint32) uint64 {
+	if n <= 1 {
+		return blocks
+	}
+	// i*sampleMul mod 2^32 < L for L = sampleLimit(n) exactly when
+	// floor((i*sampleMul + 2^32 - L) / 2^32) - floor(i*sampleMul / 2^32)
+	// is 0 (it is 0 or 1)
+	const m = 1 << 32
+	return blocks - (floorSum(blocks, m, sampleMul, m-sampleLimit(n)) - floorSum(blocks, m, sampleMul, 0))
+}
+
+// floorSum is the sum over i < n of floor((a*i + b) / m), by the
+// Euclid-like reduction (a and b below m; n*m within 64 bits).
+func floorSum(n, m, a, b uint64) uint64 {
+	var s uint64
+	for {
+		if a >= m {
+			s += n * (n - 1) / 2 * (a / m)
+			a %= m
+		}
+		if b >= m {
+			s += n * (b / m)
+			b %= m
+		}
+		y := a*n + b
+		if y < m {
+			return s
+		}
+		n, b, m, a = y/m, y%m, a, m
+	}
+}
+
 // Registers of the sampling code.
 const (
 	sampleReg  = RegPrefix + "s" // .pred: this block runs the probes

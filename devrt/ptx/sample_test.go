@@ -612,3 +612,53 @@ func TestInstrumentFirstBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestBlocksSampled: the closed form counts what BlockSampled picks, for
+// every rate a probe can be given (fixed n and powers of two by launch)
+// and launches from 1 block to past the hash's period, against the loop.
+func TestBlocksSampled(t *testing.T) {
+	rates := []uint32{0, 1, 2, 3, 4, 7, 8, 16, 100, 256, 1000, 4096, 65535, 1 << 16}
+	sizes := []uint64{1, 2, 3, 7, 64, 100, 255, 256, 257, 1000, 4096, 65537, 1 << 20}
+	for _, n := range rates {
+		var want uint64
+		i := uint64(0)
+		for _, b := range sizes {
+			for ; i < b; i++ {
+				if BlockSampled(uint32(i), n) {
+					want++
+				}
+			}
+			if got := BlocksSampled(b, n); got != want {
+				t.Fatalf("1 in %d of %d: %d, want %d", n, b, got, want)
+			}
+		}
+	}
+	// by launch: LaunchSampled's count at its weight
+	for _, b := range []uint64{300, 5000, 70000, 1 << 22} {
+		for _, per := range []uint32{1, 16, 256, 1 << 16} {
+			var want uint64
+			for i := range uint32(b) {
+				if LaunchSampled(i, b, per) {
+					want++
+				}
+			}
+			if got := BlocksSampled(b, SampleWeight(0, per, b)); got != want {
+				t.Fatalf("%d blocks, %d a launch: %d, want %d", b, per, got, want)
+			}
+		}
+	}
+	// the largest: every block, and a third (the hash's gaps are within
+	// a block or two of even)
+	if got := BlocksSampled(MaxCountedBlocks, 1); got != MaxCountedBlocks {
+		t.Errorf("every block of %d: %d", MaxCountedBlocks, got)
+	}
+	var want uint64
+	for i := range uint32(MaxCountedBlocks) {
+		if BlockSampled(i, 3) {
+			want++
+		}
+	}
+	if got := BlocksSampled(MaxCountedBlocks, 3); got != want {
+		t.Errorf("1 in 3 of %d: %d, want %d", MaxCountedBlocks, got, want)
+	}
+}

@@ -137,10 +137,11 @@ func TestStuckClaim(t *testing.T) {
 // TestRunsComplete: a run whose records say their launch's blocks (and
 // weight) is over with the read that brings the last block that ran the
 // probes, and not before, though other launches' blocks end meanwhile;
-// one missing ends when the ring lost records since it opened, when
-// nothing ends and nothing runs for QuietClose, or when none of its own
-// came for MaxQuietRunning. Records that disagree on their launch's
-// blocks leave it to the rule of runs of unknown blocks.
+// one missing ends when the ring lost records since the read before it
+// opened, when nothing ends and nothing runs for QuietClose, or when none
+// of its own came for MaxQuietRunning. Records that disagree on their
+// launch's blocks, and a launch's second run (a block id again), leave it
+// to the rule of runs of unknown blocks.
 func TestRunsComplete(t *testing.T) {
 	blk := func(kernel, grid, b, blocks uint64, w uint32) Block {
 		return Block{KernelID: kernel, Block: b, StartNS: base + b, EndNS: base + b + 1000, Threads: 64, Weight: w, GridID: grid, GridBlocks: blocks}
@@ -179,6 +180,15 @@ func TestRunsComplete(t *testing.T) {
 			{0, []Block{l(0), l(1), l(2)}, BlockProgress{Done: 3, Running: 1}, nil},
 			{100 * ms, []Block{m(10)}, BlockProgress{Done: 4, Running: 1}, []int{1}},
 			{200 * ms, []Block{m(11)}, BlockProgress{Done: 6, Lost: 1}, []int{1, 3}},
+		}},
+		{"lost in the read that opens it", []step{
+			{0, []Block{l(0), l(1), l(2)}, BlockProgress{Done: 4, Lost: 1}, nil},
+			{100 * ms, []Block{m(10)}, BlockProgress{Done: 5, Lost: 1}, []int{1, 3}},
+		}},
+		{"a block id again", []step{
+			{0, []Block{l(0), l(1)}, BlockProgress{Done: 2, Running: 2}, nil},
+			{100 * ms, []Block{l(0)}, BlockProgress{Done: 3, Running: 2}, []int{2}},
+			{200 * ms, []Block{m(10)}, BlockProgress{Done: 4, Running: 2}, []int{1, 1}},
 		}},
 		{"gone quiet", []step{
 			{0, []Block{l(0), l(1)}, BlockProgress{Done: 2}, nil},

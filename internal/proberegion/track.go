@@ -72,12 +72,17 @@ const BucketNS = 1 << OccShift
 // Tracker turns a region's successive snapshots into finished runs,
 // per-interval SM balance and complete occupancy buckets. One per region.
 //
-// Runs: the blocks of one launch (kernel and %gridid) belong to one run
-// until a fresh read brings none of them (the launch is over), so a run
-// is reported one read after its last block; the ring's shards may hand
-// over its blocks in any order, around other launches'. A block id that
-// comes back within a launch (a ring handing over garbage) starts a new
-// run. A read is fresh when blocks ended since the read before (the
+// Runs: the blocks of one launch (kernel and %gridid) belong to one run;
+// the ring's shards may hand over its blocks in any order, around other
+// launches'. The records name their launch's blocks, which with their
+// weight say how many ran the probes (ptx.BlocksSampled): a run is over
+// with the read that brings the last of them, whatever else ends
+// meanwhile, and one still missing some by the rules of Blocks. A run of
+// a launch too large to count, or whose records disagree, is over when a
+// fresh read brings none of its blocks, one read after its last block.
+// A block id that comes back within a launch (a ring handing over
+// garbage), or a launch past MaxOpenBlocks, starts a new run, of the
+// latter rule. A read is fresh when blocks ended since the read before (the
 // block ring's records done, Snapshot.BlockDone, moved): devrt copies the
 // region into its file every 100 ms or so, and the collector reads it
 // more often, so most reads see the same copy again, and a copy taken in
@@ -90,19 +95,20 @@ const BucketNS = 1 << OccShift
 // yet written), which holds them open up to MaxQuietRunning: a launch
 // whose light blocks ended long before its heavy ones (the imbalance the
 // probes are there to show) stays one run, not a run of the light blocks
-// and a later one of the heavy, when nothing else ends meanwhile (a fresh
-// read without its blocks still ends it: another stream's launch ending
-// while a long one runs splits the long one). A finished launch then
+// and a later one of the heavy, when nothing else ends meanwhile (for a
+// run of unknown blocks a fresh read without its blocks still ends it:
+// another stream's launch ending while a long one runs splits the long
+// one). A finished launch then
 // waits for a concurrent long one's next block to end, or
 // MaxQuietRunning; records still claimed after that are taken as never
 // to come (a fault, a thread that left by trap) and hold no later launch
 // open.
 // Launches of one kernel that overlap (several streams) are separate runs.
 type Tracker struct {
-	done      uint64            // the block ring's records done at the last read
-	moved     time.Time         // when they last moved
-	stuck     uint64            // records claimed and not written after MaxQuietRunning
-	counts    map[[2]uint64]int // sampled's, by launch blocks and weight
+	done      uint64    // the block ring's records done at the last read
+	moved     time.Time // when they last moved
+	stuck     uint64    // records claimed and not written after MaxQuietRunning
+	lost      uint64    // the block ring's records lost, at the last read
 	open      map[launchKey]*openRun
 	sms       map[uint32]SMLoad // totals at the last read
 	occ       map[uint32]*occSM // per SM, its occupancy slots as last read
@@ -176,7 +182,7 @@ const MaxOpenBlocks = 1 << 20
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
-	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32]*occSM{}, counts: map[[2]uint64]int{}}
+	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32]*occSM{}}
 }
 
 // BlockProgress is what a read says of the block ring besides its
@@ -222,14 +228,19 @@ func (t *Tracker) Blocks(blocks []Block, p BlockProgress, now time.Time) []Run {
 		k := launchKey{b.KernelID, b.GridID}
 		got[k] = true
 		o := t.open[k]
-		if o != nil && (o.seen[b.Block] || len(o.Blocks) >= MaxOpenBlocks) {
+		again := o != nil && (o.seen[b.Block] || len(o.Blocks) >= MaxOpenBlocks)
+		if again {
 			done = append(done, o.finish())
 			o = nil
 		}
 		if o == nil {
+			// lost: the read before's, so that records lost in this
+			// read (this launch's own, it may be) end it when missed
 			o = &openRun{Run: Run{KernelID: b.KernelID, GridID: b.GridID, FirstStart: b.StartNS}, seen: map[uint64]bool{},
-				grid: b.GridBlocks, weight: b.Weight, lost: p.Lost}
-			o.want = t.sampled(b.GridBlocks, b.Weight)
+				grid: b.GridBlocks, weight: b.Weight, lost: t.lost}
+			if !again { // a launch's second run (a block id again: a corrupt ring; past MaxOpenBlocks) cannot have them all
+				o.want = sampled(b.GridBlocks, b.Weight)
+			}
 			t.open[k] = o
 		}
 		if b.GridBlocks != o.grid || b.Weight != o.weight {
@@ -257,41 +268,25 @@ func (t *Tracker) Blocks(blocks []Block, p BlockProgress, now time.Time) []Run {
 			delete(t.open, k)
 		}
 	}
+	t.lost = p.Lost
 	sortRuns(done)
 	return done
 }
 
-// MaxCountedGrid bounds the launches whose sampled blocks the tracker
-// counts (Tracker.sampled): larger ones end as runs of unknown blocks do.
-const MaxCountedGrid = 1 << 22
-
 // sampled is how many of a launch's blocks ran the probes, at weight w
 // (devrt/ptx's hash: the block weight n of ptx.BlockSampled is the 1 in n
-// of sampling by launch too), or 0 when not known: cached, a launch's
-// kernel is launched with the same grid again and again.
-func (t *Tracker) sampled(blocks uint64, w uint32) int {
-	if blocks == 0 || blocks > MaxCountedGrid || w == 0 || w > MaxWeight {
+// of sampling by launch too), or 0 when not known or more than a run
+// keeps (MaxOpenBlocks: its records could never all be in one run).
+func sampled(blocks uint64, w uint32) int {
+	if blocks == 0 || blocks > ptx.MaxCountedBlocks || w == 0 || w > MaxWeight {
 		return 0
 	}
-	k := [2]uint64{blocks, uint64(w)}
-	if n, ok := t.counts[k]; ok {
-		return n
+	n := ptx.BlocksSampled(blocks, w)
+	if n > MaxOpenBlocks {
+		return 0
 	}
-	n := 0
-	for i := range uint32(blocks) {
-		if ptx.BlockSampled(i, w) {
-			n++
-		}
-	}
-	if len(t.counts) >= maxCounts {
-		clear(t.counts)
-	}
-	t.counts[k] = n
-	return n
+	return int(n)
 }
-
-// maxCounts bounds Tracker.counts.
-const maxCounts = 1024
 
 // Flush returns the runs still open (the region is going away).
 func (t *Tracker) Flush() []Run {
