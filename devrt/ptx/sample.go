@@ -134,9 +134,9 @@ const MaxCountedBlocks = 1 << 26
 
 // BlocksSampled is how many blocks of a launch of blocks blocks run the
 // probes when 1 in n does (BlockSampled; sampling by launch is the same at
-// n = SampleWeight): a sum of floors in O(log n) steps, not a loop over the
-// blocks, so a reader can count any record's launch. blocks at most
-// MaxCountedBlocks.
+// n = SampleWeight): sums of floors, in a few dozen steps (a Euclid-like
+// reduction of 2^32), not a loop over the blocks, so a reader can count
+// any record's launch. blocks at most MaxCountedBlocks.
 func BlocksSampled(blocks uint64, n uint32) uint64 {
 	if n <= 1 {
 		return blocks
@@ -149,7 +149,7 @@ func BlocksSampled(blocks uint64, n uint32) uint64 {
 }
 
 // floorSum is the sum over i < n of floor((a*i + b) / m), by the
-// Euclid-like reduction (a and b below m; n*m within 64 bits).
+// Euclid-like reduction (a and b below m; m*(n+1) within 64 bits).
 func floorSum(n, m, a, b uint64) uint64 {
 	var s uint64
 	for {

@@ -614,8 +614,9 @@ func TestInstrumentFirstBlock(t *testing.T) {
 }
 
 // TestBlocksSampled: the closed form counts what BlockSampled picks, for
-// every rate a probe can be given (fixed n and powers of two by launch)
-// and launches from 1 block to past the hash's period, against the loop.
+// rates a probe can be given (fixed n, powers of two by launch) against
+// the loop: 14 rates up to 2^20 blocks, sampling by launch to 2^22, and 1
+// in 1 and 1 in 3 at MaxCountedBlocks.
 func TestBlocksSampled(t *testing.T) {
 	rates := []uint32{0, 1, 2, 3, 4, 7, 8, 16, 100, 256, 1000, 4096, 65535, 1 << 16}
 	sizes := []uint64{1, 2, 3, 7, 64, 100, 255, 256, 257, 1000, 4096, 65537, 1 << 20}

@@ -185,6 +185,17 @@ func TestRunsComplete(t *testing.T) {
 			{0, []Block{l(0), l(1), l(2)}, BlockProgress{Done: 4, Lost: 1}, nil},
 			{100 * ms, []Block{m(10)}, BlockProgress{Done: 5, Lost: 1}, []int{1, 3}},
 		}},
+		{"lost, then a copy read again", []step{
+			{0, []Block{l(0), l(1), m(10)}, BlockProgress{Done: 4, Lost: 1}, []int{1}},
+			{50 * ms, nil, BlockProgress{Done: 4, Lost: 1}, nil},
+			{100 * ms, []Block{l(2), l(3)}, BlockProgress{Done: 6, Lost: 1}, []int{4}},
+		}},
+		{"its blocks after a run of it ended short", []step{
+			{0, []Block{l(0), l(1)}, BlockProgress{Done: 2, Running: 3}, nil},
+			{100 * ms, []Block{m(10)}, BlockProgress{Done: 4, Running: 2, Lost: 1}, []int{1, 2}},
+			{200 * ms, []Block{l(2), l(3)}, BlockProgress{Done: 6, Running: 1, Lost: 1}, nil},
+			{300 * ms, []Block{m(11)}, BlockProgress{Done: 7, Running: 1, Lost: 1}, []int{1, 2}},
+		}},
 		{"a block id again", []step{
 			{0, []Block{l(0), l(1)}, BlockProgress{Done: 2, Running: 2}, nil},
 			{100 * ms, []Block{l(0)}, BlockProgress{Done: 3, Running: 2}, []int{2}},

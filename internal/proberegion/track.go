@@ -82,7 +82,8 @@ const BucketNS = 1 << OccShift
 // fresh read brings none of its blocks, one read after its last block.
 // A block id that comes back within a launch (a ring handing over
 // garbage), or a launch past MaxOpenBlocks, starts a new run, of the
-// latter rule. A read is fresh when blocks ended since the read before (the
+// latter rule, as do a launch's blocks after a run of it ended without
+// all of them. A read is fresh when blocks ended since the read before (the
 // block ring's records done, Snapshot.BlockDone, moved): devrt copies the
 // region into its file every 100 ms or so, and the collector reads it
 // more often, so most reads see the same copy again, and a copy taken in
@@ -105,10 +106,11 @@ const BucketNS = 1 << OccShift
 // open.
 // Launches of one kernel that overlap (several streams) are separate runs.
 type Tracker struct {
-	done      uint64    // the block ring's records done at the last read
-	moved     time.Time // when they last moved
-	stuck     uint64    // records claimed and not written after MaxQuietRunning
-	lost      uint64    // the block ring's records lost, at the last read
+	done      uint64             // the block ring's records done at the last read
+	moved     time.Time          // when they last moved
+	stuck     uint64             // records claimed and not written after MaxQuietRunning
+	lost      uint64             // the block ring's records lost, at the last read
+	partial   map[launchKey]bool // launches whose run ended without all its blocks
 	open      map[launchKey]*openRun
 	sms       map[uint32]SMLoad // totals at the last read
 	occ       map[uint32]*occSM // per SM, its occupancy slots as last read
@@ -155,8 +157,8 @@ type openRun struct {
 	Run
 	seen map[uint64]bool
 	// grid and weight are its first record's; want is how many blocks
-	// ran the probes (0: not known), lost the ring's lost records when it
-	// opened, last when its last record came.
+	// ran the probes (0: not known), lost the ring's lost records at the
+	// read before it opened, last when its last record came.
 	grid   uint64
 	weight uint32
 	want   int
@@ -176,13 +178,18 @@ const QuietClose = time.Second
 // a fault never writes its claimed records.
 const MaxQuietRunning = time.Minute
 
+// maxPartial bounds Tracker.partial: launches a run of ended without all
+// their blocks, whose later blocks open a run of the rule of unknown
+// blocks (forgotten all at once when full).
+const maxPartial = 4096
+
 // MaxOpenBlocks bounds the blocks an open run keeps (a run that grows past
 // it is reported and a new one started: a corrupt ring cannot grow memory).
 const MaxOpenBlocks = 1 << 20
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
-	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32]*occSM{}}
+	return &Tracker{open: map[launchKey]*openRun{}, sms: map[uint32]SMLoad{}, occ: map[uint32]*occSM{}, partial: map[launchKey]bool{}}
 }
 
 // BlockProgress is what a read says of the block ring besides its
@@ -200,11 +207,13 @@ func (s *Snapshot) BlockProgress() BlockProgress {
 
 // Blocks takes a read's block records and what it says of the block ring
 // (p), read at now, and returns the runs it finished. A run whose records
-// tell which blocks ran the probes (their launch's blocks and weight:
-// Sampled) is over once it has them all, at once; while some are missing
-// it stays open, though other launches' blocks end, until none ends and
-// none runs for QuietClose, or the ring lost records since it opened, or
-// none of its own came for MaxQuietRunning. Any other run is over at a
+// tell how many blocks ran the probes (their launch's blocks and weight:
+// ptx.BlocksSampled) is over once it has them all, at once; while some
+// are missing it stays open, though other launches' blocks end, until
+// none ends and none runs for QuietClose, or a fresh read finds that the
+// ring lost records since the read before it opened, or none of its own
+// came for MaxQuietRunning. Any other run (and a launch's later run after
+// one of it ended without all its blocks) is over at a
 // read where blocks ended (done moved) but none of its own, or once done
 // stood still for QuietClose with no block running, or for
 // MaxQuietRunning.
@@ -238,7 +247,10 @@ func (t *Tracker) Blocks(blocks []Block, p BlockProgress, now time.Time) []Run {
 			// read (this launch's own, it may be) end it when missed
 			o = &openRun{Run: Run{KernelID: b.KernelID, GridID: b.GridID, FirstStart: b.StartNS}, seen: map[uint64]bool{},
 				grid: b.GridBlocks, weight: b.Weight, lost: t.lost}
-			if !again { // a launch's second run (a block id again: a corrupt ring; past MaxOpenBlocks) cannot have them all
+			// a launch's later run (a block id again: a corrupt ring;
+			// past MaxOpenBlocks; after a run of it ended without all
+			// its blocks) cannot have them all
+			if !again && !t.partial[k] {
 				o.want = sampled(b.GridBlocks, b.Weight)
 			}
 			t.open[k] = o
@@ -259,11 +271,19 @@ func (t *Tracker) Blocks(blocks []Block, p BlockProgress, now time.Time) []Run {
 		case o.want > 0 && len(o.seen) >= o.want:
 			end = true // all of them
 		case o.want > 0:
-			end = !got[k] && (still || p.Lost != o.lost || now.Sub(o.last) >= MaxQuietRunning)
+			end = !got[k] && (still || fresh && p.Lost != o.lost || now.Sub(o.last) >= MaxQuietRunning)
 		default:
 			end = !got[k] && (fresh || still)
 		}
 		if end {
+			if o.want > 0 && len(o.seen) < o.want {
+				// its later blocks, if they come, are a run that
+				// cannot have them all
+				if len(t.partial) >= maxPartial {
+					clear(t.partial)
+				}
+				t.partial[k] = true
+			}
 			done = append(done, o.finish())
 			delete(t.open, k)
 		}

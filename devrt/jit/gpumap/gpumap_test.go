@@ -309,7 +309,7 @@ func TestRecCheck(t *testing.T) {
 	// What a torn read looks like fails it: another seq, length, word, or
 	// a whole 16-byte store of the slot's previous record (the same kernel
 	// a lap earlier: other block, times a fixed step later).
-	p := []byte("block_sched record, 48 bytes of payload........")
+	p := []byte("a record of 48 bytes of payload................")
 	c := RecCheck(RecCommitted(8193), p)
 	require.NotEqual(t, c, RecCheck(RecCommitted(1), p))
 	require.NotEqual(t, c, RecCheck(RecCommitted(8193), p[:40]))

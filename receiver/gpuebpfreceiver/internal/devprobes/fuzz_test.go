@@ -49,7 +49,7 @@ func FuzzRegionPID(f *testing.F) {
 // mapping) does to the region, and when the source reads it.
 const (
 	opWord   = iota // 3-byte word index, 8-byte value: any word of the region
-	opBlock         // 1-byte SM, 48-byte gpuext_dev_block (kernel id forced to "imbalanced" when the SM byte is odd, the weight to 1-64 when its bit 1 is set)
+	opBlock         // 1-byte SM, 56-byte gpuext_dev_block (kernel id forced to "imbalanced" when the SM byte is odd, the weight to 1-64 when its bit 1 is set)
 	opLaunch        // 24-byte gpuext_dev_launch (the same kernel id rule on its first byte)
 	opPoll          // the source reads the region (Poll), and emits (Metrics) every other time
 	opHost          // 8-byte start: devrt's launch call of "imbalanced", timed when odd
