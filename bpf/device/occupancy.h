@@ -83,10 +83,10 @@ static __always_inline struct gpuext_dev_occ *occ_exit_slot(__u64 now, __u64 sta
 
 /* occ_exit_add is warp_occupancy's exit: the warp's lanes leave at now, in
  * the slot of the bucket it exits in, taking back the rest of the bucket
- * that its entry counted (or the whole bucket, for a warp that entered in
- * an earlier one: the reader counts those resident through it). Every
- * exit counts, whatever the clock did: a warp that left uncounted would
- * stay resident for the reader ever after. */
+ * after now (its entry counted it to the bucket's end; for a warp that
+ * entered in an earlier one, the reader counts it resident through it).
+ * Every exit counts, whatever the clock did: a warp that left uncounted
+ * would stay resident for the reader ever after. */
 static __always_inline int occ_exit_add(const struct gpuext_dev_ctx *ctx)
 {
 	__u64 now = bpf_get_globaltimer(), start = ctx->entry_ret;
