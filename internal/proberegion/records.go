@@ -39,6 +39,21 @@ type Block struct {
 	GridBlocks uint64 // the launch's blocks
 }
 
+// ParseBlock decodes a struct gpuext_dev_block; false when b is not
+// BlockSize bytes.
+func ParseBlock(b []byte) (Block, bool) {
+	if len(b) != BlockSize {
+		return Block{}, false
+	}
+	le := binary.LittleEndian
+	return Block{
+		KernelID: le.Uint64(b), Block: le.Uint64(b[8:]),
+		StartNS: le.Uint64(b[16:]), EndNS: le.Uint64(b[24:]),
+		SM: uint32(le.Uint16(b[32:])), Threads: uint32(le.Uint16(b[34:])), Weight: le.Uint32(b[36:]),
+		GridID: le.Uint64(b[40:]), GridBlocks: le.Uint64(b[48:]),
+	}, true
+}
+
 // Launch is struct gpuext_dev_launch: thread 0 of block 0 of a launch started.
 type Launch struct {
 	KernelID uint64
@@ -157,13 +172,10 @@ func (r *Region) read(s *Snapshot) error {
 				recs = append(recs, rs...)
 			}
 			for _, b := range recs {
+				blk, ok := ParseBlock(b)
 				switch {
-				case m.Name == MapBlockRing && len(b) == BlockSize && le.Uint32(b[36:])-1 < MaxWeight:
-					s.Blocks = append(s.Blocks, Block{
-						KernelID: le.Uint64(b), Block: le.Uint64(b[8:]),
-						StartNS: le.Uint64(b[16:]), EndNS: le.Uint64(b[24:]),
-						SM: uint32(le.Uint16(b[32:])), Threads: uint32(le.Uint16(b[34:])), Weight: le.Uint32(b[36:]), GridID: le.Uint64(b[40:]), GridBlocks: le.Uint64(b[48:]),
-					})
+				case m.Name == MapBlockRing && ok && blk.Weight-1 < MaxWeight:
+					s.Blocks = append(s.Blocks, blk)
 				case m.Name == MapLaunchRing && len(b) == LaunchSize:
 					s.Launches = append(s.Launches, Launch{KernelID: le.Uint64(b), StartNS: le.Uint64(b[8:]), SM: le.Uint32(b[16:])})
 				default:

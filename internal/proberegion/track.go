@@ -156,14 +156,12 @@ type occCounts struct{ threads, laneNS uint64 }
 type openRun struct {
 	Run
 	seen map[uint64]bool
-	// grid and weight are its first record's; want is how many blocks
-	// ran the probes (0: not known), lost the ring's lost records at the
-	// read before it opened, last when its last record came.
-	grid   uint64
-	weight uint32
-	want   int
-	lost   uint64
-	last   time.Time
+	// want is how many blocks ran the probes (0: not known), lost the
+	// ring's lost records at the read before it opened, last when its
+	// last record came.
+	want int
+	lost uint64
+	last time.Time
 }
 
 // launchKey names one launch: its kernel and %gridid.
@@ -245,8 +243,7 @@ func (t *Tracker) Blocks(blocks []Block, p BlockProgress, now time.Time) []Run {
 		if o == nil {
 			// lost: the read before's, so that records lost in this
 			// read (this launch's own, it may be) end it when missed
-			o = &openRun{Run: Run{KernelID: b.KernelID, GridID: b.GridID, FirstStart: b.StartNS}, seen: map[uint64]bool{},
-				grid: b.GridBlocks, weight: b.Weight, lost: t.lost}
+			o = &openRun{Run: Run{KernelID: b.KernelID, GridID: b.GridID, FirstStart: b.StartNS}, seen: map[uint64]bool{}, lost: t.lost}
 			// a launch's later run (a block id again: a corrupt ring;
 			// past MaxOpenBlocks; after a run of it ended without all
 			// its blocks) cannot have them all
@@ -255,7 +252,7 @@ func (t *Tracker) Blocks(blocks []Block, p BlockProgress, now time.Time) []Run {
 			}
 			t.open[k] = o
 		}
-		if b.GridBlocks != o.grid || b.Weight != o.weight {
+		if len(o.Blocks) > 0 && (b.GridBlocks != o.Blocks[0].GridBlocks || b.Weight != o.Blocks[0].Weight) {
 			o.want = 0 // records that disagree: the launch's blocks not known
 		}
 		o.seen[b.Block] = true

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/gpumap"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/proberegion"
 )
 
 // Cases is every GPU check case.
@@ -137,18 +138,21 @@ func checkBlockSched(c *Case, l gpumap.Layout, region []byte, _ []uint64) error 
 		return fmt.Errorf("%d block records, want %d", len(recs), nb)
 	}
 	seen := map[uint64]bool{}
-	for _, rec := range recs {
-		if len(rec) != 56 {
-			return fmt.Errorf("record of %d bytes, want 56", len(rec))
+	var first proberegion.Block
+	for i, rec := range recs {
+		b, ok := proberegion.ParseBlock(rec)
+		if !ok {
+			return fmt.Errorf("record of %d bytes, want %d", len(rec), proberegion.BlockSize)
 		}
-		blk, start, end, grid := u64(rec, 8), u64(rec, 16), u64(rec, 24), u64(rec, 40)
-		threads, weight := uint32(binary.LittleEndian.Uint16(rec[34:])), u32(rec, 36)
-		if u64(rec, 0) != KernelID || blk >= uint64(nb) || seen[blk] || threads != tpb || start == 0 || end < start ||
-			grid == 0 || grid != u64(recs[0], 40) || weight != c.weight() || u64(rec, 48) != uint64(nb) {
+		if i == 0 {
+			first = b
+		}
+		if b.KernelID != KernelID || b.Block >= uint64(nb) || seen[b.Block] || b.Threads != tpb || b.StartNS == 0 || b.EndNS < b.StartNS ||
+			b.GridID == 0 || b.GridID != first.GridID || b.Weight != c.weight() || b.GridBlocks != uint64(nb) {
 			return fmt.Errorf("bad record: kernel %#x block %d start %d end %d threads %d weight %d grid %d (first %d) of %d blocks",
-				u64(rec, 0), blk, start, end, threads, weight, grid, u64(recs[0], 40), u64(rec, 48))
+				b.KernelID, b.Block, b.StartNS, b.EndNS, b.Threads, b.Weight, b.GridID, first.GridID, b.GridBlocks)
 		}
-		seen[blk] = true
+		seen[b.Block] = true
 	}
 	return nil
 }

@@ -395,17 +395,16 @@ func report(dir string) error {
 	var heavy, light []float64
 	var first, last uint64
 	for i, r := range recs {
-		if len(r) != proberegion.BlockSize {
+		b, ok := proberegion.ParseBlock(r)
+		if !ok {
 			return fmt.Errorf("block record of %d bytes, want %d", len(r), proberegion.BlockSize)
 		}
-		blk := binary.LittleEndian.Uint64(r[8:])
-		start, end := binary.LittleEndian.Uint64(r[16:]), binary.LittleEndian.Uint64(r[24:])
-		if i == 0 || start < first {
-			first = start
+		if i == 0 || b.StartNS < first {
+			first = b.StartNS
 		}
-		last = max(last, end)
-		d := float64(end-start) / 1e3
-		if blk%8 == 0 {
+		last = max(last, b.EndNS)
+		d := float64(b.EndNS-b.StartNS) / 1e3
+		if b.Block%8 == 0 {
 			heavy = append(heavy, d)
 		} else {
 			light = append(light, d)
