@@ -52,6 +52,29 @@ use another PTX form, so one jit_ablation run compares them:
   s32: sampling by launch with the launch's block count and its clz in
         32 bits instead of 64 (timing only: wrong past 2^32 blocks)
   hoists32: both
+  always: sampling by launch, every block branched to the copy of the
+        original code (the test left dead): what the branch and the
+        code's layout cost without the test (timing only)
+  fixshift: sampling by launch with the launch's shift a constant (the
+        kernel's, as devrt would pass it in a parameter): the hash and
+        its shift, no block count, clz or clamp (timing only)
+  mulhi: sampling by launch as mul.hi(hash, blocks) < 256: about 256
+        blocks of any launch, no clz or clamp (timing only: weights are
+        not powers of two)
+  xonly: sampling by launch hashing ctaid.x alone (timing only: 1-D
+        grids; the y and z terms off the path)
+  xfix: both xonly and fixshift: the shortest test
+  dim1: sampling by launch, a 1-D grid's blocks (nctaid.y * nctaid.z 1)
+        hashing ctaid.x alone past a uniform branch, the others their
+        linear index as before: the same blocks, ctaid.y and .z read only
+        where they count
+  dim1s: dim1, and a 1-D grid's block count nctaid.x (no product, no
+        saturation) on that branch
+  x1d: the test of a 1-D grid alone (an entry devrt would launch for 1-D
+        grids only): ctaid.x's hash shifted by 32 - s, s from nctaid.x
+        (clz of nctaid.x - 1 plus log2 256, at least 16)
+  x1dmin: x1d clamping nctaid.x - 1 (min) before the clz instead of the
+        shift after it
 usage: variants.py SRC DST [PROBES [FORMS]]
        (default ab_store,ab_load,sm_load,block_sched,warp_occupancy and gpu,weak)
 """
@@ -228,6 +251,113 @@ FORMS["s32"] = [(re.compile(r"\tmov\.u32 \t%gx_r1, %nctaid\.y;\n\tmov\.u32 \t%gx
 FORMS["hoists32"] = FORMS["hoist"] + FORMS["s32"]
 
 
+# The by-launch test's shift: from the second read of %nctaid.y to the
+# shr; and its hash of the block's linear index.
+SHIFT = re.compile(r"\tmov\.u32 \t%gx_r1, %nctaid\.y;\n\tmov\.u32 \t%gx_r2, %nctaid\.z;\n(?:[^\n]*\n)*?"
+                   r"\tshr\.b32 \t%gx_r0, %gx_r0, %gx_r1;\n")
+HASH = re.compile(r"\tmov\.u32 \t%gx_r0, %ctaid\.z;\n(?:[^\n]*\n){4}\tmov\.u32 \t%gx_r2, %ctaid\.x;\n"
+                  r"\tmad\.lo\.u32 \t%gx_r0, %gx_r0, %gx_r1, %gx_r2;\n")
+# the kernel's grid, set by main for each module (fixshift's constant)
+GRID = {"blocks": 1}
+
+
+def fixshift(t):
+    s = min(max((GRID["blocks"] - 1).bit_length() - 8, 0), 16)
+    return SHIFT.sub(f"\tshr.b32 \t%gx_r0, %gx_r0, {32 - s};\n", t, count=1)
+
+
+FORMS["always"] = [("\t@!%gx_s bra.uni \t$GXS_ORIG;\n", "\tbra.uni \t$GXS_ORIG;\n")]
+FORMS["fixshift"] = [fixshift]
+FORMS["mulhi"] = [(re.compile(SHIFT.pattern + r"\tsetp\.eq\.u32 \t%gx_s, %gx_r0, 0;\n"),
+                   "\tmov.u32 \t%gx_r1, %nctaid.y;\n\tmov.u32 \t%gx_r2, %nctaid.z;\n\tmul.lo.u32 \t%gx_r1, %gx_r1, %gx_r2;\n"
+                   "\tmov.u32 \t%gx_r2, %nctaid.x;\n\tmul.lo.u32 \t%gx_r1, %gx_r1, %gx_r2;\n"
+                   "\tmul.hi.u32 \t%gx_r0, %gx_r0, %gx_r1;\n\tsetp.lt.u32 \t%gx_s, %gx_r0, 256;\n")]
+FORMS["xonly"] = [(HASH, "\tmov.u32 \t%gx_r0, %ctaid.x;\n")]
+FORMS["xfix"] = FORMS["xonly"] + FORMS["fixshift"]
+
+
+# dim1 and dim1s: the test (from the hash to the shr) rewritten whole
+TEST = re.compile(HASH.pattern + r"\tmul\.lo\.u32 \t%gx_r0, %gx_r0, 0x9E3779B9;\n" + SHIFT.pattern)
+DIM1 = """\tmov.u32 \t%gx_r1, %nctaid.y;
+\tmov.u32 \t%gx_r2, %nctaid.z;
+\tmul.lo.u32 \t%gx_r1, %gx_r1, %gx_r2;
+\tmov.u32 \t%gx_r0, %ctaid.x;
+\tsetp.eq.u32 \t%gx_s, %gx_r1, 1;
+\t@%gx_s bra.uni \t$GXS_1D;
+\tmov.u32 \t%gx_r1, %ctaid.z;
+\tmov.u32 \t%gx_r2, %nctaid.y;
+\tmov.u32 \t%gx_r3, %ctaid.y;
+\tmad.lo.u32 \t%gx_r1, %gx_r1, %gx_r2, %gx_r3;
+\tmov.u32 \t%gx_r2, %nctaid.x;
+\tmad.lo.u32 \t%gx_r0, %gx_r1, %gx_r2, %gx_r0;
+$GXS_1D:
+\tmul.lo.u32 \t%gx_r0, %gx_r0, 0x9E3779B9;
+"""
+DIM1S = """\tmov.u32 \t%gx_r1, %nctaid.y;
+\tmov.u32 \t%gx_r2, %nctaid.z;
+\tmul.lo.u32 \t%gx_r1, %gx_r1, %gx_r2;
+\tmov.u32 \t%gx_r0, %ctaid.x;
+\tmov.u32 \t%gx_r2, %nctaid.x;
+\tsetp.eq.u32 \t%gx_s, %gx_r1, 1;
+\t@%gx_s bra.uni \t$GXS_1D;
+\tmov.u32 \t%gx_r3, %ctaid.z;
+\tmov.u32 \t%gx_r1, %nctaid.y;
+\tmov.u32 \t%gx_r0, %ctaid.y;
+\tmad.lo.u32 \t%gx_r0, %gx_r3, %gx_r1, %gx_r0;
+\tmov.u32 \t%gx_r1, %ctaid.x;
+\tmad.lo.u32 \t%gx_r0, %gx_r0, %gx_r2, %gx_r1;
+\tmov.u32 \t%gx_r1, %nctaid.y;
+\tmov.u32 \t%gx_r3, %nctaid.z;
+\tmul.lo.u32 \t%gx_r1, %gx_r1, %gx_r3;
+\tmul.hi.u32 \t%gx_r3, %gx_r2, %gx_r1;
+\tmad.lo.u32 \t%gx_r1, %gx_r2, %gx_r1, 0xFFFFFFFF;
+\tset.ne.u32.u32 \t%gx_r3, %gx_r3, 0;
+\tor.b32 \t%gx_r1, %gx_r1, %gx_r3;
+\tbra.uni \t$GXS_SHIFT;
+$GXS_1D:
+\tsub.u32 \t%gx_r1, %gx_r2, 1;
+$GXS_SHIFT:
+\tmul.lo.u32 \t%gx_r0, %gx_r0, 0x9E3779B9;
+\tclz.b32 \t%gx_r1, %gx_r1;
+\tadd.u32 \t%gx_r1, %gx_r1, 8;
+\tmax.u32 \t%gx_r1, %gx_r1, 16;
+\tshr.b32 \t%gx_r0, %gx_r0, %gx_r1;
+"""
+
+
+def dim1(t):
+    m = TEST.search(t)
+    if not m:
+        return t
+    shift = m.group(0)[m.group(0).index("\tmov.u32 \t%gx_r1, %nctaid.y;\n\tmov.u32 \t%gx_r2, %nctaid.z;"):]
+    return t[:m.start()] + DIM1 + shift + t[m.end():]
+
+
+FORMS["dim1"] = [dim1]
+FORMS["dim1s"] = [(TEST, lambda m: DIM1S)]
+
+X1D = """\tmov.u32 \t%gx_r0, %ctaid.x;
+\tmul.lo.u32 \t%gx_r0, %gx_r0, 0x9E3779B9;
+\tmov.u32 \t%gx_r1, %nctaid.x;
+\tsub.u32 \t%gx_r1, %gx_r1, 1;
+\tclz.b32 \t%gx_r1, %gx_r1;
+\tadd.u32 \t%gx_r1, %gx_r1, 8;
+\tmax.u32 \t%gx_r1, %gx_r1, 16;
+\tshr.b32 \t%gx_r0, %gx_r0, %gx_r1;
+"""
+X1DMIN = """\tmov.u32 \t%gx_r0, %ctaid.x;
+\tmul.lo.u32 \t%gx_r0, %gx_r0, 0x9E3779B9;
+\tmov.u32 \t%gx_r1, %nctaid.x;
+\tsub.u32 \t%gx_r1, %gx_r1, 1;
+\tmin.u32 \t%gx_r1, %gx_r1, 0xFFFFFF;
+\tclz.b32 \t%gx_r1, %gx_r1;
+\tadd.u32 \t%gx_r1, %gx_r1, 8;
+\tshr.b32 \t%gx_r0, %gx_r0, %gx_r1;
+"""
+FORMS["x1d"] = [(TEST, lambda m: X1D)]
+FORMS["x1dmin"] = [(TEST, lambda m: X1DMIN)]
+
+
 def main(src, dst, probes, forms):
     shutil.copytree(src, dst, dirs_exist_ok=True)
     bf = json.load(open(os.path.join(src, "bench.json")))
@@ -237,6 +367,7 @@ def main(src, dst, probes, forms):
         if v.get("probe") not in probes:
             continue
         text = open(os.path.join(src, v["ptx"])).read()
+        GRID["blocks"] = next(k["grid"] * (k.get("grid_y", 1) or 1) for k in bf["kernels"] if k["name"] == v["kernel"])
         for form in forms:
             subs = FORMS[form]
             t = text
