@@ -104,7 +104,9 @@ def main(d):
                 continue
             mod, jit_ms = load(os.path.join(d, v["ptx"]))
             f = c.c_void_p()
-            check(cu.cuModuleGetFunction(c.byref(f), mod, k["entry"].encode()), "cuModuleGetFunction")
+            # the kernel's entry for 1-D grids where it has one, as devrt launches it
+            entry = v.get("grid1d") if v.get("grid1d") and (k.get("grid_y", 1) or 1) == 1 else k["entry"]
+            check(cu.cuModuleGetFunction(c.byref(f), mod, entry.encode()), "cuModuleGetFunction")
             if shared:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (past 48 KiB with the probes' static part)
                 check(cu.cuFuncSetAttribute(f, 8, shared), "cuFuncSetAttribute")
             # registers a thread, static shared memory, blocks an SM holds

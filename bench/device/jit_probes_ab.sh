@@ -74,6 +74,12 @@ PY
 	fi
 	(cd bench/device && ROUNDS=${ROUNDS:-21} "$PY" jit_bench.py "$W/ab") > "$OUT/jit_probes_ab.$run.txt" 2>&1 || {
 		tail "$OUT/jit_probes_ab.$run.txt"; exit 1; }
+	# What the new build's block_sched and sm_load saw in one launch of the
+	# imbalanced kernel (jit_bench.py kept their regions): with sampling,
+	# exactly the blocks devrt/ptx picks, each of its weight.
+	if [ "$run" = 1 ] && ls "$W"/ab/report.*.bin > /dev/null 2>&1; then
+		"$T" report -dir "$W/ab" || exit 1
+	fi
 done
 "$PY" - "$OUT" "${RUNS:-2}" empty $PROBES <<'PY'
 import re, sys

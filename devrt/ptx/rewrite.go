@@ -124,6 +124,18 @@ type Spec struct {
 	// Small grids then run them in every block, large ones in a few
 	// hundred (sample.go says why).
 	BlocksPerLaunch uint32
+	// Grid1D, with BlocksPerLaunch, also adds for each kernel instrumented
+	// in the copy form (KernelReport.SampleCopy) a second entry named
+	// <kernel>__gx1d (Grid1DSuffix): the same kernel for launches of 1-D
+	// grids (nctaid.y = nctaid.z = 1), whose sampling test hashes %ctaid.x
+	// alone and takes the launch's size from %nctaid.x: the blocks the
+	// kernel's own test picks in such a grid, by a shorter chain that every
+	// block waits for (sample.go). devrt launches it for 1-D grids only
+	// (KernelReport.Grid1D); launched with another grid it would sample
+	// the wrong blocks.
+	Grid1D bool
+	// grid1D: the code being written is the 1-D entry's.
+	grid1D bool
 }
 
 // sampling tells whether some blocks do not run the probes.
@@ -180,6 +192,10 @@ type KernelReport struct {
 	// SampleCopy (Spec.BlockSample): the blocks not sampled run a copy of
 	// the original code; false: they branch around every site (sample.go).
 	SampleCopy bool `json:",omitempty"`
+	// Grid1D (Spec.Grid1D) names the kernel's entry for 1-D grids, "" if
+	// none was added (not sampled by launch, not in the copy form, or the
+	// name taken).
+	Grid1D string `json:",omitempty"`
 }
 
 // Refusal names a selected kernel that was left unchanged, and why.
@@ -341,6 +357,7 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		minNReg = DefaultMinMaxNReg
 	}
 	matched := map[string]bool{}
+	var twins []*Function // Spec.Grid1D: each after its kernel
 	for i, it := range m.Items {
 		f, ok := it.(*Function)
 		if !ok || !f.Entry || !selected(spec.Kernels, f.Name) {
@@ -375,8 +392,19 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 			rep.Refused = append(rep.Refused, Refusal{f.Name, err.Error()})
 			continue
 		}
+		if tw := grid1DTwin(m, f, spec, kr, probes, minNReg, inl, inlWhy); tw != nil {
+			kr.Grid1D = tw.Name
+			twins = append(twins, tw)
+		}
 		f.Body = body
 		rep.Kernels = append(rep.Kernels, kr)
+	}
+	for _, tw := range twins { // after its kernel's definition
+		idx := slices.IndexFunc(m.Items, func(it Item) bool {
+			f, ok := it.(*Function)
+			return ok && f.Entry && f.Body != nil && f.Name+Grid1DSuffix == tw.Name
+		})
+		m.Items = slices.Insert(m.Items, idx+1, Item(tw))
 	}
 	seen := map[string]bool{}
 	for _, pat := range patterns {
@@ -386,6 +414,33 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// Grid1DSuffix ends the name of a kernel's entry for 1-D grids
+// (Spec.Grid1D); GPUEXT_INJ_GRID1D_SUFFIX in bpf/include/gpuext_abi.h.
+const Grid1DSuffix = "__gx1d"
+
+// grid1DTwin is f's entry for 1-D grids (Spec.Grid1D), instrumented as kr
+// was (the same sites, ids and kernel id), or nil: not asked for, not
+// sampled by launch in the copy form, or its name already in m. It shares
+// f's parameters, directives and original statements, which no later
+// step changes.
+func grid1DTwin(m *Module, f *Function, spec Spec, kr KernelReport, probes map[SiteKind][]probe, minNReg int,
+	inl map[string]*inlineFunc, inlWhy map[string]string) *Function {
+	if !spec.Grid1D || spec.BlocksPerLaunch == 0 || !kr.SampleCopy {
+		return nil
+	}
+	if it, _ := m.Lookup(f.Name + Grid1DSuffix); it != nil {
+		return nil
+	}
+	spec.grid1D = true
+	_, body, err := instrumentKernel(m, f, spec, probes, minNReg, inl, inlWhy)
+	if err != nil { // it would have failed the kernel itself
+		return nil
+	}
+	tw := *f
+	tw.Name, tw.Body = f.Name+Grid1DSuffix, body
+	return &tw
 }
 
 func hasDefinition(m *Module, name string) bool {

@@ -195,6 +195,27 @@ func sampleCode(spec Spec) []Stmt {
 	sreg := func(s string) Expr { return name(s) }
 	mad := func(d, a, b, c Expr) Stmt { return mkIns("mad", []string{".lo", ".u32"}, d, a, b, c) }
 	mov := func(d Expr, s string) Stmt { return mkIns("mov", []string{".u32"}, d, sreg(s)) }
+	k := uint64(bits.TrailingZeros32(spec.BlocksPerLaunch))
+	if spec.BlocksPerLaunch > 0 && spec.grid1D {
+		// A 1-D grid's entry (Spec.Grid1D): the linear index is %ctaid.x
+		// and the blocks %nctaid.x, so neither %ctaid.y and .z (S2UR
+		// reads every block waits for) nor the product and its
+		// saturation; the shift as below, clz(nctaid.x - 1) + log2
+		// perLaunch, at least 32 - MaxLaunchShift. H100, earlyexits,
+		// the empty probe: 1.029-1.035 with the general test, 1.006-1.014
+		// with this one (devrt/jit/README.md, 2026-11-27).
+		return []Stmt{
+			mov(r(0), "%ctaid.x"),
+			mkIns("mul", []string{".lo", ".u32"}, r(0), r(0), &IntLit{Text: fmt.Sprintf("0x%08X", sampleMul)}),
+			mov(r(1), "%nctaid.x"),
+			mkIns("sub", []string{".u32"}, r(1), r(1), lit(1)),
+			mkIns("clz", []string{".b32"}, r(1), r(1)),
+			mkIns("add", []string{".u32"}, r(1), r(1), lit(k)),
+			mkIns("max", []string{".u32"}, r(1), r(1), lit(32-MaxLaunchShift)),
+			mkIns("shr", []string{".b32"}, r(0), r(0), r(1)),
+			mkIns("setp", []string{".eq", ".u32"}, name(sampleReg), r(0), lit(0)),
+		}
+	}
 	code := []Stmt{
 		mov(r(0), "%ctaid.z"),
 		mov(r(1), "%nctaid.y"),
@@ -216,7 +237,6 @@ func sampleCode(spec Spec) []Stmt {
 	// (perLaunch <= 2^16). The 64-bit product and clz it replaces were
 	// twice the instructions (ptxas expands clz.b64 into six) on the path
 	// every block waits for (devrt/jit/README.md, 2026-11-27).
-	k := uint64(bits.TrailingZeros32(spec.BlocksPerLaunch))
 	return append(code,
 		mov(r(1), "%nctaid.y"),
 		mov(r(2), "%nctaid.z"),

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -123,6 +124,105 @@ func TestInstrumentBlockSampleForms(t *testing.T) {
 			}
 			if _, err := RoundTrip(Write(m), false); err != nil {
 				t.Fatalf("does not round-trip: %v", err)
+			}
+		})
+	}
+}
+
+// TestInstrumentGrid1D: with Spec.Grid1D a kernel sampled by launch in
+// the copy form gets a second entry, <kernel>__gx1d, right after it: the
+// same header, sites and copy, its test the 1-D grid's; none in the
+// guards form, at a fixed rate, without Grid1D or when the name is taken.
+func TestInstrumentGrid1D(t *testing.T) {
+	const kernel = `.visible .entry k(.param .u64 a, .param .u32 n)
+.maxntid 256, 1, 1
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [a];
+	ret;
+}
+`
+	const other = ".visible .entry k__gx1d(.param .u64 a)\n{\n\tret;\n}\n"
+	const tail = ".visible .entry after()\n{\n\tret;\n}\n"
+	test1 := []string{
+		"mov.u32 %gx_r0, %ctaid.x;", "mul.lo.u32 %gx_r0, %gx_r0, 0x9E3779B9;", "mov.u32 %gx_r1, %nctaid.x;",
+		"sub.u32 %gx_r1, %gx_r1, 1;", "clz.b32 %gx_r1, %gx_r1;", "add.u32 %gx_r1, %gx_r1, 8;", "max.u32 %gx_r1, %gx_r1, 16;",
+		"shr.b32 %gx_r0, %gx_r0, %gx_r1;", "setp.eq.u32 %gx_s, %gx_r0, 0;",
+	}
+	for _, tt := range []struct {
+		name   string
+		src    string
+		spec   Spec
+		guards bool
+		twin   bool
+	}{
+		{"by launch, copy form", kernel + tail, Spec{Exit: []string{p1}, BlocksPerLaunch: 256, Grid1D: true, Kernels: []string{"k"}}, false, true},
+		{"entry and exit, 1 a launch", kernel, Spec{Entry: []string{p0}, Exit: []string{p1}, BlocksPerLaunch: 1, Grid1D: true}, false, true},
+		{"without Grid1D", kernel, Spec{Exit: []string{p1}, BlocksPerLaunch: 256}, false, false},
+		{"guards form", kernel, Spec{Exit: []string{p1}, BlocksPerLaunch: 256, Grid1D: true}, true, false},
+		{"fixed rate", kernel, Spec{Exit: []string{p1}, BlockSample: 16, Grid1D: true}, false, false},
+		{"every block", kernel, Spec{Exit: []string{p1}, Grid1D: true}, false, false},
+		{"name taken", kernel + other, Spec{Exit: []string{p1}, BlocksPerLaunch: 256, Grid1D: true, Kernels: []string{"k"}}, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.guards {
+				guardsForm(t)
+			}
+			m, rep := instrumentOne(t, testHeader+tt.src, tt.spec)
+			want := ""
+			if tt.twin {
+				want = "k" + Grid1DSuffix
+			}
+			if got := rep.Kernels[0].Grid1D; got != want {
+				t.Fatalf("Grid1D %q, want %q", got, want)
+			}
+			var entries []string
+			for _, it := range m.Items {
+				if f, ok := it.(*Function); ok && f.Entry {
+					entries = append(entries, f.Name)
+				}
+			}
+			wantEntries := map[string][]string{
+				"by launch, copy form": {"k", "k__gx1d", "after"}, "name taken": {"k", "k__gx1d"},
+			}[tt.name]
+			if wantEntries == nil {
+				wantEntries = []string{"k"}
+				if tt.twin {
+					wantEntries = append(wantEntries, "k__gx1d")
+				}
+			}
+			if !slices.Equal(entries, wantEntries) {
+				t.Fatalf("entries %v, want %v", entries, wantEntries)
+			}
+			if _, err := RoundTrip(Write(m), false); err != nil {
+				t.Fatalf("does not round-trip: %v", err)
+			}
+			if !tt.twin {
+				return
+			}
+			it, _ := m.Lookup("k")
+			k := it.(*Function)
+			it, _ = m.Lookup("k__gx1d")
+			tw := it.(*Function)
+			// the header but the name, the parameters and directives
+			hk, htw := *k, *tw
+			hk.Body, htw.Body, htw.Name = nil, nil, "k"
+			if a, b := Write(&Module{Version: m.Version, Target: m.Target, AddressSize: 64, Items: []Item{&hk}}),
+				Write(&Module{Version: m.Version, Target: m.Target, AddressSize: 64, Items: []Item{&htw}}); a != b {
+				t.Fatalf("header\n%s\nwant\n%s", b, a)
+			}
+			// the code but the test: the kernel's, then its sampling
+			// test replaced by the 1-D grid's
+			got, gen := kernelCode(t, m, "k__gx1d"), kernelCode(t, m, "k")
+			at := slices.Index(gen, "setp.eq.u32 %gx_s, %gx_r0, 0;")
+			if at < 0 || gen[0] != "mov.u32 %gx_r0, %ctaid.z;" {
+				t.Fatalf("kernel's test not found:\n%s", strings.Join(gen, "\n"))
+			}
+			test := slices.Clone(test1)
+			test[5] = fmt.Sprintf("add.u32 %%gx_r1, %%gx_r1, %d;", bits.TrailingZeros32(tt.spec.BlocksPerLaunch))
+			wantCode := append(test, gen[at+1:]...)
+			if strings.Join(got, "\n") != strings.Join(wantCode, "\n") {
+				t.Fatalf("1-D entry\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantCode, "\n"))
 			}
 		})
 	}
@@ -268,6 +368,37 @@ func TestLaunchSampleCodeMatchesLaunchSampled(t *testing.T) {
 				}
 			}
 		}
+		// The 1-D grid's entry (Spec.Grid1D): the same blocks and shift
+		// in any 1-D grid, from 1 block to 2^32 - 1, the boundaries of
+		// every shift included, without reading %ctaid.y, .z or
+		// %nctaid.y, .z (left out of its registers, read as 0 they would
+		// fail it).
+		code1 := sampleCode(Spec{BlocksPerLaunch: per, grid1D: true})
+		check1 := func(nx uint32) {
+			x := rng.Uint32N(nx)
+			got, regs := runSampleCode(t, code1, map[string]uint32{"%nctaid.x": nx, "%ctaid.x": x})
+			if want := LaunchSampled(x, uint64(nx), per); got != want {
+				t.Fatalf("1-D, %d per launch, block %d of %d: code says %v, LaunchSampled %v", per, x, nx, got, want)
+			}
+			if got, want := min(regs["%gx_r1"], 32), uint64(32-LaunchShift(uint64(nx), per)); got != want {
+				t.Fatalf("1-D, %d per launch, %d blocks: shift %d, want %d", per, nx, got, want)
+			}
+		}
+		for _, nx := range []uint32{1, 2, 3, 1<<32 - 1, 1 << 31, 1<<31 + 1} {
+			check1(nx)
+		}
+		for s := range uint32(33) {
+			if b := uint64(per) << s; b < 1<<32 {
+				for _, nx := range []uint32{uint32(b) - 1, uint32(b), uint32(b) + 1} {
+					if nx > 0 {
+						check1(nx)
+					}
+				}
+			}
+		}
+		for range 2000 {
+			check1(1 + rng.Uint32N(1<<32-1))
+		}
 	}
 }
 
@@ -361,6 +492,8 @@ func runSampleCode(t *testing.T, code []Stmt, sreg map[string]uint32) (bool, map
 			regs[d] = uint64(bits.LeadingZeros32(u32(op[1])))
 		case "add.u32":
 			regs[d] = uint64(u32(op[1]) + u32(op[2]))
+		case "sub.u32":
+			regs[d] = uint64(u32(op[1]) - u32(op[2]))
 		case "max.u32":
 			regs[d] = uint64(max(u32(op[1]), u32(op[2])))
 		case "shr.b32": // PTX clamps the shift at 32

@@ -35,6 +35,11 @@ type Options struct {
 	// copy of their bodies (ptx.Spec.Inline): the form before inlining,
 	// kept for comparison (jitcheck bench -calls).
 	Calls bool
+	// NoGrid1D leaves out the kernels' entries for 1-D grids (ptx.Spec.
+	// Grid1D: with sampling by launch, a kernel in the copy form gets a
+	// second entry, <kernel>__gx1d, whose sampling test is shorter, which
+	// devrt launches for 1-D grids), for comparison.
+	NoGrid1D bool
 }
 
 // New makes a Patcher of a compiled probe set. Its version is a digest of
@@ -46,7 +51,7 @@ type Options struct {
 func New(c *jit.Compiled, opts Options) *Patcher {
 	h := sha256.New()
 	h.Write([]byte(c.PTX))
-	fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%d", c.BlockInit, opts.Calls, max(c.Opts.BlockSample, 1), c.Opts.BlocksPerLaunch)
+	fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%d\x00%t", c.BlockInit, opts.Calls, max(c.Opts.BlockSample, 1), c.Opts.BlocksPerLaunch, opts.NoGrid1D)
 	for _, p := range c.Probes {
 		fmt.Fprintf(h, "\x00%s\x00%d\x00%s\x00%s\x00%t", p.Func, p.Site, p.Kernel, p.Carry, p.FirstBlock)
 	}
@@ -79,7 +84,7 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	// the sampling the probes were compiled for (their weights are in the
 	// fragment; the layout's headers say the same)
 	spec := ptx.Spec{BlockInit: p.probes.BlockInit, Inline: !p.opts.Calls,
-		BlockSample: p.probes.Opts.BlockSample, BlocksPerLaunch: p.probes.Opts.BlocksPerLaunch}
+		BlockSample: p.probes.Opts.BlockSample, BlocksPerLaunch: p.probes.Opts.BlocksPerLaunch, Grid1D: !p.opts.NoGrid1D}
 	for _, pr := range p.probes.Probes {
 		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel},
 			Carry: pr.Carry, FirstBlock: pr.FirstBlock})

@@ -178,3 +178,60 @@ func TestVersionChangesWithTheProbes(t *testing.T) {
 	require.Len(t, v, 3)
 	require.Equal(t, New(c1, Options{}).Version(), New(c1, Options{}).Version())
 }
+
+// TestPatchGrid1D: sampled by launch, every kernel of the corpus small
+// enough for the copy form gets its entry for 1-D grids after it, with
+// the same probe sites; the answer names the kernels only (devrt finds
+// the entries by their suffix); Options.NoGrid1D leaves them out and is
+// another probe set.
+func TestPatchGrid1D(t *testing.T) {
+	var objs []*jit.Object
+	for _, n := range device.Names() {
+		b, err := device.Object(n)
+		require.NoError(t, err)
+		o, err := jit.LoadObject(bytes.NewReader(b))
+		require.NoError(t, err)
+		objs = append(objs, o)
+	}
+	c, err := jit.Compile(objs, jit.Options{BlocksPerLaunch: 256})
+	require.NoError(t, err)
+	p, off := New(c, Options{}), New(c, Options{NoGrid1D: true})
+	require.NotEqual(t, p.Version(), off.Version())
+	files, err := filepath.Glob("../../ptx/testdata/corpus/*.ptx")
+	require.NoError(t, err)
+	twins := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		m, err := ptx.Parse(string(src))
+		require.NoError(t, err)
+		var want []string // each kernel, then its entry if copied
+		for _, k := range m.Kernels() {
+			want = append(want, k.Name)
+			if len(k.Instructions()) <= ptx.MaxSampleCopy {
+				want = append(want, k.Name+ptx.Grid1DSuffix)
+			}
+		}
+		res, err := p.Patch(context.Background(), &devrtinject.Module{PTX: src})
+		require.NoError(t, err, f)
+		require.Equal(t, devrtinject.StatusPatched, res.Status, "%s: %s", f, res.Reason)
+		require.ElementsMatch(t, m.KernelNames(), res.Kernels, f)
+		out, err := ptx.Parse(string(res.PTX))
+		require.NoError(t, err, f)
+		require.Equal(t, want, out.KernelNames(), f)
+		sites, err := Sites(res.PTX, c.Probes)
+		require.NoError(t, err)
+		for _, k := range m.KernelNames() {
+			if tw, ok := sites[k+ptx.Grid1DSuffix]; ok {
+				require.Equal(t, sites[k], tw, "%s: %s", f, k)
+				twins++
+			}
+		}
+		ores, err := off.Patch(context.Background(), &devrtinject.Module{PTX: src})
+		require.NoError(t, err, f)
+		out, err = ptx.Parse(string(ores.PTX))
+		require.NoError(t, err, f)
+		require.Equal(t, m.KernelNames(), out.KernelNames(), f)
+	}
+	require.Greater(t, twins, 10)
+}

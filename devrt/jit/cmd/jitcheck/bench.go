@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -224,12 +226,15 @@ type benchVariant struct {
 	Form   string `json:"form"`  // "" inlined probe bodies, "call" probe calls, "guards" block sampling's guards form
 	// BlockSample: the probes run in 1 of that many blocks (0: every one);
 	// BlocksPerLaunch: in the blocks sampling by launch picks.
-	BlockSample     uint32   `json:"block_sample,omitempty"`
-	BlocksPerLaunch uint32   `json:"blocks_per_launch,omitempty"`
-	PTX             string   `json:"ptx"`
-	RegionSize      uint64   `json:"region_size"`
-	Headers         [][2]any `json:"headers"`  // [offset, hex]: the map headers of the zeroed region
-	PatchMS         float64  `json:"patch_ms"` // compile + link + instrument + write, in Go
+	BlockSample     uint32 `json:"block_sample,omitempty"`
+	BlocksPerLaunch uint32 `json:"blocks_per_launch,omitempty"`
+	PTX             string `json:"ptx"`
+	// Grid1D names the kernel's entry for 1-D grids (ptx.Spec.Grid1D),
+	// which jit_bench.py launches, as devrt does, when the grid is 1-D.
+	Grid1D     string   `json:"grid1d,omitempty"`
+	RegionSize uint64   `json:"region_size"`
+	Headers    [][2]any `json:"headers"`  // [offset, hex]: the map headers of the zeroed region
+	PatchMS    float64  `json:"patch_ms"` // compile + link + instrument + write, in Go
 }
 
 type benchFile struct {
@@ -361,6 +366,13 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool, op
 	}
 	v.PatchMS = float64(time.Since(t0).Microseconds()) / 1000
 	v.PTX = file
+	m, err := ptx.Parse(string(res.PTX))
+	if err != nil {
+		return v, err
+	}
+	if slices.Contains(m.KernelNames(), k.Entry+ptx.Grid1DSuffix) {
+		v.Grid1D = k.Entry + ptx.Grid1DSuffix
+	}
 	v.Headers = check.Headers(c)
 	v.RegionSize = res.SharedSize
 	return v, os.WriteFile(filepath.Join(dir, v.PTX), res.PTX, 0o644)
@@ -371,7 +383,8 @@ func instrument(dir string, k benchKernel, src, probe string, perThread bool, op
 // heavy blocks (id % 8 == 0) against the others (block_sched), and how
 // unevenly the SMs were loaded (sm_load).
 func report(dir string) error {
-	layout := func(probe string) (gpumap.Layout, []byte, error) {
+	// the probe's layout and, if read, its unsampled region
+	layout := func(probe string, read bool) (gpumap.Layout, []byte, error) {
 		o, err := check.Object("device/" + probe)
 		if err != nil {
 			return gpumap.Layout{}, nil, err
@@ -380,10 +393,16 @@ func report(dir string) error {
 		if err != nil {
 			return gpumap.Layout{}, nil, err
 		}
+		if !read {
+			return c.Layout, nil, nil
+		}
 		b, err := os.ReadFile(filepath.Join(dir, "report."+probe+".bin"))
 		return c.Layout, b, err
 	}
-	l, region, err := layout("block_sched")
+	if _, err := os.Stat(filepath.Join(dir, "report.block_sched.bin")); errors.Is(err, fs.ErrNotExist) {
+		return reportSampled(dir, layout) // only sampled modules were timed
+	}
+	l, region, err := layout("block_sched", true)
 	if err != nil {
 		return err
 	}
@@ -418,7 +437,7 @@ func report(dir string) error {
 		len(recs), float64(last-first)/1e3, rh.Drops)
 	fmt.Printf("  blocks id%%8==0: %d, median %.1f us; other blocks: %d, median %.1f us; ratio %.2f\n",
 		len(heavy), median(heavy), len(light), median(light), median(heavy)/median(light))
-	l, region, err = layout("sm_load")
+	l, region, err = layout("sm_load", true)
 	if err != nil {
 		return err
 	}
@@ -452,7 +471,7 @@ func report(dir string) error {
 // launch, at most N): block_sched must have recorded exactly the blocks
 // devrt/ptx picks, each weighing what ptx.SampleWeight says, and sm_load
 // counted as many blocks times that weight.
-func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error)) error {
+func reportSampled(dir string, layout func(string, bool) (gpumap.Layout, []byte, error)) error {
 	grid := uint32(0)
 	for _, k := range benchKernels() {
 		if k.Name == "imbalanced" {
@@ -479,7 +498,7 @@ func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error
 				want[uint64(i)] = true
 			}
 		}
-		l, _, err := layout(probe)
+		l, _, err := layout(probe, false)
 		if err != nil {
 			return err
 		}
@@ -498,8 +517,12 @@ func reportSampled(dir string, layout func(string) (gpumap.Layout, []byte, error
 			got := map[uint64]bool{}
 			weighed := true
 			for _, r := range recs {
-				got[binary.LittleEndian.Uint64(r[8:])] = true
-				weighed = weighed && uint64(binary.LittleEndian.Uint32(r[36:])) == weight
+				b, ok := proberegion.ParseBlock(r)
+				if !ok {
+					return fmt.Errorf("block record of %d bytes, want %d", len(r), proberegion.BlockSize)
+				}
+				got[b.Block] = true
+				weighed = weighed && uint64(b.Weight) == weight && b.GridBlocks == uint64(grid)
 			}
 			ok := len(got) == len(recs) && len(got) == len(want) && weighed
 			for b := range got {

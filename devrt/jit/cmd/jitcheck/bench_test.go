@@ -74,3 +74,44 @@ func TestGenBench(t *testing.T) {
 		}
 	}
 }
+
+// TestGenBenchGrid1D: sampled by launch, each module names its kernel's
+// entry for 1-D grids, which it holds; at a fixed rate there is none.
+func TestGenBenchGrid1D(t *testing.T) {
+	dir := t.TempDir()
+	if err := genBench(dir, "", []string{"empty"}, []string{"warp"}, false, []benchSample{{PerLaunch: 256}, {N: 16}}); err != nil {
+		t.Fatal(err)
+	}
+	var bf benchFile
+	b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &bf); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, v := range bf.Variants {
+		src, err := os.ReadFile(filepath.Join(dir, v.PTX))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entry string
+		for _, k := range bf.Kernels {
+			if k.Name == v.Kernel {
+				entry = k.Entry
+			}
+		}
+		want := ""
+		if v.BlocksPerLaunch > 0 {
+			want = entry + "__gx1d"
+			n++
+		}
+		if v.Grid1D != want || (want != "") != strings.Contains(string(src), ".entry "+entry+"__gx1d(") {
+			t.Errorf("%s: grid1d %q, want %q", v.Name, v.Grid1D, want)
+		}
+	}
+	if n != 5 {
+		t.Errorf("%d modules sampled by launch, want 5", n)
+	}
+}
