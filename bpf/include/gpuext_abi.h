@@ -836,6 +836,13 @@ struct gpuext_sim_bench {
 #define GPUEXT_INJ_TIMEOUT_MS 2000          /* devrt's default bound */
 #define GPUEXT_INJ_SOCK_NAME "gpuext-inject.sock"
 #define GPUEXT_INJ_SHARED_GLOBAL "__gpuext_shared"
+/* A patched kernel N may come with a second .entry N GPUEXT_INJ_GRID1D_SUFFIX
+ * of the same parameters: the same instrumented kernel specialised for a
+ * one-dimensional grid (its block sampling reads %ctaid.x and %nctaid.x
+ * only), which would sample the wrong blocks of a 2-D or 3-D grid. devrt
+ * launches it for launches with gridDimY == gridDimZ == 1 only; a kernel
+ * without one (optional, no protocol change) runs N's twin for every grid. */
+#define GPUEXT_INJ_GRID1D_SUFFIX "__gx1d"
 
 /* What the collector did with a module (struct gpuext_inj_resp.status). */
 enum gpuext_inj_status {

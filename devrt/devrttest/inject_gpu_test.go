@@ -95,4 +95,23 @@ func TestInjectOnGPU(t *testing.T) {
 			require.Equal(t, int64(1), p.Calls())
 		})
 	}
+	// The 1-D twin (GPUEXT_INJ_GRID1D_SUFFIX) beside the twin, its mark
+	// its own: inject_check.py's launches are of 1-D grids, so the real
+	// driver found the 1-D twin and ran it, not the twin.
+	for _, mode := range []string{"ptx", "library"} {
+		t.Run(mode+"-grid1d", func(t *testing.T) {
+			plain := run(t, mode, shmSocketDir(t))
+			require.True(t, plain.OK, "%+v", plain)
+			dir := shmSocketDir(t)
+			serve(t, dir, &injecttest.Patcher{SharedSize: 4096, Mark: true, Grid1D: true,
+				Grid1DMark: injecttest.Grid1DMarkValue})
+			r := run(t, mode, dir)
+			require.True(t, r.OK, "%+v", r)
+			require.Equal(t, plain.Value, r.Value)
+			require.Equal(t, []uint64{injecttest.Grid1DMarkValue}, r.Marks, "the 1-D twin ran and reached the region")
+			evs := injectEvents(t, dir)
+			require.Len(t, evs, 1)
+			require.Equal(t, devrtinject.OutPatched, evs[0].Outcome, "%+v %q", evs[0], evs[0].Text)
+		})
+	}
 }

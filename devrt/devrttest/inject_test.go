@@ -404,27 +404,36 @@ func TestInjectFiles(t *testing.T) {
 // it: it takes the rest (the setting is not refused), runs the launches
 // that fit, and the one that does not is made again with the original,
 // which every later launch of the module runs. The program sees the same.
+// With 1-D twins (every launch of the scenario is 1-D) the same happens to
+// them: the setting's retry is theirs too.
 func TestInjectTwinShared(t *testing.T) {
 	h := newHarness(t)
 	plain := runInjectScenario(t, h, false, "", "inject-shared")
 	for _, tc := range []struct {
 		name         string
 		static       int
+		grid1D       bool
 		twins, origs int
 		refused      int
 	}{
-		{"probes without shared memory", 0, 2*injectN + 1, 0, 0},
-		{"probes with 1 KiB of shared memory", 1024, injectN, injectN + 1, 2},
+		{"probes without shared memory", 0, false, 2*injectN + 1, 0, 0},
+		{"probes with 1 KiB of shared memory", 1024, false, injectN, injectN + 1, 2},
+		{"probes with 1 KiB of shared memory, 1-D twins", 1024, true, injectN, injectN + 1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := shortSocketDir(t)
-			serve(t, dir, &injecttest.Patcher{SharedSize: 64, StaticShared: tc.static})
+			serve(t, dir, &injecttest.Patcher{SharedSize: 64, StaticShared: tc.static, Grid1D: tc.grid1D})
 			ir := runInjectScenario(t, h, true, dir, "inject-shared")
 			require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
 			for _, name := range []string{"_Z6vecAddPfS_S_i", "add_kernel"} {
 				orig, other := ir.launchesOf(name)
+				_, g1 := ir.launchesOf(name + devrtinject.Grid1DSuffix)
 				require.Equal(t, tc.origs, orig, name)
+				if tc.grid1D {
+					other, g1 = g1, other // the 1-D twin ran what the twin did
+				}
 				require.Equal(t, tc.twins, other, name)
+				require.Zero(t, g1, name)
 			}
 			var patched, refused int
 			for _, e := range ir.events {
@@ -851,5 +860,155 @@ func TestInjectTwinRefused(t *testing.T) {
 	for _, e := range refused {
 		require.True(t, mods[e.Module], "%x", e.Module)
 		delete(mods, e.Module)
+	}
+}
+
+// TestInjectGrid1D: twins that come with a 1-D twin (the Patcher's copy of
+// each patched kernel named with devrtinject.Grid1DSuffix, as the
+// collector sends a kernel specialised for one-dimensional grids). Every
+// launch with a 1-D grid ran the 1-D twin and every other launch the twin,
+// whatever the launch call, for a module's function, a library's CUkernel,
+// its function in the load's context and its own function in a second
+// context; the settings reached both (the launches asking for 64 KiB of
+// dynamic shared memory need them: the fake driver keeps them per
+// function). Without the copies the twins run every grid, as before.
+func TestInjectGrid1D(t *testing.T) {
+	h := newHarness(t)
+	const (
+		vecAdd = "_Z6vecAddPfS_S_i"
+		scale  = "_Z5scalePfi"
+		lib    = "add_kernel"
+		g1     = devrtinject.Grid1DSuffix
+	)
+	for _, tc := range []struct {
+		name     string
+		scenario string
+		grid1D   bool
+		// launches by kernel name: the originals', then the other
+		// handles' (the twins'; a name with the suffix is a 1-D twin's)
+		want map[string][2]int
+		// the patched library's launches in each context it was bound
+		// in (the load's first): each context's twin and 1-D twin
+		libContexts []int
+	}{
+		{"inject, every grid 1-D", "inject", true, map[string][2]int{
+			vecAdd: {0, 0}, vecAdd + g1: {0, 2 * injectN}, // cuLaunchKernel and _ptsz
+			scale: {0, 0}, scale + g1: {0, 2 * injectN}, // cuLaunchKernelEx, and the runtime's
+			lib: {0, 0}, lib + g1: {0, injectN}, // the library's CUfunction
+		}, []int{injectN}},
+		{"inject-grid", "inject-grid", true, map[string][2]int{
+			// each launch call with 4x2x1 and 4x1x2, then with 8x1x1
+			vecAdd: {0, 12 * injectN}, vecAdd + g1: {0, 6 * injectN},
+			// the CUkernel, its function and the second context's
+			// function, each with a grid that is not 1-D and one that is
+			lib: {0, 3 * injectN}, lib + g1: {0, 3 * injectN},
+		}, []int{4 * injectN, 2 * injectN}},
+		{"inject-grid, no 1-D twins", "inject-grid", false, map[string][2]int{
+			vecAdd: {0, 18 * injectN}, lib: {0, 6 * injectN},
+		}, []int{4 * injectN, 2 * injectN}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plain := runInjectScenario(t, h, false, "", tc.scenario)
+			dir := shortSocketDir(t)
+			serve(t, dir, &injecttest.Patcher{SharedSize: 64, Grid1D: tc.grid1D})
+			ir := runInjectScenario(t, h, true, dir, tc.scenario)
+			require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+
+			got := map[string][2]int{}
+			for _, l := range ir.launches {
+				if _, ok := tc.want[l.Name]; ok {
+					orig, other := ir.launchesOf(l.Name)
+					got[l.Name] = [2]int{orig, other}
+				}
+			}
+			require.Equal(t, tc.want, got)
+			var libContexts []int
+			for _, l := range ir.launches {
+				if l.Lib && l.Patched && l.Name == lib {
+					for _, c := range l.Contexts {
+						libContexts = append(libContexts, c.Launches)
+					}
+				}
+			}
+			require.Equal(t, tc.libContexts, libContexts)
+
+			var patched, binds int
+			for _, e := range ir.events {
+				switch {
+				case e.Outcome == devrtinject.OutPatched && e.Flags&devrtinject.FlagOtherContext != 0:
+					binds++
+				case e.Outcome == devrtinject.OutPatched:
+					patched++
+				default:
+					require.Equal(t, devrtinject.ReasonSASSOnly, e.Reason, "nothing refused: %+v", e)
+				}
+			}
+			require.Equal(t, map[string]int{"inject": 5, "inject-grid": 2}[tc.scenario], patched)
+			require.Equal(t, len(tc.libContexts)-1, binds)
+		})
+	}
+}
+
+// TestInjectGrid1DRefused: 1-D twins that refuse what their twins take
+// (the Patcher bounds only the copies). One whose .maxntid is below the
+// program's 1-D blocks refuses the first 1-D launch, which is made again
+// with the original, and its module's redirects are dropped: the launches
+// with other grids before it ran the twin, every later one the original.
+// One whose static shared memory leaves no room for the 64 KiB the program
+// allows is dropped at that setting, before any launch. The program sees
+// only successes either way, and one record per module says why.
+func TestInjectGrid1DRefused(t *testing.T) {
+	h := newHarness(t)
+	plain := runInjectScenario(t, h, false, "", "inject-grid")
+	const (
+		vecAdd = "_Z6vecAddPfS_S_i"
+		lib    = "add_kernel"
+		g1     = devrtinject.Grid1DSuffix
+	)
+	for _, tc := range []struct {
+		name string
+		p    *injecttest.Patcher
+		want map[string][2]int // as TestInjectGrid1D's
+		text []string          // the refused records', in order
+	}{
+		{"launches", &injecttest.Patcher{SharedSize: 64, Grid1D: true, Grid1DMaxNTID: 32}, map[string][2]int{
+			// the first round's twelve non-1-D launches, then its
+			// first 1-D one, refused
+			vecAdd: {18*injectN - 12, 12}, vecAdd + g1: {0, 0},
+			// the first round's CUkernel and function launches with 2-D
+			// grids; the second context's function, asked for after the
+			// drop, was never redirected
+			lib: {6*injectN - 2, 2}, lib + g1: {0, 0},
+		}, []string{"launch", "launch"}},
+		{"settings", &injecttest.Patcher{SharedSize: 64, Grid1D: true, Grid1DStaticShared: 200 << 10}, map[string][2]int{
+			vecAdd: {18 * injectN, 0}, vecAdd + g1: {0, 0},
+			lib: {6 * injectN, 0}, lib + g1: {0, 0},
+		}, []string{"cuFuncSetAttribute(8, 65536)", "cuKernelSetAttribute(8, 65536)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := shortSocketDir(t)
+			serve(t, dir, tc.p)
+			ir := runInjectScenario(t, h, true, dir, "inject-grid")
+			require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+			got := map[string][2]int{}
+			for name := range tc.want {
+				orig, other := ir.launchesOf(name)
+				got[name] = [2]int{orig, other}
+			}
+			require.Equal(t, tc.want, got)
+
+			require.Len(t, ir.events, 2+len(tc.text))
+			for i, e := range ir.events[:2] {
+				require.Equal(t, devrtinject.OutPatched, e.Outcome, "event %d", i)
+			}
+			for i, e := range ir.events[2:] {
+				require.Equal(t, devrtinject.OutFailed, e.Outcome, "event %d", i+2)
+				require.Equal(t, devrtinject.ReasonRefused, e.Reason)
+				require.Equal(t, tc.text[i], e.Text)
+				require.Equal(t, int32(1), e.CUDAResult, "CUDA_ERROR_INVALID_VALUE")
+				require.Zero(t, e.API)
+				require.Equal(t, ir.events[i].Module, e.Module, "the module, then the library")
+			}
+		})
 	}
 }

@@ -24,7 +24,7 @@
  *      (cuModuleGetGlobal or cuLibraryGetGlobal, then cuMemcpyHtoD);
  *   3. resolves each patched kernel in both modules and enters original ->
  *      patched in the redirect table, which every launch wrapper consults
- *      (devrt_inject_fn in inject.h: one relaxed load while nothing is
+ *      (DEVRT_INJECT_FN in inject.h: one relaxed load while nothing is
  *      patched; otherwise a lock-free probe of an open-addressing table).
  *
  * A library is context-independent: the CUDA runtime (CUDA 12 and later)
@@ -43,6 +43,19 @@
  * cuKernelGetFunction in another context is redirected to the twin's
  * function there when it is asked for (kernel_function), binding the twin
  * in that context first.
+ *
+ * A patched kernel N may come with a second entry N__gx1d
+ * (GPUEXT_INJ_GRID1D_SUFFIX): the same instrumented kernel for
+ * one-dimensional grids, whose block sampling reads %ctaid.x and %nctaid.x
+ * alone (cheaper on short kernels), and which would sample the wrong blocks
+ * of a 2-D or 3-D grid.  resolve looks it up beside each twin (absent,
+ * CUDA_ERROR_NOT_FOUND, is no failure: that kernel has none) and keeps it
+ * in the twin's slot; a launch whose gridDimY and gridDimZ are 1 runs it
+ * (DEVRT_INJ_1D_<sym> in inject.h: a compare more, no driver call), any
+ * other grid the twin.  Otherwise the two are one: a library's binding
+ * covers both (one library, one __gpuext_shared), settings are made on
+ * both, a refusal by either drops the module's redirects, and whatever
+ * clears a twin clears its 1-D twin.
  *
  * cuModuleGetFunction is not touched: the program only ever sees original
  * handles.  cuModuleUnload / cuLibraryUnload of an original removes its
@@ -180,6 +193,14 @@ static __u32 sm_arch(void)
  * A key is never removed: unloading sets its value to NULL (launches of it
  * run as they are), and a later patch of the same handle sets it again.
  * At most 3/4 full, so a probe always ends at an empty slot.
+ *
+ * val is the gate: a writer stores g1 and lib first and val last
+ * (release), a reader loads val first (acquire), so whoever sees a value
+ * sees the 1-D twin and binding published with it.  Clearing stores val
+ * NULL, then g1: a launch that read the old val just before may still run
+ * the old 1-D twin, as it may the old twin (a launch racing its module's
+ * unload is the program's race; a twin already gone refuses it, and the
+ * original runs).
  */
 #define RD_SLOTS (1U << 16)
 #define RD_MAX (RD_SLOTS / 4 * 3)
@@ -188,7 +209,8 @@ struct lib_bind;
 
 struct rd_slot {
 	void *key;
-	void *val;
+	void *val;              /* the twin, or NULL */
+	void *g1;               /* its 1-D twin (GPUEXT_INJ_GRID1D_SUFFIX), or NULL */
 	struct lib_bind *lib;   /* a library's CUkernel: bound per context */
 };
 
@@ -217,7 +239,8 @@ struct lib_bind {
 
 static void *lib_twin(struct lib_bind *b, void *orig, void *twin);
 
-static struct rd_slot rd_tab[RD_SLOTS];
+/* 32-byte slots, never across a cache line. */
+static struct rd_slot rd_tab[RD_SLOTS] __attribute__((aligned(64)));
 static __u32 rd_keys;
 static pthread_mutex_t inj_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -226,45 +249,59 @@ static inline __u32 rd_hash(const void *p)
 	return (__u32)devrt_ptr_mix(p) & (RD_SLOTS - 1);
 }
 
-/* The twin of fn (NULL if none) and, for a library's CUkernel, its
- * binding. */
-static void *rd_find(void *fn, struct lib_bind **lib)
+/* The twin of fn (NULL if none), its 1-D twin (NULL if none) and, for a
+ * library's CUkernel, its binding. */
+static void *rd_find(void *fn, void **g1, struct lib_bind **lib)
 {
 	__u32 i;
-	void *k;
+	void *k, *v;
 
 	for (i = rd_hash(fn);; i = (i + 1) & (RD_SLOTS - 1)) {
 		k = __atomic_load_n(&rd_tab[i].key, __ATOMIC_ACQUIRE);
 		if (!k)
 			return NULL;
 		if (k == fn) {
-			*lib = __atomic_load_n(&rd_tab[i].lib, __ATOMIC_ACQUIRE);
-			return __atomic_load_n(&rd_tab[i].val, __ATOMIC_ACQUIRE);
+			v = __atomic_load_n(&rd_tab[i].val, __ATOMIC_ACQUIRE);
+			/* (ordered after val's acquire) */
+			*g1 = __atomic_load_n(&rd_tab[i].g1, __ATOMIC_RELAXED);
+			*lib = __atomic_load_n(&rd_tab[i].lib, __ATOMIC_RELAXED);
+			return v;
 		}
 	}
 }
 
-void *devrt_inject_lookup(void *fn)
+/*
+ * The launch's function: fn's twin (its 1-D twin if grid1d and it has
+ * one), in the current context for a library's CUkernel (the binding is
+ * the library's, the same for both twins), else fn.
+ */
+void *devrt_inject_lookup(void *fn, int grid1d)
 {
 	struct lib_bind *lib;
-	void *v = rd_find(fn, &lib);
+	void *g1, *v = rd_find(fn, &g1, &lib);
 
 	if (!v)
 		return fn;
+	if (grid1d && g1)
+		v = g1;
 	return lib ? lib_twin(lib, fn, v) : v;
 }
 
-/* The twin whatever the context (settings, which name a device). */
-static void *inject_twin(void *fn)
+/* The twins whatever the context (settings, which name a device): fn's
+ * twin, fn if none, and into *g1 its 1-D twin or NULL. */
+static void *inject_twin(void *fn, void **g1)
 {
 	struct lib_bind *lib;
-	void *v = rd_find(fn, &lib);
+	void *v = rd_find(fn, g1, &lib);
 
+	if (!v)
+		*g1 = NULL;
 	return v ? v : fn;
 }
 
-/* Caller holds inj_lock.  val NULL clears key.  -1 if the table is full. */
-static int rd_set(void *key, void *val, struct lib_bind *lib)
+/* Caller holds inj_lock.  key -> val (1-D: g1, or NULL); val NULL clears
+ * key (and its 1-D twin).  -1 if the table is full. */
+static int rd_set(void *key, void *val, void *g1, struct lib_bind *lib)
 {
 	__u32 i;
 	void *old;
@@ -272,10 +309,16 @@ static int rd_set(void *key, void *val, struct lib_bind *lib)
 	for (i = rd_hash(key);; i = (i + 1) & (RD_SLOTS - 1)) {
 		if (rd_tab[i].key == key) {
 			old = rd_tab[i].val;
-			if (val)
+			if (val) {
 				__atomic_store_n(&rd_tab[i].lib, lib,
-						 __ATOMIC_RELEASE);
+						 __ATOMIC_RELAXED);
+				__atomic_store_n(&rd_tab[i].g1, g1,
+						 __ATOMIC_RELAXED);
+			}
 			__atomic_store_n(&rd_tab[i].val, val, __ATOMIC_RELEASE);
+			if (!val)
+				__atomic_store_n(&rd_tab[i].g1, NULL,
+						 __ATOMIC_RELAXED);
 			if (old && !val)
 				__atomic_sub_fetch(&devrt_inj_live, 1,
 						   __ATOMIC_RELEASE);
@@ -293,6 +336,7 @@ static int rd_set(void *key, void *val, struct lib_bind *lib)
 		return -1;
 	rd_keys++;
 	__atomic_store_n(&rd_tab[i].lib, lib, __ATOMIC_RELAXED);
+	__atomic_store_n(&rd_tab[i].g1, g1, __ATOMIC_RELAXED);
 	__atomic_store_n(&rd_tab[i].val, val, __ATOMIC_RELAXED);
 	__atomic_store_n(&rd_tab[i].key, key, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&devrt_inj_live, 1, __ATOMIC_RELEASE);
@@ -301,14 +345,22 @@ static int rd_set(void *key, void *val, struct lib_bind *lib)
 
 /* ---- patched modules -------------------------------------------------------- */
 
+/* A redirect before it is published: original -> twin (and 1-D twin). */
+struct rd_pair {
+	void *orig, *twin;
+	void *g1;               /* the 1-D twin, or NULL */
+	int kernel;             /* a library's CUkernel: bound per context */
+};
+
 struct inj_mod {
 	struct inj_mod *next;
 	void *orig;             /* what the program got */
 	void *patched;          /* devrt's twin */
 	int lib;                /* CUlibrary handles */
 	__u32 nkeys;
-	void **keys;            /* redirected originals */
-	__u8 *kernel_key;       /* per pair of keys before publish: a CUkernel's */
+	void **keys;            /* redirected originals (publish fills it) */
+	__u32 npairs;
+	struct rd_pair *pairs;  /* resolve's, until publish */
 	struct devrt_region *region; /* the shared region, or NULL */
 	struct lib_bind *lb;    /* a library with a region: its contexts */
 };
@@ -351,7 +403,7 @@ static void mod_free(struct inj_mod *m)
 		free(b->init);
 		b->init = NULL;
 	}
-	free(m->kernel_key);
+	free(m->pairs);
 	free(m->keys);
 	free(m);
 }
@@ -402,6 +454,44 @@ static int region_bind(int lib, void *patched, CUdeviceptr dptr,
 	return *res == CUDA_SUCCESS ? 0 : -1;
 }
 
+/*
+ * The 1-D twin of kernel name in m's twin, name GPUEXT_INJ_GRID1D_SUFFIX (a
+ * CUkernel for a library, with its function in the current context into
+ * *gf if gf is not NULL), or NULL: it is optional, so any failure
+ * (CUDA_ERROR_NOT_FOUND: the collector made none for this kernel; no
+ * memory for the name) means none, and the twin runs every grid.  *buf
+ * (*cap bytes) is the caller's, grown here: names are bounded only by
+ * GPUEXT_INJ_MAX_NAMES.
+ */
+static void *grid1d_twin(struct inj_mod *m, const char *name, char **buf,
+			 size_t *cap, void **gf)
+{
+	get_fn_fn get_fn = (get_fn_fn)devrt_real(DEVRT_SYM_cuModuleGetFunction);
+	get_kern_fn get_kern = (get_kern_fn)devrt_real(DEVRT_SYM_cuLibraryGetKernel);
+	kern_fn_fn kern_fn = (kern_fn_fn)devrt_real(DEVRT_SYM_cuKernelGetFunction);
+	size_t len = strlen(name), need = len + sizeof(GPUEXT_INJ_GRID1D_SUFFIX);
+	void *g = NULL, *f = NULL;
+	char *b;
+
+	if (gf)
+		*gf = NULL;
+	if (need > *cap) {
+		if (!(b = realloc(*buf, need)))
+			return NULL;
+		*buf = b;
+		*cap = need;
+	}
+	memcpy(*buf, name, len);
+	memcpy(*buf + len, GPUEXT_INJ_GRID1D_SUFFIX,
+	       sizeof(GPUEXT_INJ_GRID1D_SUFFIX));
+	if ((m->lib ? get_kern((CUkernel *)&g, m->patched, *buf) :
+		      get_fn((CUfunction *)&g, m->patched, *buf)) != CUDA_SUCCESS)
+		return NULL;
+	if (gf && kern_fn && g && kern_fn((CUfunction *)&f, g) == CUDA_SUCCESS)
+		*gf = f;
+	return g;
+}
+
 /* Original -> patched for each name; 0, or -1 with what failed in *res. */
 static int resolve(struct inj_mod *m, const char *names, __u32 n,
 		   CUresult *res)
@@ -410,16 +500,20 @@ static int resolve(struct inj_mod *m, const char *names, __u32 n,
 	get_kern_fn get_kern = (get_kern_fn)devrt_real(DEVRT_SYM_cuLibraryGetKernel);
 	kern_fn_fn kern_fn = (kern_fn_fn)devrt_real(DEVRT_SYM_cuKernelGetFunction);
 	const char *s = names;
+	char *buf = NULL;
+	size_t cap = 0;
 	__u32 i;
+	int ret = -1;
 
 	/* A library kernel is launched by its CUkernel or by the CUfunction
 	 * of the current context: both are keys (two pairs per kernel). */
-	m->keys = calloc((size_t)n * 4, sizeof(void *));
-	m->kernel_key = calloc((size_t)n * 2, 1);
-	if (!m->keys || !m->kernel_key || (m->lib ? !get_kern : !get_fn))
+	m->pairs = calloc((size_t)n * 2, sizeof(*m->pairs));
+	m->keys = calloc((size_t)n * 2, sizeof(*m->keys));
+	if (!m->pairs || !m->keys || (m->lib ? !get_kern : !get_fn))
 		return -1;
 	for (i = 0; i < n; i++, s += strlen(s) + 1) {
-		void *o = NULL, *p = NULL;
+		void *o = NULL, *p = NULL, *g, *gf = NULL;
+		struct rd_pair *pr;
 
 		*res = m->lib ? get_kern((CUkernel *)&o, m->orig, s) :
 				get_fn((CUfunction *)&o, m->orig, s);
@@ -427,46 +521,60 @@ static int resolve(struct inj_mod *m, const char *names, __u32 n,
 			*res = m->lib ? get_kern((CUkernel *)&p, m->patched, s) :
 					get_fn((CUfunction *)&p, m->patched, s);
 		if (*res != CUDA_SUCCESS || !o || !p)
-			return -1;
-		m->kernel_key[m->nkeys / 2] = (__u8)m->lib;
-		m->keys[m->nkeys++] = o;
-		m->keys[m->nkeys++] = p;
+			goto out;
+		g = grid1d_twin(m, s, &buf, &cap, m->lib ? &gf : NULL);
+		pr = &m->pairs[m->npairs++];
+		pr->orig = o;
+		pr->twin = p;
+		pr->g1 = g;
+		pr->kernel = m->lib;
 		if (m->lib && kern_fn) {
 			void *of = NULL, *pf = NULL;
 
 			if (kern_fn((CUfunction *)&of, o) == CUDA_SUCCESS &&
 			    kern_fn((CUfunction *)&pf, p) == CUDA_SUCCESS &&
 			    of && pf) {
-				m->keys[m->nkeys++] = of;
-				m->keys[m->nkeys++] = pf;
+				pr = &m->pairs[m->npairs++];
+				pr->orig = of;
+				pr->twin = pf;
+				pr->g1 = gf;
 			}
 		}
 	}
-	return 0;
+	ret = 0;
+out:
+	free(buf);
+	return ret;
 }
 
-/* Enters the pairs of m->keys and m into the tables; -1 if full. */
+/* Enters m's pairs and m into the tables; -1 if full.  The originals stay
+ * in m->keys: unload and drop clear them. */
 static int publish(struct inj_mod *m)
 {
+	struct rd_pair *pairs;
 	__u32 i, j;
 
 	pthread_mutex_lock(&inj_lock);
-	for (i = 0; i < m->nkeys; i += 2) {
-		if (rd_set(m->keys[i], m->keys[i + 1],
-			   m->kernel_key[i / 2] ? m->lb : NULL)) {
-			for (j = 0; j < i; j += 2)
-				rd_set(m->keys[j], NULL, NULL);
+	for (i = 0; i < m->npairs; i++) {
+		struct rd_pair *pr = &m->pairs[i];
+
+		if (rd_set(pr->orig, pr->twin, pr->g1,
+			   pr->kernel ? m->lb : NULL)) {
+			for (j = 0; j < i; j++)
+				rd_set(m->pairs[j].orig, NULL, NULL, NULL);
 			pthread_mutex_unlock(&inj_lock);
 			return -1;
 		}
+		m->keys[i] = pr->orig;
 	}
-	/* Keep only the originals: unload clears them. */
-	for (i = 0, j = 0; i < m->nkeys; i += 2)
-		m->keys[j++] = m->keys[i];
-	m->nkeys = j;
+	m->nkeys = m->npairs;
+	pairs = m->pairs;	/* (m is the unloads' from here) */
+	m->pairs = NULL;
+	m->npairs = 0;
 	m->next = mods;
 	mods = m;
 	pthread_mutex_unlock(&inj_lock);
+	free(pairs);
 	return 0;
 }
 
@@ -597,32 +705,36 @@ static void *lib_twin(struct lib_bind *b, void *orig, void *twin)
  * is redirected already (resolve); in any other it is a handle of its
  * own, which the program may launch instead of k: if k has a twin bound
  * here (bound now if it was not), fn is redirected to the twin's function
- * in this context, and unloading or dropping the module clears it with
- * the rest.  Any failure leaves fn running the original.
+ * in this context (and, if k has a 1-D twin, to that one's function here
+ * for 1-D grids: none if the driver does not give it), and unloading or
+ * dropping the module clears it with the rest.  Any failure leaves fn
+ * running the original.
  */
 static void kernel_function(CUkernel k, CUfunction fn)
 {
 	kern_fn_fn kern_fn = (kern_fn_fn)devrt_real(DEVRT_SYM_cuKernelGetFunction);
 	struct lib_bind *lib = NULL, *l2;
-	void *twin, *pf = NULL, **keys;
+	void *twin, *g1, *pf = NULL, *gf = NULL, *g2, **keys;
 	struct inj_mod *m;
 
 	if (!__atomic_load_n(&devrt_inj_live, __ATOMIC_RELAXED) || !fn ||
 	    (void *)fn == (void *)k || !kern_fn)
 		return;
-	twin = rd_find(k, &lib);
-	if (!twin || !lib || rd_find(fn, &l2))
+	twin = rd_find(k, &g1, &lib);
+	if (!twin || !lib || rd_find(fn, &g2, &l2))
 		return;	/* not a patched library's kernel, or known already */
 	devrt_t.busy++;
 	if (lib_twin(lib, k, twin) != twin ||
 	    kern_fn((CUfunction *)&pf, twin) != CUDA_SUCCESS || !pf)
 		goto out;
+	if (g1 && kern_fn((CUfunction *)&gf, g1) != CUDA_SUCCESS)
+		gf = NULL;
 	pthread_mutex_lock(&inj_lock);
 	for (m = mods; m && m->lb != lib; m = m->next)
 		;
 	if (m && (keys = realloc(m->keys, (m->nkeys + 1) * sizeof(*keys)))) {
 		m->keys = keys;
-		if (!rd_set(fn, pf, NULL))
+		if (!rd_set(fn, pf, gf, NULL))
 			m->keys[m->nkeys++] = fn;
 	}
 	pthread_mutex_unlock(&inj_lock);
@@ -877,7 +989,7 @@ void devrt_inject_unload(void *mod)
 	}
 	if (m)
 		for (i = 0; i < m->nkeys; i++)
-			rd_set(m->keys[i], NULL, NULL);
+			rd_set(m->keys[i], NULL, NULL, NULL);
 	pthread_mutex_unlock(&inj_lock);
 	if (m) {
 		devrt_t.busy++;
@@ -906,7 +1018,7 @@ static void drop(void *orig_key, CUresult twin, const char *what)
 	}
 	if (m)
 		for (i = 0; i < m->nkeys; i++)
-			rd_set(m->keys[i], NULL, NULL);
+			rd_set(m->keys[i], NULL, NULL, NULL);
 	pthread_mutex_unlock(&inj_lock);
 	if (!m || __atomic_load_n(&devrt.state, __ATOMIC_ACQUIRE) != DEVRT_ACTIVE)
 		return;
@@ -1101,30 +1213,36 @@ static CUresult attr_retry(int kern, void *orig, void *twin, int attrib,
 /*
  * Settings of a kernel (dynamic shared memory above 48 KiB, cache and
  * carveout preferences): the program's call first, then, if it took and
- * the kernel has a twin, the same call on the twin, which must launch with
- * whatever the original may (retry: what else the twin may take, see
- * attr_retry).  A twin that refuses is dropped; the record names the
- * setting, "<call>(<attribute>, <value>)" or "<call>(<config>)".
+ * the kernel has a twin, the same call on the twin and on its 1-D twin if
+ * it has one, each of which must launch with whatever the original may
+ * (retry: what else a twin may take, see attr_retry).  A twin that refuses
+ * (either) is dropped; the record names the setting,
+ * "<call>(<attribute>, <value>)" or "<call>(<config>)".
  */
 #define SETTING_WRAPPER(sym, params, key, real_args, twin_args, retry, fmt, ...) \
 DEVRT_EXPORT CUresult sym params					\
 {									\
 	__typeof__(&sym) real_ =					\
 		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
-	void *twin_;							\
-	CUresult r_, t_;						\
+	void *twin_, *tw_[2];						\
+	CUresult r_, t_ = CUDA_SUCCESS;					\
+	int i_;								\
 									\
 	if (unlikely(!real_))						\
 		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
 	r_ = real_ real_args;						\
 	if (r_ != CUDA_SUCCESS || !__atomic_load_n(&devrt_inj_live,	\
 						   __ATOMIC_RELAXED) ||	\
-	    (twin_ = inject_twin((void *)(key))) == (void *)(key))	\
+	    (tw_[0] = inject_twin((void *)(key), &tw_[1])) ==		\
+		    (void *)(key))					\
 		return r_;						\
 	devrt_t.busy++;							\
-	t_ = real_ twin_args;						\
-	if (t_ != CUDA_SUCCESS)						\
-		t_ = retry;						\
+	for (i_ = 0; i_ < 2 && tw_[i_] && t_ == CUDA_SUCCESS; i_++) {	\
+		twin_ = tw_[i_];					\
+		t_ = real_ twin_args;					\
+		if (t_ != CUDA_SUCCESS)					\
+			t_ = retry;					\
+	}								\
 	if (t_ != CUDA_SUCCESS) {					\
 		char what_[48];						\
 									\

@@ -24,18 +24,19 @@
 /* Patched kernels that launches are redirected to, in this process. */
 extern __u32 devrt_inj_live;
 
-void *devrt_inject_lookup(void *fn);
+void *devrt_inject_lookup(void *fn, int grid1d);
 
 /*
  * The function a launch of f must run: f itself unless f is a kernel of a
- * module devrt patched.  With nothing patched, one relaxed load.
+ * module devrt patched; then its twin, or the twin's 1-D variant if it has
+ * one and grid1d (the launch's grid is one-dimensional) holds.  A macro, so
+ * that grid1d (which may read a CUlaunchConfig) is evaluated only when
+ * something is patched: with nothing patched, one relaxed load.
  */
-static inline CUfunction devrt_inject_fn(CUfunction f)
-{
-	if (likely(!__atomic_load_n(&devrt_inj_live, __ATOMIC_RELAXED)))
-		return f;
-	return (CUfunction)devrt_inject_lookup((void *)f);
-}
+#define DEVRT_INJECT_FN(f, grid1d)					\
+	(likely(!__atomic_load_n(&devrt_inj_live, __ATOMIC_RELAXED)) ?	\
+		 (f) :							\
+		 (CUfunction)devrt_inject_lookup((void *)(f), (grid1d)))
 
 void devrt_inject_refused(void *orig, CUresult twin, CUresult res);
 
@@ -49,7 +50,11 @@ void devrt_inject_launch_device(struct gpuext_event *e);
  * names kernels by it), and a launch the twin refuses is made again with
  * the original (devrt_inject_refused drops the module's redirects if the
  * original takes it); for every other row, just call.  A row is selected
- * by defining DEVRT_INJ_RD_<sym> as "~, 1".
+ * by defining DEVRT_INJ_RD_<sym> as "~, 1", and DEVRT_INJ_1D_<sym> is its
+ * launch's "the grid is one-dimensional" (gridDimY == gridDimZ == 1; a
+ * NULL config is not), which picks the 1-D twin (GPUEXT_INJ_GRID1D_SUFFIX)
+ * where there is one: launched with any other grid it would sample the
+ * wrong blocks.
  */
 #define DEVRT_INJ_RD_cuLaunchKernel ~, 1
 #define DEVRT_INJ_RD_cuLaunchKernel_ptsz ~, 1
@@ -57,6 +62,16 @@ void devrt_inject_launch_device(struct gpuext_event *e);
 #define DEVRT_INJ_RD_cuLaunchKernelEx_ptsz ~, 1
 #define DEVRT_INJ_RD_cuLaunchCooperativeKernel ~, 1
 #define DEVRT_INJ_RD_cuLaunchCooperativeKernel_ptsz ~, 1
+
+/* The parameters' names are api_table.h's (P_LAUNCH, P_EX, P_COOP). */
+#define DEVRT_INJ_1D_cuLaunchKernel (gy == 1 && gz == 1)
+#define DEVRT_INJ_1D_cuLaunchKernel_ptsz (gy == 1 && gz == 1)
+#define DEVRT_INJ_1D_cuLaunchKernelEx				\
+	(cfg && cfg->gridDimY == 1 && cfg->gridDimZ == 1)
+#define DEVRT_INJ_1D_cuLaunchKernelEx_ptsz				\
+	(cfg && cfg->gridDimY == 1 && cfg->gridDimZ == 1)
+#define DEVRT_INJ_1D_cuLaunchCooperativeKernel (gy == 1 && gz == 1)
+#define DEVRT_INJ_1D_cuLaunchCooperativeKernel_ptsz (gy == 1 && gz == 1)
 
 #define DEVRT_INJ_SECOND_(a, b, ...) b
 #define DEVRT_INJ_SECOND(...) DEVRT_INJ_SECOND_(__VA_ARGS__)
@@ -66,13 +81,13 @@ void devrt_inject_launch_device(struct gpuext_event *e);
 #define DEVRT_INJ_IF_1(...) __VA_ARGS__
 #define DEVRT_INJ_SELECT_(c) DEVRT_INJ_SELECT__(c)
 #define DEVRT_INJ_SELECT__(c) DEVRT_INJ_CALL_##c
-#define DEVRT_INJ_CALL_0(call) (call)
-#define DEVRT_INJ_CALL_1(call)						\
+#define DEVRT_INJ_CALL_0(sym, call) (call)
+#define DEVRT_INJ_CALL_1(sym, call)					\
 	({								\
 		CUfunction o_ = f;					\
 		CUresult r_;						\
 									\
-		f = devrt_inject_fn(f);					\
+		f = DEVRT_INJECT_FN(f, DEVRT_INJ_1D_##sym);		\
 		r_ = (call);						\
 		if (unlikely(r_ != CUDA_SUCCESS && f != o_)) {		\
 			CUresult t_ = r_;				\
@@ -84,7 +99,7 @@ void devrt_inject_launch_device(struct gpuext_event *e);
 		r_;							\
 	})
 #define DEVRT_INJECT_CALL(sym, call)					\
-	DEVRT_INJ_SELECT_(DEVRT_INJ_SECOND(DEVRT_INJ_RD_##sym, 0, ~))(call)
+	DEVRT_INJ_SELECT_(DEVRT_INJ_SECOND(DEVRT_INJ_RD_##sym, 0, ~))(sym, call)
 
 /* ---- module loads (inject.c) --------------------------------------------- */
 

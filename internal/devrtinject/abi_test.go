@@ -10,6 +10,8 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 )
 
 // abiSpec compiles testdata/abi.bpf.c (the records of gpuext_abi.h) with
@@ -136,6 +138,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"GPUEXT_INJ_MAX_SHARED":       "(1ULL << 30)",
 		"GPUEXT_INJ_SOCK_NAME":        `"` + SocketName + `"`,
 		"GPUEXT_INJ_SHARED_GLOBAL":    `"` + SharedGlobal + `"`,
+		"GPUEXT_INJ_GRID1D_SUFFIX":    `"` + Grid1DSuffix + `"`,
 		"GPUEXT_KIND_INJECT":          "8",
 		"GPUEXT_INJ_RF_CACHED":        "(1U << 0)",
 		"GPUEXT_IF_COLLECTOR_CACHE":   "(1U << 0)",
@@ -169,4 +172,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 	require.Equal(t, 1, RespCached)
 	require.Equal(t, 1, FlagCollectorCache)
 	require.Equal(t, 2, FlagLibrary)
+	// The rewriter names the 1-D entries devrt looks up by the header's
+	// suffix.
+	require.Equal(t, Grid1DSuffix, ptx.Grid1DSuffix)
 }

@@ -24,7 +24,8 @@ const (
 	InitHeaderSize = 16
 	SocketName     = "gpuext-inject.sock"
 	SharedGlobal   = "__gpuext_shared"
-	ReqHeaderSize  = 80 // sizeof(struct gpuext_inj_req)
+	Grid1DSuffix   = "__gx1d" // GPUEXT_INJ_GRID1D_SUFFIX: a kernel's entry for 1-D grids
+	ReqHeaderSize  = 80       // sizeof(struct gpuext_inj_req)
 	// RespHeaderSize is sizeof(struct gpuext_inj_resp).
 	RespHeaderSize = 88
 )

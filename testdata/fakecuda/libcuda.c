@@ -1382,10 +1382,13 @@ FC_API CUresult cuCtxSynchronize(void)
  * PTX declares the .u64 __gpuext_shared (.const) has that global (8 bytes of
  * device memory whose writes through cuMemcpyHtoD are kept).  Images
  * without PTX (cubins, empty fat binaries) keep the old behaviour: any name
- * resolves, to a new handle each time.  A module's smallest .maxntid bounds the
- * threads of a launch of any of its kernels (the real driver refuses larger
- * blocks).  Scanning is plain text search: this is a test double, not a PTX
- * parser.
+ * resolves, to a new handle each time.  A kernel's .maxntid bounds the
+ * threads of a launch of it (the real driver refuses larger blocks), and
+ * its .shared arrays are its static shared memory.  What lies between a
+ * .entry and the next is that kernel's; what lies before the first .entry
+ * is every kernel's (module-scope .shared, as patched modules declare
+ * theirs).  Scanning is plain text search: this is a test double, not a
+ * PTX parser.
  *
  * FAKECUDA_LAUNCH_FILE (%p: the pid): at unload, one JSON line per kernel
  * handed out: module, kernel name, handle, launches of it (any launch
@@ -1401,6 +1404,8 @@ struct fc_kernel {
 	char *name;
 	void *handle;			/* CUfunction, or CUkernel for a library */
 	unsigned long long launches;
+	unsigned int static_shared;	/* bytes of its own .shared arrays */
+	unsigned int maxntid;		/* its smallest .maxntid (0: none) */
 };
 
 #define FC_MAX_CTX_GLOBALS 8
@@ -1412,8 +1417,8 @@ struct fc_mod {
 	struct fc_kernel kernels[FC_MAX_KERNELS];
 	int has_shared;
 	int cubin;			/* an ELF image: kernels named on demand */
-	unsigned int static_shared;	/* bytes of its .shared arrays */
-	unsigned int maxntid;		/* the smallest .maxntid (0: none) */
+	unsigned int static_shared;	/* bytes of its module-scope .shared arrays */
+	unsigned int maxntid;		/* the smallest module-scope .maxntid (0: none) */
 	/* __gpuext_shared, once asked for: a module's in its context, a
 	 * library's in each context it was asked for in (as the driver
 	 * loads a library into every context it is used in) */
@@ -1469,11 +1474,24 @@ static const char *image_ptx(const void *image)
 	return NULL;
 }
 
+/* The kernel whose text p is in (starts: where each of m's kernels'
+ * .entry is), or NULL before the first: module scope. */
+static struct fc_kernel *kernel_at(struct fc_mod *m, const char *const *starts,
+				   const char *p)
+{
+	unsigned int k = m->nkernels;
+
+	while (k && starts[k - 1] > p)
+		k--;
+	return k ? &m->kernels[k - 1] : NULL;
+}
+
 static void mod_register(void *handle, int lib, const void *image)
 {
-	const char *ptx = image_ptx(image), *s;
+	const char *ptx = image_ptx(image), *s, *starts[FC_MAX_KERNELS];
 	const unsigned char *p = image;
 	int cubin = p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F';
+	struct fc_kernel *k;
 	struct fc_mod *m;
 	size_t n;
 
@@ -1489,26 +1507,39 @@ static void mod_register(void *handle, int lib, const void *image)
 	m->cubin = cubin;
 	for (s = strstr(ptx, ".entry"); s && m->nkernels < FC_MAX_KERNELS;
 	     s = strstr(s, ".entry")) {
+		const char *at = s;
+
 		s += 6;
 		while (*s == ' ' || *s == '\t' || *s == '\n')
 			s++;
 		n = strcspn(s, " \t\n(");
-		if (n)
+		if (n) {
+			starts[m->nkernels] = at;
 			m->kernels[m->nkernels++].name = strndup(s, n);
+		}
 	}
 	m->has_shared = strstr(ptx, ".u64 " FC_SHARED_NAME ";") != NULL;
-	/* ".shared ... <name>[N];": every kernel's static shared memory */
+	/* ".shared ... <name>[N];": static shared memory, the kernel's or
+	 * every kernel's */
 	for (s = strstr(ptx, ".shared "); s; s = strstr(s + 8, ".shared ")) {
 		const char *b = strchr(s, '['), *e = strchr(s, ';');
+		unsigned int v;
 
-		if (b && e && b < e)
-			m->static_shared += (unsigned int)strtoul(b + 1, NULL, 10);
+		if (!b || !e || b > e)
+			continue;
+		v = (unsigned int)strtoul(b + 1, NULL, 10);
+		if ((k = kernel_at(m, starts, s)))
+			k->static_shared += v;
+		else
+			m->static_shared += v;
 	}
 	for (s = strstr(ptx, ".maxntid "); s; s = strstr(s + 9, ".maxntid ")) {
 		unsigned int v = (unsigned int)strtoul(s + 9, NULL, 10);
+		unsigned int *to = (k = kernel_at(m, starts, s)) ?
+					   &k->maxntid : &m->maxntid;
 
-		if (v && (!m->maxntid || v < m->maxntid))
-			m->maxntid = v;
+		if (v && (!*to || v < *to))
+			*to = v;
 		__atomic_store_n(&fc_any_maxntid, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_lock(&fc_mod_lock);
@@ -1620,11 +1651,12 @@ static CUresult mod_global(CUdeviceptr *dptr, size_t *bytes,
 	return r;
 }
 
-/* The module holding kernel f (a library kernel's CUfunction: same
- * sequence number), or NULL.  Caller holds fc_mod_lock. */
-static const struct fc_mod *kernel_mod(const void *f)
+/* Kernel f (a library kernel's CUfunction: same sequence number) and
+ * into *mod its module, or NULL.  Caller holds fc_mod_lock. */
+static const struct fc_kernel *kernel_find(const void *f,
+					   const struct fc_mod **mod)
 {
-	const struct fc_mod *found = NULL;
+	const struct fc_kernel *found = NULL;
 	unsigned int i, k;
 
 	for (i = 0; i < fc_nmods; i++) {
@@ -1634,35 +1666,44 @@ static const struct fc_mod *kernel_mod(const void *f)
 			void *h = m->kernels[k].handle;
 
 			if (h && (h == f || (m->lib &&
-					handle_seq(h) == handle_seq(f))))
-				found = m;
+					handle_seq(h) == handle_seq(f)))) {
+				found = &m->kernels[k];
+				*mod = m;
+			}
 		}
 	}
 	return found;
 }
 
-/* The .maxntid bound of the module holding kernel f (~0U: none). */
+/* The .maxntid bound of kernel f, its own or its module's (~0U: none). */
 static unsigned int kernel_maxntid(const void *f)
 {
+	const struct fc_kernel *k;
 	const struct fc_mod *m;
-	unsigned int v;
+	unsigned int v = ~0U;
 
 	pthread_mutex_lock(&fc_mod_lock);
-	m = kernel_mod(f);
-	v = m && m->maxntid ? m->maxntid : ~0U;
+	if ((k = kernel_find(f, &m))) {
+		if (k->maxntid)
+			v = k->maxntid;
+		if (m->maxntid && m->maxntid < v)
+			v = m->maxntid;
+	}
 	pthread_mutex_unlock(&fc_mod_lock);
 	return v;
 }
 
-/* The static shared memory of kernel f: its module's .shared arrays. */
+/* The static shared memory of kernel f: its own .shared arrays and its
+ * module's. */
 static unsigned int kernel_static_shared(const void *f)
 {
+	const struct fc_kernel *k;
 	const struct fc_mod *m;
-	unsigned int v;
+	unsigned int v = 0;
 
 	pthread_mutex_lock(&fc_mod_lock);
-	m = kernel_mod(f);
-	v = m ? m->static_shared : 0;
+	if ((k = kernel_find(f, &m)))
+		v = k->static_shared + m->static_shared;
 	pthread_mutex_unlock(&fc_mod_lock);
 	return v;
 }

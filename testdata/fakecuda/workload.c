@@ -254,6 +254,27 @@
  *   4N in the other).  "handles" has the library, kernel, both contexts
  *   and both functions.
  *
+ * inject-grid [N=10]
+ *   Patched kernels launched with 1-D and with 2-D or 3-D grids, for 1-D
+ *   twins (GPUEXT_INJ_GRID1D_SUFFIX), which devrt must launch for 1-D grids
+ *   only: setup; cuModuleLoadData 1 (vecAdd PTX), cuModuleGetFunction 1,
+ *   cuLibraryLoadData 1 (add_kernel PTX), cuLibraryGetKernel 1,
+ *   cuKernelGetFunction 1; cuFuncSetAttribute 1 and cuKernelSetAttribute 1
+ *   (64 KiB of dynamic shared memory); cuLaunchKernelEx 1 with a NULL
+ *   config (CUDA_ERROR_INVALID_VALUE); N x (vecAdd with 64 KiB by each of
+ *   cuLaunchKernel[_ptsz], cuLaunchKernelEx[_ptsz] and
+ *   cuLaunchCooperativeKernel[_ptsz] with a grid of 4x2x1, then each with
+ *   4x1x2, then each with 8x1x1; the library: cuLaunchKernel of the
+ *   CUkernel 2x2x1 with 64 KiB, cuLaunchKernelEx of its function 2x1x2,
+ *   cuLaunchKernel of the CUkernel 2x1x1 with 64 KiB,
+ *   cuLaunchCooperativeKernel of the function 2x1x1); cuCtxCreate_v2 1 (a
+ *   second context, made current), cuKernelGetFunction 1 there, N x
+ *   (cuLaunchKernel_ptsz of that function 1x3x1, then 2x1x1);
+ *   cuCtxPopCurrent_v2 1; cuCtxSynchronize 1; cuModuleUnload 1,
+ *   cuLibraryUnload 1, cuCtxDestroy_v2 1; teardown (24N launches, 9N of
+ *   them 1-D).  "handles" has the module, library, kernel and the three
+ *   functions.
+ *
  * all
  *   launch-storm 100, alloc-leak, copies, errors, runtime 10, procaddr 10 in
  *   sequence, in one process; the JSON has the sums and each part in
@@ -2109,6 +2130,114 @@ static void sc_inject_contexts(struct run *r)
 	teardown(r);
 }
 
+/*
+ * One launch of f with a grid of gx x gy x gz (blocks of bx threads, shmem
+ * bytes of dynamic shared memory) by launch call `call`: 0 cuLaunchKernel,
+ * 1 _ptsz, 2 cuLaunchKernelEx, 3 _ptsz, 4 cuLaunchCooperativeKernel, 5
+ * _ptsz.
+ */
+static void launch_by(struct run *r, int call, CUfunction f, unsigned int gx,
+		      unsigned int gy, unsigned int gz, unsigned int bx,
+		      unsigned int shmem, void **params)
+{
+	CUlaunchConfig c;
+
+	memset(&c, 0, sizeof(c));
+	c.gridDimX = gx, c.gridDimY = gy, c.gridDimZ = gz;
+	c.blockDimX = bx, c.blockDimY = 1, c.blockDimZ = 1;
+	c.sharedMemBytes = shmem;
+	switch (call) {
+	case 0:
+		CU(r, CUDA_SUCCESS, cuLaunchKernel, f, gx, gy, gz, bx, 1, 1,
+		   shmem, NULL, params, NULL);
+		break;
+	case 1:
+		CU(r, CUDA_SUCCESS, cuLaunchKernel_ptsz, f, gx, gy, gz, bx, 1,
+		   1, shmem, NULL, params, NULL);
+		break;
+	case 2:
+		CU(r, CUDA_SUCCESS, cuLaunchKernelEx, &c, f, params, NULL);
+		break;
+	case 3:
+		CU(r, CUDA_SUCCESS, cuLaunchKernelEx_ptsz, &c, f, params, NULL);
+		break;
+	case 4:
+		CU(r, CUDA_SUCCESS, cuLaunchCooperativeKernel, f, gx, gy, gz,
+		   bx, 1, 1, shmem, NULL, params);
+		break;
+	default:
+		CU(r, CUDA_SUCCESS, cuLaunchCooperativeKernel_ptsz, f, gx, gy,
+		   gz, bx, 1, 1, shmem, NULL, params);
+		break;
+	}
+	add(&r->launches, 1);
+}
+
+/*
+ * inject-grid [N=10]: patched kernels launched with 1-D and with 2-D or
+ * 3-D grids through every launch call devrt redirects, the non-1-D ones
+ * first in each round, and a library kernel's function in a second
+ * context.
+ */
+static void sc_inject_grid(struct run *r)
+{
+	/* 2-D, 3-D with gridDimY 1, then 1-D */
+	static const unsigned int grids[3][3] = {
+		{ 4, 2, 1 }, { 4, 1, 2 }, { 8, 1, 1 },
+	};
+	CUcontext other = NULL, popped = NULL;
+	CUfunction f = NULL, kf = NULL, fo = NULL;
+	unsigned long i, n = r->args[0];
+	struct vecadd_args k;
+	CUlibrary lib = NULL;
+	CUkernel kern = NULL;
+	CUmodule m = NULL;
+	int g, call;
+
+	setup(r);
+	vecadd_args_init(&k);
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m, vecadd_ptx);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f, m, KERNEL_NAME);
+	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, lib_ptx, NULL, NULL, 0,
+	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
+	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &kf, kern);
+	CU(r, CUDA_SUCCESS, cuFuncSetAttribute, f, 8, 64 * 1024);
+	CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, 64 * 1024, kern, 0);
+	/* No config, so no grid to call 1-D: the driver's error. */
+	CU(r, CUDA_ERROR_INVALID_VALUE, cuLaunchKernelEx, NULL, f, k.params,
+	   NULL);
+
+	for (i = 0; i < n; i++) {
+		for (g = 0; g < 3; g++)
+			for (call = 0; call < 6; call++)
+				launch_by(r, call, f, grids[g][0], grids[g][1],
+					  grids[g][2], 256, 64 * 1024, k.params);
+		launch_by(r, 0, (CUfunction)kern, 2, 2, 1, 64, 64 * 1024,
+			  k.params);
+		launch_by(r, 2, kf, 2, 1, 2, 64, 0, k.params);
+		launch_by(r, 0, (CUfunction)kern, 2, 1, 1, 64, 64 * 1024,
+			  k.params);
+		launch_by(r, 4, kf, 2, 1, 1, 64, 0, k.params);
+	}
+	CU(r, CUDA_SUCCESS, cuCtxCreate_v2, &other, 0, 0);
+	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &fo, kern);
+	for (i = 0; i < n; i++) {
+		launch_by(r, 1, fo, 1, 3, 1, 64, 0, k.params);
+		launch_by(r, 1, fo, 2, 1, 1, 64, 0, k.params);
+	}
+	CU(r, CUDA_SUCCESS, cuCtxPopCurrent_v2, &popped);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m);
+	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
+	CU(r, CUDA_SUCCESS, cuCtxDestroy_v2, other);
+	extra_appendf(r, ",\"handles\":{\"m\":\"%p\",\"f\":\"%p\",\"lib\":\"%p\","
+		      "\"kern\":\"%p\",\"kf\":\"%p\",\"fo\":\"%p\"}",
+		      (void *)m, (void *)f, (void *)lib, (void *)kern,
+		      (void *)kf, (void *)fo);
+	teardown(r);
+}
+
 static const struct scenario scenarios[] = {
 	{ "launch-storm", sc_launch_storm, 1, { 1000 } },
 	{ "alloc-leak", sc_alloc_leak, 0, { 0 } },
@@ -2131,6 +2260,7 @@ static const struct scenario scenarios[] = {
 	{ "inject-files", sc_inject_files, 1, { 10 } },
 	{ "inject-shared", sc_inject_shared, 1, { 10 } },
 	{ "inject-contexts", sc_inject_contexts, 1, { 10 } },
+	{ "inject-grid", sc_inject_grid, 1, { 10 } },
 };
 
 /* The parts of "all", with their arguments. */

@@ -24,6 +24,9 @@ const Marker = "// patched by injecttest (no probe calls)"
 // MarkValue is what Mark stores: "GEXT_OK!" as a little-endian u64.
 const MarkValue = 0x214b4f5f54584547
 
+// Grid1DMarkValue is a Grid1DMark: "GEXT_1D!" as a little-endian u64.
+const Grid1DMarkValue = 0x2144315f54584547
+
 // markBlock is Mark's code, %s: a label unique in the kernel.
 const markBlock = `
 {
@@ -70,6 +73,19 @@ type Patcher struct {
 	// as probes with per-block state do: a twin with that much less
 	// dynamic shared memory to give (the fake driver enforces it).
 	StaticShared int
+	// Grid1D appends to the module, for each kernel reported patched, a
+	// copy of its .entry (as Mark and MaxNTID left it) named with
+	// devrtinject.Grid1DSuffix: the 1-D twin the collector may send,
+	// which devrt must launch for one-dimensional grids only.
+	Grid1D bool
+	// Grid1DMaxNTID and Grid1DStaticShared, if set, declare on each copy
+	// only .maxntid Grid1DMaxNTID, 1, 1 and a .shared array of that many
+	// bytes in its body: a 1-D twin that refuses launches or settings its
+	// twin takes (the fake driver bounds each kernel by its own).
+	Grid1DMaxNTID, Grid1DStaticShared int
+	// Grid1DMark, with Mark, is what each copy stores instead of
+	// MarkValue: a GPU test's proof that the launch ran the 1-D twin.
+	Grid1DMark uint64
 
 	calls atomic.Int64
 	mu    sync.Mutex
@@ -166,6 +182,77 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	if len(kernels) == 0 {
 		return devrtinject.Result{Status: devrtinject.StatusUnchanged}, nil
 	}
+	if p.Grid1D {
+		body := out.Bytes()
+		var copies bytes.Buffer
+		for _, k := range kernels {
+			e, ok := p.grid1D(body, k)
+			if !ok {
+				return devrtinject.Result{}, fmt.Errorf("kernel %s: no .entry with a body", k)
+			}
+			copies.WriteString("\n")
+			copies.Write(e)
+		}
+		out.Write(copies.Bytes())
+	}
 	return devrtinject.Result{Status: devrtinject.StatusPatched, PTX: out.Bytes(),
 		Kernels: kernels, SharedSize: p.SharedSize, Init: p.Init}, nil
+}
+
+// grid1D is the copy of kernel name's .entry in ptx (from the start of its
+// line to its body's closing brace) renamed name + devrtinject.Grid1DSuffix,
+// with Grid1DMaxNTID and Grid1DStaticShared declared; false if there is
+// none (plain text search: the name followed by "(" or white space, braces
+// counted).
+func (p *Patcher) grid1D(ptx []byte, name string) ([]byte, bool) {
+	at := -1
+	for i := 0; at < 0; {
+		j := bytes.Index(ptx[i:], []byte(".entry "+name))
+		if j < 0 {
+			return nil, false
+		}
+		i += j
+		if end := i + len(".entry "+name); end < len(ptx) && bytes.IndexByte([]byte("( \t\n"), ptx[end]) >= 0 {
+			at = i
+		}
+		i++
+	}
+	start := bytes.LastIndexByte(ptx[:at], '\n') + 1
+	open := bytes.IndexByte(ptx[at:], '{')
+	if open < 0 {
+		return nil, false
+	}
+	open += at
+	end, depth := open, 0
+	for ; end < len(ptx); end++ {
+		if ptx[end] == '{' {
+			depth++
+		} else if ptx[end] == '}' {
+			if depth--; depth == 0 {
+				break
+			}
+		}
+	}
+	if end == len(ptx) {
+		return nil, false
+	}
+	var e bytes.Buffer
+	e.Write(ptx[start:at])
+	e.WriteString(".entry " + name + devrtinject.Grid1DSuffix)
+	e.Write(ptx[at+len(".entry "+name) : open])
+	if p.Grid1DMaxNTID > 0 {
+		fmt.Fprintf(&e, ".maxntid %d, 1, 1\n", p.Grid1DMaxNTID)
+	}
+	e.WriteByte('{')
+	if p.Grid1DStaticShared > 0 {
+		fmt.Fprintf(&e, "\n\t.shared .align 8 .b8 __gpuext_test_grid1d[%d];", p.Grid1DStaticShared)
+	}
+	body := ptx[open+1 : end+1]
+	if p.Mark && p.Grid1DMark != 0 {
+		body = bytes.ReplaceAll(body, fmt.Appendf(nil, "mov.u64 %%gxd2, 0x%x;", uint64(MarkValue)),
+			fmt.Appendf(nil, "mov.u64 %%gxd2, 0x%x;", p.Grid1DMark))
+	}
+	e.Write(body)
+	e.WriteString("\n")
+	return e.Bytes(), true
 }
