@@ -193,8 +193,8 @@ type KernelReport struct {
 	// the original code; false: they branch around every site (sample.go).
 	SampleCopy bool `json:",omitempty"`
 	// Grid1D (Spec.Grid1D) names the kernel's entry for 1-D grids, "" if
-	// none was added (not sampled by launch, not in the copy form, or the
-	// name taken).
+	// none was added (not sampled by launch, not in the copy form, the
+	// name taken, or instrumenting it failed as the kernel's own did not).
 	Grid1D string `json:",omitempty"`
 }
 

@@ -200,15 +200,18 @@ func TestInstrumentGrid1D(t *testing.T) {
 			if !tt.twin {
 				return
 			}
-			it, _ := m.Lookup("k")
-			k := it.(*Function)
-			it, _ = m.Lookup("k__gx1d")
+			it, _ := m.Lookup("k__gx1d")
 			tw := it.(*Function)
-			// the header but the name, the parameters and directives
-			hk, htw := *k, *tw
-			hk.Body, htw.Body, htw.Name = nil, nil, "k"
+			// the header of the source's kernel, but the name
+			src, err := Parse(testHeader + tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it, _ = src.Lookup("k")
+			hk, htw := *it.(*Function), *tw
+			hk.Body, htw.Body, hk.Name = nil, nil, "k__gx1d"
 			if a, b := Write(&Module{Version: m.Version, Target: m.Target, AddressSize: 64, Items: []Item{&hk}}),
-				Write(&Module{Version: m.Version, Target: m.Target, AddressSize: 64, Items: []Item{&htw}}); a != b {
+				Write(&Module{Version: m.Version, Target: m.Target, AddressSize: 64, Items: []Item{&htw}}); a != b || !strings.Contains(b, ".maxntid 256, 1, 1") {
 				t.Fatalf("header\n%s\nwant\n%s", b, a)
 			}
 			// the code but the test: the kernel's, then its sampling

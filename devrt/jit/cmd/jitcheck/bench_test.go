@@ -115,3 +115,43 @@ func TestGenBenchGrid1D(t *testing.T) {
 		t.Errorf("%d modules sampled by launch, want 5", n)
 	}
 }
+
+// TestPatchFiles: the corpus patched as the collector patches it, with
+// and without the 1-D entries; refusals of bad arguments.
+func TestPatchFiles(t *testing.T) {
+	files, err := filepath.Glob("../../../ptx/testdata/corpus/*.ptx")
+	if err != nil || len(files) == 0 {
+		t.Fatal(files, err)
+	}
+	with, without := t.TempDir(), t.TempDir()
+	if err := patchFiles(with, 256, false, files); err != nil {
+		t.Fatal(err)
+	}
+	if err := patchFiles(without, 256, true, files); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		a, err := os.ReadFile(filepath.Join(with, filepath.Base(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(without, filepath.Base(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "__gx1d("); n != 0 {
+			t.Errorf("%s without: %d 1-D entries", f, n)
+		}
+		if n, k := strings.Count(string(a), "__gx1d("), strings.Count(string(b), ".entry "); n != k || n == 0 {
+			t.Errorf("%s: %d 1-D entries for %d kernels", f, n, k)
+		}
+	}
+	for _, tt := range []struct {
+		per   uint32
+		files []string
+	}{{256, nil}, {3, files}} {
+		if err := patchFiles(t.TempDir(), tt.per, false, tt.files); err == nil {
+			t.Errorf("patch %d %v: no error", tt.per, tt.files)
+		}
+	}
+}

@@ -18,6 +18,12 @@
 //	                           of the PTX corpus (devrt/ptx/testdata/corpus)
 //	jitcheck report -dir DIR   what block_sched and sm_load saw in the
 //	                           benchmark's imbalanced kernel
+//	jitcheck patch -out DIR [-blocks-per-launch N] [-no-grid1d] FILE...
+//	                           each PTX file patched with the shipped probes
+//	                           as the collector patches it (warp level,
+//	                           sampled by launch, 1-D entries unless
+//	                           -no-grid1d), written to DIR under its name:
+//	                           for bench/device/ptx_jit_cost.sh
 //	jitcheck list              the cases
 //	jitcheck ptx NAME          print a case's module
 package main
@@ -113,6 +119,13 @@ func main() {
 		dir := fs.String("dir", "", "directory of the benchmark")
 		_ = fs.Parse(os.Args[2:])
 		err = report(*dir)
+	case "patch":
+		fs := flag.NewFlagSet("patch", flag.ExitOnError)
+		out := fs.String("out", "", "directory to write the patched modules to")
+		per := fs.Uint("blocks-per-launch", 256, "sampling by launch (a power of two; 0: every block)")
+		no1D := fs.Bool("no-grid1d", false, "without the kernels' entries for 1-D grids")
+		_ = fs.Parse(os.Args[2:])
+		err = patchFiles(*out, uint32(*per), *no1D, fs.Args())
 	case "list":
 		for _, c := range check.Cases() {
 			fmt.Println(c.Name)
@@ -132,7 +145,8 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: jitcheck gen -out DIR | compare -dir DIR [-results RDIR] | bench -out DIR | report -dir DIR | list | ptx NAME")
+	fmt.Fprintln(os.Stderr, "usage: jitcheck gen -out DIR | compare -dir DIR [-results RDIR] | bench -out DIR | report -dir DIR |\n"+
+		"       patch -out DIR [-blocks-per-launch N] [-no-grid1d] FILE... | list | ptx NAME")
 	os.Exit(2)
 }
 
