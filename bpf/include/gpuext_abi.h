@@ -973,7 +973,8 @@ enum gpuext_inj_reason {
 	GPUEXT_INJ_R_TABLE_FULL = 15,  /* devrt's redirect table is full */
 	GPUEXT_INJ_R_REFUSED = 16,     /* later: the twin refused a setting or a launch
 	                                * the original took; the module's redirects are
-	                                * dropped (a record of its own, api 0) */
+	                                * dropped (a record of its own, api 0); with
+	                                * GPUEXT_IF_GRID1D only one kernel's 1-D twin */
 	GPUEXT_INJ_R_FILE = 17,        /* the file a module was loaded from could not
 	                                * be read again (cuModuleLoad, cuLibraryLoadFromFile) */
 };
@@ -985,6 +986,10 @@ enum gpuext_inj_reason {
 #define GPUEXT_IF_OTHER_CONTEXT (1U << 3)   /* not a load: a patched library's binding to
                                              * another context, at the first launch of one
                                              * of its kernels there (PATCHED or FAILED) */
+#define GPUEXT_IF_GRID1D (1U << 4)          /* not a load (R_REFUSED): a kernel's 1-D twin
+                                             * refused what its twin took; that kernel runs
+                                             * its twin for every grid, the module stays
+                                             * patched */
 
 struct gpuext_inject_event {
 	__u16 kind;        /* GPUEXT_KIND_INJECT */

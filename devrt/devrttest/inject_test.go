@@ -821,45 +821,52 @@ func TestInjectCParts(t *testing.T) {
 // TestInjectTwinRefused: twins that refuse the program's launches (their
 // .maxntid is below its blocks) are dropped at their first refused launch,
 // which is made again with the original: the program sees only successes,
-// every launch ran an original, and one record per module says why.
+// every launch ran an original, and one record per module says why. With
+// 1-D twins (every launch of the scenario is 1-D; the copies keep their
+// twins' .maxntid) the first launch is refused by the 1-D twin, then by
+// the twin, then made with the original: the same.
 func TestInjectTwinRefused(t *testing.T) {
 	h := newHarness(t)
 	plain := runInject(t, h, false, "")
-	dir := shortSocketDir(t)
-	serve(t, dir, &injecttest.Patcher{SharedSize: 64, MaxNTID: 16})
-	ir := runInject(t, h, true, dir)
-	require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
-	for _, name := range []string{"_Z6vecAddPfS_S_i", "_Z5scalePfi", "add_kernel"} {
-		orig, other := ir.launchesOf(name)
-		require.Equal(t, 2*injectN-map[string]int{"add_kernel": injectN}[name], orig+other, name)
-		for _, l := range ir.launches {
-			if l.Name == name && l.Patched {
-				require.Zero(t, l.Launches, "%+v", l)
+	for _, grid1D := range []bool{false, true} {
+		t.Run("grid1D="+strconv.FormatBool(grid1D), func(t *testing.T) {
+			dir := shortSocketDir(t)
+			serve(t, dir, &injecttest.Patcher{SharedSize: 64, MaxNTID: 16, Grid1D: grid1D})
+			ir := runInject(t, h, true, dir)
+			require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+			for _, name := range []string{"_Z6vecAddPfS_S_i", "_Z5scalePfi", "add_kernel"} {
+				orig, other := ir.launchesOf(name)
+				require.Equal(t, 2*injectN-map[string]int{"add_kernel": injectN}[name], orig+other, name)
 			}
-		}
-	}
-	var patched, refused []devrtinject.Event
-	for _, e := range ir.events {
-		switch e.Outcome {
-		case devrtinject.OutPatched:
-			patched = append(patched, e)
-		case devrtinject.OutFailed:
-			require.Equal(t, devrtinject.ReasonRefused, e.Reason)
-			require.Equal(t, "launch", e.Text)
-			require.Equal(t, int32(1), e.CUDAResult, "CUDA_ERROR_INVALID_VALUE")
-			require.Zero(t, e.API)
-			refused = append(refused, e)
-		}
-	}
-	require.Len(t, patched, 5)
-	require.Len(t, refused, 5, "each patched module, at its first launch")
-	mods := map[uint64]bool{}
-	for _, e := range patched {
-		mods[e.Module] = true
-	}
-	for _, e := range refused {
-		require.True(t, mods[e.Module], "%x", e.Module)
-		delete(mods, e.Module)
+			for _, l := range ir.launches {
+				if l.Patched {
+					require.Zero(t, l.Launches, "%+v", l)
+				}
+			}
+			var patched, refused []devrtinject.Event
+			for _, e := range ir.events {
+				switch e.Outcome {
+				case devrtinject.OutPatched:
+					patched = append(patched, e)
+				case devrtinject.OutFailed:
+					require.Equal(t, devrtinject.ReasonRefused, e.Reason)
+					require.Equal(t, "launch", e.Text)
+					require.Equal(t, int32(1), e.CUDAResult, "CUDA_ERROR_INVALID_VALUE")
+					require.Zero(t, e.API)
+					refused = append(refused, e)
+				}
+			}
+			require.Len(t, patched, 5)
+			require.Len(t, refused, 5, "each patched module, at its first launch")
+			mods := map[uint64]bool{}
+			for _, e := range patched {
+				mods[e.Module] = true
+			}
+			for _, e := range refused {
+				require.True(t, mods[e.Module], "%x", e.Module)
+				delete(mods, e.Module)
+			}
+		})
 	}
 }
 
@@ -950,13 +957,21 @@ func TestInjectGrid1D(t *testing.T) {
 }
 
 // TestInjectGrid1DRefused: 1-D twins that refuse what their twins take
-// (the Patcher bounds only the copies). One whose .maxntid is below the
-// program's 1-D blocks refuses the first 1-D launch, which is made again
-// with the original, and its module's redirects are dropped: the launches
-// with other grids before it ran the twin, every later one the original.
-// One whose static shared memory leaves no room for the 64 KiB the program
-// allows is dropped at that setting, before any launch. The program sees
-// only successes either way, and one record per module says why.
+// (the Patcher bounds only the copies) are dropped alone: the module stays
+// patched. One whose .maxntid is below the program's 1-D blocks refuses
+// the first 1-D launch of each handle it is the 1-D twin of, which is
+// made again with the twin, and launches of that handle run the twin from
+// then on, whatever their grid: the module's function, the library's
+// CUkernel and its function in the load's context each once (each has
+// its 1-D twin: devrt clears the one refused); the second context's
+// function, asked for after the CUkernel's was cleared, has none. One
+// whose static shared memory leaves no room for the 64 KiB the program
+// allows is dropped at that setting, before any launch, for the handle
+// the setting named: the module's function and the library's CUkernel;
+// the library's function in the load's context keeps its 1-D twin, which
+// takes its 1-D launches (without dynamic shared memory). Every
+// launch ran a twin, the program sees only successes, and one record per
+// handle dropped says why.
 func TestInjectGrid1DRefused(t *testing.T) {
 	h := newHarness(t)
 	plain := runInjectScenario(t, h, false, "", "inject-grid")
@@ -970,20 +985,18 @@ func TestInjectGrid1DRefused(t *testing.T) {
 		p    *injecttest.Patcher
 		want map[string][2]int // as TestInjectGrid1D's
 		text []string          // the refused records', in order
+		lib  []bool            // whether each is the library's
 	}{
 		{"launches", &injecttest.Patcher{SharedSize: 64, Grid1D: true, Grid1DMaxNTID: 32}, map[string][2]int{
-			// the first round's twelve non-1-D launches, then its
-			// first 1-D one, refused
-			vecAdd: {18*injectN - 12, 12}, vecAdd + g1: {0, 0},
-			// the first round's CUkernel and function launches with 2-D
-			// grids; the second context's function, asked for after the
-			// drop, was never redirected
-			lib: {6*injectN - 2, 2}, lib + g1: {0, 0},
-		}, []string{"launch", "launch"}},
+			vecAdd: {0, 18 * injectN}, vecAdd + g1: {0, 0},
+			lib: {0, 6 * injectN}, lib + g1: {0, 0},
+		}, []string{"launch (1-D twin)", "launch (1-D twin)", "launch (1-D twin)"}, []bool{false, true, true}},
 		{"settings", &injecttest.Patcher{SharedSize: 64, Grid1D: true, Grid1DStaticShared: 200 << 10}, map[string][2]int{
-			vecAdd: {18 * injectN, 0}, vecAdd + g1: {0, 0},
-			lib: {6 * injectN, 0}, lib + g1: {0, 0},
-		}, []string{"cuFuncSetAttribute(8, 65536)", "cuKernelSetAttribute(8, 65536)"}},
+			vecAdd: {0, 18 * injectN}, vecAdd + g1: {0, 0},
+			// the function's 1-D launches, cooperative, 2x1x1
+			lib: {0, 5 * injectN}, lib + g1: {0, injectN},
+		}, []string{"cuFuncSetAttribute(8, 65536) (1-D twin)", "cuKernelSetAttribute(8, 65536) (1-D twin)"},
+			[]bool{false, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := shortSocketDir(t)
@@ -997,18 +1010,95 @@ func TestInjectGrid1DRefused(t *testing.T) {
 			}
 			require.Equal(t, tc.want, got)
 
-			require.Len(t, ir.events, 2+len(tc.text))
-			for i, e := range ir.events[:2] {
-				require.Equal(t, devrtinject.OutPatched, e.Outcome, "event %d", i)
+			// the two loads, the second context's binding, the refusals
+			require.Len(t, ir.events, 3+len(tc.text))
+			var refused []devrtinject.Event
+			for i, e := range ir.events {
+				if e.Outcome == devrtinject.OutPatched {
+					continue
+				}
+				require.Equal(t, devrtinject.OutFailed, e.Outcome, "event %d", i)
+				refused = append(refused, e)
 			}
-			for i, e := range ir.events[2:] {
-				require.Equal(t, devrtinject.OutFailed, e.Outcome, "event %d", i+2)
+			require.Len(t, refused, len(tc.text))
+			for i, e := range refused {
 				require.Equal(t, devrtinject.ReasonRefused, e.Reason)
 				require.Equal(t, tc.text[i], e.Text)
 				require.Equal(t, int32(1), e.CUDAResult, "CUDA_ERROR_INVALID_VALUE")
 				require.Zero(t, e.API)
-				require.Equal(t, ir.events[i].Module, e.Module, "the module, then the library")
+				require.Equal(t, ir.handles[map[bool]string{false: "m", true: "lib"}[tc.lib[i]]],
+					"0x"+strconv.FormatUint(e.Module, 16), "record %d", i)
+				require.Equal(t, devrtinject.FlagGrid1D|map[bool]uint16{true: devrtinject.FlagLibrary}[tc.lib[i]], e.Flags, "record %d", i)
 			}
+		})
+	}
+}
+
+// TestInjectGrid1DNames: a module whose own kernels are gx_step and
+// gx_step__gx1d (named as gx_step's 1-D twin would be, other parameters),
+// loaded as a module and as a library. The collector makes no 1-D twin
+// for gx_step then, and its patched module holds the program's
+// gx_step__gx1d under that name: devrt must not take it for gx_step's 1-D
+// twin. Every launch of gx_step ran gx_step's twin, whatever its grid;
+// gx_step__gx1d's launches ran its own twin, or its 1-D twin
+// (gx_step__gx1d__gx1d) where the Patcher made one.
+func TestInjectGrid1DNames(t *testing.T) {
+	h := newHarness(t)
+	plain := runInjectScenario(t, h, false, "", "inject-grid-names")
+	const (
+		step = "gx_step"
+		g1   = devrtinject.Grid1DSuffix
+	)
+	for _, tc := range []struct {
+		name   string
+		grid1D bool
+		want   map[string][2]int // as TestInjectGrid1D's
+	}{
+		// the module's two launches and the library's three of gx_step;
+		// one each of gx_step__gx1d
+		{"no 1-D twins", false, map[string][2]int{
+			step: {0, 5 * injectN}, step + g1: {0, 2 * injectN}, step + g1 + g1: {0, 0},
+		}},
+		{"1-D twins", true, map[string][2]int{
+			step: {0, 5 * injectN}, step + g1: {0, 0}, step + g1 + g1: {0, 2 * injectN},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := shortSocketDir(t)
+			serve(t, dir, &injecttest.Patcher{SharedSize: 64, Grid1D: tc.grid1D})
+			ir := runInjectScenario(t, h, true, dir, "inject-grid-names")
+			require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
+			got := map[string][2]int{}
+			for name := range tc.want {
+				orig, other := ir.launchesOf(name)
+				got[name] = [2]int{orig, other}
+			}
+			require.Equal(t, tc.want, got)
+			// launches by module: gx_step__gx1d's twins ran only the
+			// program's launches of gx_step__gx1d, in each module
+			byModule := map[[2]string]int{}
+			for _, l := range ir.launches {
+				if l.Patched {
+					byModule[[2]string{strconv.FormatBool(l.Lib), l.Name}] += l.Launches
+				}
+			}
+			want := map[[2]string]int{
+				{"false", step}: 2 * injectN, {"true", step}: 3 * injectN,
+				{"false", step + g1}: injectN, {"true", step + g1}: injectN,
+			}
+			if tc.grid1D {
+				want[[2]string{"false", step + g1}], want[[2]string{"true", step + g1}] = 0, 0
+				want[[2]string{"false", step + g1 + g1}], want[[2]string{"true", step + g1 + g1}] = injectN, injectN
+			}
+			require.Equal(t, want, byModule)
+
+			require.Len(t, ir.events, 2)
+			for i, e := range ir.events {
+				require.Equal(t, devrtinject.OutPatched, e.Outcome, "event %d", i)
+				require.Equal(t, uint32(2), e.Kernels, "event %d", i)
+			}
+			require.Equal(t, ir.handles["m"], "0x"+strconv.FormatUint(ir.events[0].Module, 16))
+			require.Equal(t, ir.handles["lib"], "0x"+strconv.FormatUint(ir.events[1].Module, 16))
 		})
 	}
 }

@@ -48,14 +48,17 @@
  * (GPUEXT_INJ_GRID1D_SUFFIX): the same instrumented kernel for
  * one-dimensional grids, whose block sampling reads %ctaid.x and %nctaid.x
  * alone (cheaper on short kernels), and which would sample the wrong blocks
- * of a 2-D or 3-D grid.  resolve looks it up beside each twin (absent,
- * CUDA_ERROR_NOT_FOUND, is no failure: that kernel has none) and keeps it
- * in the twin's slot; a launch whose gridDimY and gridDimZ are 1 runs it
- * (DEVRT_INJ_1D_<sym> in inject.h: a compare more, no driver call), any
- * other grid the twin.  Otherwise the two are one: a library's binding
+ * of a 2-D or 3-D grid.  resolve looks it up beside each twin (optional:
+ * any failure of the lookup means that kernel has none, and so does the
+ * name in the original module, the program's own kernel: grid1d_twin) and
+ * keeps it in the twin's slot; a launch whose gridDimY and gridDimZ are 1
+ * runs it (DEVRT_INJ_1D_<sym> in inject.h: a compare more, no driver
+ * call), any other grid the twin.  Otherwise the two are one: a library's binding
  * covers both (one library, one __gpuext_shared), settings are made on
- * both, a refusal by either drops the module's redirects, and whatever
- * clears a twin clears its 1-D twin.
+ * both, and whatever clears a twin clears its 1-D twin.  A launch or a
+ * setting the 1-D twin refuses and the twin takes drops the 1-D twin
+ * alone (drop_grid1d: launches of that handle run the twin, the module
+ * stays patched); one the twin refuses drops the module's redirects.
  *
  * cuModuleGetFunction is not touched: the program only ever sees original
  * handles.  cuModuleUnload / cuLibraryUnload of an original removes its
@@ -200,7 +203,9 @@ static __u32 sm_arch(void)
  * NULL, then g1: a launch that read the old val just before may still run
  * the old 1-D twin, as it may the old twin (a launch racing its module's
  * unload is the program's race; a twin already gone refuses it, and the
- * original runs).
+ * original runs).  A refused 1-D twin is cleared alone, g1 NULL with val
+ * kept (drop_grid1d): a launch that still reads the old g1 is refused by
+ * it and retried on the twin.
  */
 #define RD_SLOTS (1U << 16)
 #define RD_MAX (RD_SLOTS / 4 * 3)
@@ -459,10 +464,21 @@ static int region_bind(int lib, void *patched, CUdeviceptr dptr,
  * CUkernel for a library, with its function in the current context into
  * *gf if gf is not NULL), or NULL: it is optional, so any failure
  * (CUDA_ERROR_NOT_FOUND: the collector made none for this kernel; no
- * memory for the name) means none, and the twin runs every grid.  *buf
- * (*cap bytes) is the caller's, grown here: names are bounded only by
+ * memory for the name) means none, and the twin runs every grid.
+ *
+ * The name must also be absent from the original (CUDA_ERROR_NOT_FOUND
+ * there, nothing else): the collector adds no 1-D twin to a module that
+ * has an item of that name already, so a kernel the program's own module
+ * calls N__gx1d (an extern "C" name, say) is in the twin as the program's
+ * kernel, with its own code and parameters, patched or not.  Launching it
+ * for N would run the wrong kernel.  Looked up only when the twin has the
+ * name (once per kernel, at the load).
+ *
+ * *buf (*cap bytes) is the caller's, grown here: names are bounded only by
  * GPUEXT_INJ_MAX_NAMES.
  */
+#define ERR_NOT_FOUND 500	/* CUDA_ERROR_NOT_FOUND */
+
 static void *grid1d_twin(struct inj_mod *m, const char *name, char **buf,
 			 size_t *cap, void **gf)
 {
@@ -485,8 +501,11 @@ static void *grid1d_twin(struct inj_mod *m, const char *name, char **buf,
 	memcpy(*buf + len, GPUEXT_INJ_GRID1D_SUFFIX,
 	       sizeof(GPUEXT_INJ_GRID1D_SUFFIX));
 	if ((m->lib ? get_kern((CUkernel *)&g, m->patched, *buf) :
-		      get_fn((CUfunction *)&g, m->patched, *buf)) != CUDA_SUCCESS)
+		      get_fn((CUfunction *)&g, m->patched, *buf)) != CUDA_SUCCESS ||
+	    (m->lib ? get_kern((CUkernel *)&f, m->orig, *buf) :
+		      get_fn((CUfunction *)&f, m->orig, *buf)) != ERR_NOT_FOUND)
 		return NULL;
+	f = NULL;
 	if (gf && kern_fn && g && kern_fn((CUfunction *)&f, g) == CUDA_SUCCESS)
 		*gf = f;
 	return g;
@@ -705,8 +724,9 @@ static void *lib_twin(struct lib_bind *b, void *orig, void *twin)
  * is redirected already (resolve); in any other it is a handle of its
  * own, which the program may launch instead of k: if k has a twin bound
  * here (bound now if it was not), fn is redirected to the twin's function
- * in this context (and, if k has a 1-D twin, to that one's function here
- * for 1-D grids: none if the driver does not give it), and unloading or
+ * in this context (and, if k still has a 1-D twin (drop_grid1d), to that
+ * one's function here for 1-D grids: none if the driver does not give
+ * it), and unloading or
  * dropping the module clears it with the rest.  Any failure leaves fn
  * running the original.
  */
@@ -998,6 +1018,42 @@ void devrt_inject_unload(void *mod)
 	}
 }
 
+/* Caller holds inj_lock.  The patched module whose redirects include key,
+ * or NULL. */
+static struct inj_mod *mod_of_key(void *key)
+{
+	struct inj_mod *m;
+	__u32 i;
+
+	for (m = mods; m; m = m->next)
+		for (i = 0; i < m->nkeys; i++)
+			if (m->keys[i] == key)
+				return m;
+	return NULL;
+}
+
+/* The record of a refusal by a twin of module orig (lib: a library): what
+ * it refused, and its result; flags GPUEXT_IF_GRID1D for a 1-D twin's. */
+static void refused_record(void *orig, int lib, __u16 flags, CUresult twin,
+			   const char *what)
+{
+	struct inj_try x;
+
+	if (__atomic_load_n(&devrt.state, __ATOMIC_ACQUIRE) != DEVRT_ACTIVE)
+		return;
+	memset(&x, 0, sizeof(x));
+	x.t0 = devrt_now();
+	x.ev.kind = GPUEXT_KIND_INJECT;
+	x.ev.source = GPUEXT_SOURCE_DEVRT;
+	x.ev.flags = flags | (lib ? GPUEXT_IF_LIBRARY : 0);
+	x.ev.pid = (__u32)devrt.pid;
+	x.ev.tid = devrt_tid();
+	x.ev.module = (__u64)(uintptr_t)orig;
+	x.ev.cuda_result = twin;
+	snprintf(x.ev.text, sizeof(x.ev.text), "%s", what);
+	emit(&x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_REFUSED);
+}
+
 /*
  * The twin of a module refused what the original took (a launch, or a
  * setting the program made): the module's kernels run their originals from
@@ -1005,34 +1061,80 @@ void devrt_inject_unload(void *mod)
  */
 static void drop(void *orig_key, CUresult twin, const char *what)
 {
-	struct inj_try x;
 	struct inj_mod *m;
+	void *orig = NULL;
+	int lib = 0;
 	__u32 i;
 
 	pthread_mutex_lock(&inj_lock);
-	for (m = mods; m; m = m->next) {
-		for (i = 0; i < m->nkeys && m->keys[i] != orig_key; i++)
-			;
-		if (i < m->nkeys)
-			break;
-	}
-	if (m)
+	if ((m = mod_of_key(orig_key))) {
 		for (i = 0; i < m->nkeys; i++)
 			rd_set(m->keys[i], NULL, NULL, NULL);
+		orig = m->orig;
+		lib = m->lib;
+	}
 	pthread_mutex_unlock(&inj_lock);
-	if (!m || __atomic_load_n(&devrt.state, __ATOMIC_ACQUIRE) != DEVRT_ACTIVE)
-		return;
-	memset(&x, 0, sizeof(x));
-	x.t0 = devrt_now();
-	x.ev.kind = GPUEXT_KIND_INJECT;
-	x.ev.source = GPUEXT_SOURCE_DEVRT;
-	x.ev.flags = m->lib ? GPUEXT_IF_LIBRARY : 0;
-	x.ev.pid = (__u32)devrt.pid;
-	x.ev.tid = devrt_tid();
-	x.ev.module = (__u64)(uintptr_t)m->orig;
-	x.ev.cuda_result = twin;
-	snprintf(x.ev.text, sizeof(x.ev.text), "%s", what);
-	emit(&x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_REFUSED);
+	if (m)
+		refused_record(orig, lib, 0, twin, what);
+}
+
+/*
+ * The 1-D twin g1 of key refused what its twin took (a launch, or a
+ * setting the program made on key): launches of key run the twin
+ * whatever their grid from now on, the rest of the module stays as it
+ * is, and a record says so, once (a launch that read g1 before it was
+ * cleared may be refused too, and finds it gone).  Cold path.
+ *
+ * Only key's slot is cleared.  A library kernel has other keys: its
+ * CUkernel and the load context's CUfunction (resolve), and other
+ * contexts' CUfunctions (kernel_function); each keeps its own 1-D twin
+ * (the same code) until it refuses something too and is cleared the same
+ * way, with a record of its own.  A CUfunction asked for in another
+ * context after the CUkernel's was cleared gets none.  The store is
+ * relaxed, as rd_set clears g1: nothing is published with it, and a
+ * launch that still reads the old one is refused and retried as this one
+ * was.
+ */
+static void drop_grid1d(void *key, void *g1, CUresult twin, const char *what)
+{
+	struct inj_mod *m;
+	void *orig = NULL;
+	int lib = 0;
+	__u32 i;
+
+	pthread_mutex_lock(&inj_lock);
+	if ((m = mod_of_key(key))) {
+		for (i = rd_hash(key); rd_tab[i].key && rd_tab[i].key != key;
+		     i = (i + 1) & (RD_SLOTS - 1))
+			;
+		if (rd_tab[i].key == key && rd_tab[i].val && rd_tab[i].g1 == g1) {
+			__atomic_store_n(&rd_tab[i].g1, NULL, __ATOMIC_RELAXED);
+			orig = m->orig;
+			lib = m->lib;
+		} else {
+			m = NULL;	/* cleared already, or dropped */
+		}
+	}
+	pthread_mutex_unlock(&inj_lock);
+	if (m)
+		refused_record(orig, lib, GPUEXT_IF_GRID1D, twin, what);
+}
+
+void *devrt_inject_general(void *fn, void *ran)
+{
+	struct lib_bind *lib;
+	void *g1, *v = rd_find(fn, &g1, &lib);
+
+	if (!v || !g1 || ran != g1)
+		return NULL;
+	/* (ran was bound here, so the twin is: one binding for both) */
+	v = lib ? lib_twin(lib, fn, v) : v;
+	return v != fn ? v : NULL;
+}
+
+void devrt_inject_grid1d_refused(void *orig, void *g1, CUresult twin)
+{
+	drop_grid1d(orig, g1, twin, "launch (1-D twin)");
 }
 
 void devrt_inject_refused(void *orig, CUresult twin, CUresult res)
@@ -1215,9 +1317,13 @@ static CUresult attr_retry(int kern, void *orig, void *twin, int attrib,
  * carveout preferences): the program's call first, then, if it took and
  * the kernel has a twin, the same call on the twin and on its 1-D twin if
  * it has one, each of which must launch with whatever the original may
- * (retry: what else a twin may take, see attr_retry).  A twin that refuses
- * (either) is dropped; the record names the setting,
- * "<call>(<attribute>, <value>)" or "<call>(<config>)".
+ * (retry: what else a twin may take, see attr_retry).  A twin that
+ * refuses is dropped with its module; a 1-D twin that refuses (its twin
+ * took the setting) is dropped alone (drop_grid1d: launches of key then
+ * run the twin whatever their grid, as they would refuse the 1-D twin),
+ * and so are its other keys' 1-D twins when they refuse a launch.  The
+ * record names the setting, "<call>(<attribute>, <value>)" or
+ * "<call>(<config>)", and " (1-D twin)" after it for a 1-D twin.
  */
 #define SETTING_WRAPPER(sym, params, key, real_args, twin_args, retry, fmt, ...) \
 DEVRT_EXPORT CUresult sym params					\
@@ -1237,17 +1343,23 @@ DEVRT_EXPORT CUresult sym params					\
 		    (void *)(key))					\
 		return r_;						\
 	devrt_t.busy++;							\
-	for (i_ = 0; i_ < 2 && tw_[i_] && t_ == CUDA_SUCCESS; i_++) {	\
+	for (i_ = 0; i_ < 2 && tw_[i_]; i_++) {				\
 		twin_ = tw_[i_];					\
 		t_ = real_ twin_args;					\
 		if (t_ != CUDA_SUCCESS)					\
 			t_ = retry;					\
+		if (t_ != CUDA_SUCCESS)					\
+			break;						\
 	}								\
 	if (t_ != CUDA_SUCCESS) {					\
 		char what_[48];						\
 									\
-		snprintf(what_, sizeof(what_), #sym fmt, __VA_ARGS__);	\
-		drop((void *)(key), t_, what_);				\
+		snprintf(what_, sizeof(what_), #sym fmt "%s", __VA_ARGS__, \
+			 i_ ? " (1-D twin)" : "");			\
+		if (i_)							\
+			drop_grid1d((void *)(key), tw_[1], t_, what_);	\
+		else							\
+			drop((void *)(key), t_, what_);			\
 	}								\
 	devrt_t.busy--;							\
 	return r_;							\

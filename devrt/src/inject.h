@@ -38,6 +38,16 @@ void *devrt_inject_lookup(void *fn, int grid1d);
 		 (f) :							\
 		 (CUfunction)devrt_inject_lookup((void *)(f), (grid1d)))
 
+/*
+ * A launch of orig that what it ran refused (cold; DEVRT_INJECT_CALL):
+ * devrt_inject_general is orig's twin here if ran was its 1-D twin (the
+ * launch is made again with it), else NULL; devrt_inject_grid1d_refused
+ * says the twin took it (the 1-D twin g1 refused it with twin): orig's 1-D
+ * twin is cleared; devrt_inject_refused says what the original did after
+ * its twin refused it with twin (res: CUDA_SUCCESS drops the module).
+ */
+void *devrt_inject_general(void *orig, void *ran);
+void devrt_inject_grid1d_refused(void *orig, void *g1, CUresult twin);
 void devrt_inject_refused(void *orig, CUresult twin, CUresult res);
 
 /* Names the device of a launch record while patched kernels are live. */
@@ -47,9 +57,14 @@ void devrt_inject_launch_device(struct gpuext_event *e);
  * DEVRT_INJECT_CALL(sym, call) in a generated wrapper (wrappers.c) is the
  * real call.  For the launch rows below, whose CUfunction parameter is f,
  * it redirects f (after the record captured the original: the collector
- * names kernels by it), and a launch the twin refuses is made again with
+ * names kernels by it).  A launch the 1-D twin refuses is made again with
+ * the twin (devrt_inject_general: the twins differ in code, so in
+ * registers and what an occupancy-sized grid may be); if the twin takes
+ * it, devrt_inject_grid1d_refused clears that 1-D twin, and the module
+ * stays patched.  A launch the twin refuses (or both) is made again with
  * the original (devrt_inject_refused drops the module's redirects if the
- * original takes it); for every other row, just call.  A row is selected
+ * original takes it).  All of it on the failure path only.  For every
+ * other row, just call.  A row is selected
  * by defining DEVRT_INJ_RD_<sym> as "~, 1", and DEVRT_INJ_1D_<sym> is its
  * launch's "the grid is one-dimensional" (gridDimY == gridDimZ == 1; a
  * NULL config is not), which picks the 1-D twin (GPUEXT_INJ_GRID1D_SUFFIX)
@@ -90,11 +105,25 @@ void devrt_inject_launch_device(struct gpuext_event *e);
 		f = DEVRT_INJECT_FN(f, DEVRT_INJ_1D_##sym);		\
 		r_ = (call);						\
 		if (unlikely(r_ != CUDA_SUCCESS && f != o_)) {		\
+			CUfunction ran_ = f;				\
 			CUresult t_ = r_;				\
 									\
-			f = o_;						\
-			r_ = (call);					\
-			devrt_inject_refused((void *)o_, t_, r_);	\
+			f = (CUfunction)devrt_inject_general((void *)o_, \
+							     (void *)f); \
+			if (f) {					\
+				r_ = (call);				\
+				if (r_ == CUDA_SUCCESS)			\
+					devrt_inject_grid1d_refused(	\
+						(void *)o_,		\
+						(void *)ran_, t_);	\
+				else					\
+					t_ = r_;			\
+			}						\
+			if (r_ != CUDA_SUCCESS) {			\
+				f = o_;					\
+				r_ = (call);				\
+				devrt_inject_refused((void *)o_, t_, r_); \
+			}						\
 		}							\
 		r_;							\
 	})

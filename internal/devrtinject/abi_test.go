@@ -145,6 +145,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"GPUEXT_IF_LIBRARY":           "(1U << 1)",
 		"GPUEXT_IF_REGION_SHARED":     "(1U << 2)",
 		"GPUEXT_IF_OTHER_CONTEXT":     "(1U << 3)",
+		"GPUEXT_IF_GRID1D":            "(1U << 4)",
 		"GPUEXT_DEVMAPS_INFO_MAGIC":   "0x4f464e49U",
 		"GPUEXT_DEVMAPS_INFO_VERSION": "1",
 		"GPUEXT_DEVMAPS_INFO_SIZE":    "64",
@@ -172,6 +173,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 	require.Equal(t, 1, RespCached)
 	require.Equal(t, 1, FlagCollectorCache)
 	require.Equal(t, 2, FlagLibrary)
+	require.Equal(t, 16, FlagGrid1D)
 	// The rewriter names the 1-D entries devrt looks up by the header's
 	// suffix.
 	require.Equal(t, Grid1DSuffix, ptx.Grid1DSuffix)

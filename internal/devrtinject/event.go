@@ -79,6 +79,10 @@ const (
 	// FlagOtherContext: not a load but a patched library's binding to
 	// another context, at the first launch of one of its kernels there.
 	FlagOtherContext = 1 << 3
+	// FlagGrid1D: not a load but one kernel's 1-D twin refusing what its
+	// twin took (ReasonRefused): the kernel runs its twin for every grid,
+	// the module stays patched.
+	FlagGrid1D = 1 << 4
 )
 
 // Event is struct gpuext_inject_event: what devrt did with one module load.

@@ -275,6 +275,20 @@
  *   them 1-D).  "handles" has the module, library, kernel and the three
  *   functions.
  *
+ * inject-grid-names [N=10]
+ *   A module whose own kernels are a kernel and one named as its 1-D twin
+ *   would be (GPUEXT_INJ_GRID1D_SUFFIX: gx_step and gx_step__gx1d, other
+ *   parameters), which devrt must not take for one: setup;
+ *   cuModuleLoadData 1 (their PTX), cuModuleGetFunction 2,
+ *   cuLibraryLoadData 1 (the same PTX), cuLibraryGetKernel 2,
+ *   cuKernelGetFunction 1 (gx_step's); N x (cuLaunchKernel of the
+ *   module's gx_step 4x2x1, then 8x1x1, of its gx_step__gx1d 8x1x1; of the
+ *   library's gx_step CUkernel 4x2x1, then 8x1x1, of its function 8x1x1,
+ *   of the gx_step__gx1d CUkernel 8x1x1); cuCtxSynchronize 1;
+ *   cuModuleUnload 1, cuLibraryUnload 1; teardown (7N launches, 5N of
+ *   them 1-D).  "handles" has the module, library, both functions, both
+ *   kernels and the kernel's function.
+ *
  * all
  *   launch-storm 100, alloc-leak, copies, errors, runtime 10, procaddr 10 in
  *   sequence, in one process; the JSON has the sums and each part in
@@ -2238,6 +2252,61 @@ static void sc_inject_grid(struct run *r)
 	teardown(r);
 }
 
+/* A kernel, and the program's own kernel named as its 1-D twin would be
+ * (GPUEXT_INJ_GRID1D_SUFFIX), with other parameters. */
+#define STEP_NAME	"gx_step"
+#define STEP_1D_NAME	STEP_NAME "__gx1d"
+
+static const char step_ptx[] =
+	"//\n// fakecuda workload: a kernel, and one named as its 1-D twin\n//\n"
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	".visible .entry " STEP_NAME "(\n\t.param .u64 x\n)\n{\n\tret;\n}\n\n"
+	".visible .entry " STEP_1D_NAME "(\n\t.param .u64 x,\n\t.param .u64 y,\n"
+	"\t.param .u32 n\n)\n{\n\tret;\n}\n";
+
+/*
+ * inject-grid-names [N=10]: a kernel and the program's own kernel named
+ * as its 1-D twin would be, in a module and in a library, each launched
+ * with a 1-D grid (and the first with a 2-D one too).
+ */
+static void sc_inject_grid_names(struct run *r)
+{
+	CUfunction f = NULL, f1 = NULL, kf = NULL;
+	unsigned long i, n = r->args[0];
+	CUkernel kern = NULL, kern1 = NULL;
+	struct vecadd_args k;
+	CUlibrary lib = NULL;
+	CUmodule m = NULL;
+
+	setup(r);
+	vecadd_args_init(&k);
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m, step_ptx);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f, m, STEP_NAME);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f1, m, STEP_1D_NAME);
+	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, step_ptx, NULL, NULL, 0,
+	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, STEP_NAME);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern1, lib, STEP_1D_NAME);
+	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &kf, kern);
+	for (i = 0; i < n; i++) {
+		launch_by(r, 0, f, 4, 2, 1, 64, 0, k.params);
+		launch_by(r, 0, f, 8, 1, 1, 64, 0, k.params);
+		launch_by(r, 0, f1, 8, 1, 1, 64, 0, k.params);
+		launch_by(r, 0, (CUfunction)kern, 4, 2, 1, 64, 0, k.params);
+		launch_by(r, 0, (CUfunction)kern, 8, 1, 1, 64, 0, k.params);
+		launch_by(r, 0, kf, 8, 1, 1, 64, 0, k.params);
+		launch_by(r, 0, (CUfunction)kern1, 8, 1, 1, 64, 0, k.params);
+	}
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m);
+	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
+	extra_appendf(r, ",\"handles\":{\"m\":\"%p\",\"f\":\"%p\",\"f1\":\"%p\","
+		      "\"lib\":\"%p\",\"kern\":\"%p\",\"kern1\":\"%p\",\"kf\":\"%p\"}",
+		      (void *)m, (void *)f, (void *)f1, (void *)lib,
+		      (void *)kern, (void *)kern1, (void *)kf);
+	teardown(r);
+}
+
 static const struct scenario scenarios[] = {
 	{ "launch-storm", sc_launch_storm, 1, { 1000 } },
 	{ "alloc-leak", sc_alloc_leak, 0, { 0 } },
@@ -2261,6 +2330,7 @@ static const struct scenario scenarios[] = {
 	{ "inject-shared", sc_inject_shared, 1, { 10 } },
 	{ "inject-contexts", sc_inject_contexts, 1, { 10 } },
 	{ "inject-grid", sc_inject_grid, 1, { 10 } },
+	{ "inject-grid-names", sc_inject_grid_names, 1, { 10 } },
 };
 
 /* The parts of "all", with their arguments. */

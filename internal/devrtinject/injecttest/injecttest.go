@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,7 +77,10 @@ type Patcher struct {
 	// Grid1D appends to the module, for each kernel reported patched, a
 	// copy of its .entry (as Mark and MaxNTID left it) named with
 	// devrtinject.Grid1DSuffix: the 1-D twin the collector may send,
-	// which devrt must launch for one-dimensional grids only.
+	// which devrt must launch for one-dimensional grids only. As the
+	// collector's rewriter, it makes none for a kernel whose copy's name
+	// the module has already (one of the kernels devrt named: the
+	// program's own kernel, which devrt must not take for a 1-D twin).
 	Grid1D bool
 	// Grid1DMaxNTID and Grid1DStaticShared, if set, declare on each copy
 	// only .maxntid Grid1DMaxNTID, 1, 1 and a .shared array of that many
@@ -186,6 +190,9 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		body := out.Bytes()
 		var copies bytes.Buffer
 		for _, k := range kernels {
+			if slices.Contains(m.Kernels, k+devrtinject.Grid1DSuffix) {
+				continue
+			}
 			e, ok := p.grid1D(body, k)
 			if !ok {
 				return devrtinject.Result{}, fmt.Errorf("kernel %s: no .entry with a body", k)

@@ -52,12 +52,15 @@ func TestPatch(t *testing.T) {
 }
 
 // TestPatchGrid1D: each patched kernel's copy named with the suffix, after
-// the module, as Mark and MaxNTID left it, with the copies' own bounds.
+// the module, as Mark and MaxNTID left it, with the copies' own bounds;
+// none for a kernel whose copy's name the module has.
 func TestPatchGrid1D(t *testing.T) {
 	const (
 		hdr      = ".version 8.0\n.target sm_90\n.address_size 64\n"
 		patched  = hdr + Marker + "\n.visible .const .align 8 .u64 __gpuext_shared;\n"
 		prefixed = ".visible .entry ab(\n)\n{\n\tret;\n}\n.visible .entry a(\n\t.param .u64 x\n)\n{\n\t{\n\tret;\n\t}\n}\n"
+		// the program's own a__gx1d: no copy of a, a copy of it
+		named = ".visible .entry a(\n)\n{\n\tret;\n}\n.visible .entry a__gx1d(\n\t.param .u32 n\n)\n{\n\tret;\n}\n"
 	)
 	tests := []struct {
 		name    string
@@ -79,6 +82,8 @@ func TestPatchGrid1D(t *testing.T) {
 				"{\n\t.shared .align 8 .b8 __gpuext_test_grid1d[4096];\n\tret;\n}\n", ""},
 		{"a name that prefixes another, nested braces", &Patcher{Grid1D: true}, hdr + prefixed, []string{"a"},
 			patched + prefixed + "\n.visible .entry a__gx1d(\n\t.param .u64 x\n)\n{\n\t{\n\tret;\n\t}\n}\n", ""},
+		{"a kernel named as a copy would be", &Patcher{Grid1D: true}, hdr + named, []string{"a", "a__gx1d"},
+			patched + named + "\n.visible .entry a__gx1d__gx1d(\n\t.param .u32 n\n)\n{\n\tret;\n}\n", ""},
 		{"not in the module", &Patcher{Grid1D: true}, ptx, []string{"c"}, "", "kernel c: no .entry with a body"},
 	}
 	for _, tc := range tests {

@@ -298,6 +298,14 @@ func (s *Source) HandleInject(pid uint32, rec []byte) error {
 		}
 		return nil
 	}
+	if e.Flags&devrtinject.FlagGrid1D != 0 {
+		// not a load: one kernel's 1-D twin refused what its twin took;
+		// the kernel runs its twin for every grid, the module stays
+		// patched (and counted so)
+		s.log.Debug("devrt dropped a kernel's entry for 1-D grids; its launches run the general twin",
+			zap.Uint32("pid", pid), zap.String("what", e.Text), zap.Int32("cuda_result", e.CUDAResult))
+		return nil
+	}
 	s.mu.Lock()
 	s.modules[e.Outcome]++
 	s.mu.Unlock()

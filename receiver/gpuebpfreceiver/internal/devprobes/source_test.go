@@ -172,6 +172,12 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	require.NoError(t, s.HandleInject(pid, injectRecord(devrtinject.OutRejected, devrtinject.ReasonNone, "every kernel refused")))
 	require.Error(t, s.HandleInject(pid, []byte{8, 0, 1}))
 	require.Equal(t, 2, logs.FilterMessage("devrt did not instrument a module").Len())
+	// a kernel's 1-D twin dropped: the module stays patched, not failed
+	g1 := injectRecord(devrtinject.OutFailed, devrtinject.ReasonRefused, "launch (1-D twin)")
+	binary.LittleEndian.PutUint16(g1[6:], devrtinject.FlagGrid1D)
+	require.NoError(t, s.HandleInject(pid, g1))
+	require.Equal(t, 1, logs.FilterMessage("devrt dropped a kernel's entry for 1-D grids; its launches run the general twin").Len())
+	require.Equal(t, 2, logs.FilterMessage("devrt did not instrument a module").Len())
 
 	mem := mapRegion(t, s, dir, 1)
 	// A garbage region beside it is dropped; the good one is not affected.
