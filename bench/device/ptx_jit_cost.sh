@@ -21,11 +21,13 @@ T=$(mktemp -d /tmp/jitcost.XXXX)
 rc=0
 # ms of one ptxas run of $1 (relocatable code, -rdc, compiled with -c), or
 # nothing if ptxas refuses it
+# (an sm_90a module, as Triton writes for Hopper, for sm_90a)
 one() {
-	local t0 t1 flags=""
+	local t0 t1 flags="" arch=$ARCH
 	grep -q "^\.extern \.func\|\.weak \.func" "$1" && flags=-c
+	grep -q "^\.target ${ARCH}a" "$1" && arch=${ARCH}a
 	t0=$(date +%s%N)
-	"$CUDA/bin/ptxas" -arch="$ARCH" $flags "$1" -o "$T/out.cubin" 2> "$T/err" || return 1
+	"$CUDA/bin/ptxas" -arch="$arch" $flags "$1" -o "$T/out.cubin" 2> "$T/err" || return 1
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000000))
 }

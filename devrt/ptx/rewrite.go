@@ -124,13 +124,14 @@ type Spec struct {
 	// Small grids then run them in every block, large ones in a few
 	// hundred (sample.go says why).
 	BlocksPerLaunch uint32
-	// Grid1D, with BlocksPerLaunch, also adds for each kernel instrumented
-	// in the copy form (KernelReport.SampleCopy) a second entry named
-	// <kernel>__gx1d (Grid1DSuffix): the same kernel for launches of 1-D
-	// grids (nctaid.y = nctaid.z = 1), whose sampling test hashes %ctaid.x
-	// alone and takes the launch's size from %nctaid.x: the blocks the
-	// kernel's own test picks in such a grid, by a shorter chain that every
-	// block waits for (sample.go). devrt launches it for 1-D grids only
+	// Grid1D, with BlocksPerLaunch, also adds for each kernel of at most
+	// MaxGrid1D instructions instrumented in the copy form
+	// (KernelReport.SampleCopy) a second entry named <kernel>__gx1d
+	// (Grid1DSuffix): the same kernel for launches of 1-D grids (nctaid.y
+	// = nctaid.z = 1), whose sampling test hashes %ctaid.x alone and takes
+	// the launch's size from %nctaid.x: the blocks the kernel's own test
+	// picks in such a grid, by a shorter chain that every block waits for
+	// (sample.go). devrt launches it for 1-D grids only
 	// (KernelReport.Grid1D); launched with another grid it would sample
 	// the wrong blocks.
 	Grid1D bool
@@ -193,8 +194,9 @@ type KernelReport struct {
 	// the original code; false: they branch around every site (sample.go).
 	SampleCopy bool `json:",omitempty"`
 	// Grid1D (Spec.Grid1D) names the kernel's entry for 1-D grids, "" if
-	// none was added (not sampled by launch, not in the copy form, the
-	// name taken, or instrumenting it failed as the kernel's own did not).
+	// none was added (not sampled by launch, not in the copy form, over
+	// MaxGrid1D instructions, the name taken, or instrumenting it failed
+	// as the kernel's own did not).
 	Grid1D string `json:",omitempty"`
 }
 
@@ -420,6 +422,16 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 // (Spec.Grid1D); GPUEXT_INJ_GRID1D_SUFFIX in bpf/include/gpuext_abi.h.
 const Grid1DSuffix = "__gx1d"
 
+// MaxGrid1D is the most instructions a kernel may have for an entry for
+// 1-D grids (Spec.Grid1D). The entry is the whole instrumented kernel and
+// its copy again, which the driver compiles twice more (ptxas on an H100:
+// a Triton GEMM of 800 instructions patched with the shipped probes, 349
+// ms without it, 811 with it); the test it shortens counts where blocks
+// last microseconds, which the small kernels' do (elementwise kernels, a
+// softmax: 25-170 instructions), a GEMM's rarely. A variable so that
+// tests can change it.
+var MaxGrid1D = 512
+
 // grid1DTwin is f's entry for 1-D grids (Spec.Grid1D), instrumented as kr
 // was (the same sites, ids and kernel id), or nil: not asked for, not
 // sampled by launch in the copy form, or its name already in m. It shares
@@ -427,7 +439,7 @@ const Grid1DSuffix = "__gx1d"
 // step changes.
 func grid1DTwin(m *Module, f *Function, spec Spec, kr KernelReport, probes map[SiteKind][]probe, minNReg int,
 	inl map[string]*inlineFunc, inlWhy map[string]string) *Function {
-	if !spec.Grid1D || spec.BlocksPerLaunch == 0 || !kr.SampleCopy {
+	if !spec.Grid1D || spec.BlocksPerLaunch == 0 || !kr.SampleCopy || instructions(f) > MaxGrid1D {
 		return nil
 	}
 	if it, _ := m.Lookup(f.Name + Grid1DSuffix); it != nil {

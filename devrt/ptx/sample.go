@@ -294,19 +294,26 @@ var MaxSampleCopy = 4096
 // not sampled: small enough, and no variable but .param (a call's) in an
 // inner scope.
 func copyable(f *Function) bool {
-	n, ok := 0, true
+	ok := true
 	Walk(f.Body, func(s Stmt, parent *Block, _ int) bool {
-		switch s := s.(type) {
-		case *Instruction:
-			n++
-		case *Var:
-			if parent != f.Body && s.Space != ".param" {
-				ok = false
-			}
+		if v, isVar := s.(*Var); isVar && parent != f.Body && v.Space != ".param" {
+			ok = false
 		}
 		return ok
 	})
-	return ok && n <= MaxSampleCopy
+	return ok && instructions(f) <= MaxSampleCopy
+}
+
+// instructions counts f's instructions.
+func instructions(f *Function) int {
+	n := 0
+	Walk(f.Body, func(s Stmt, _ *Block, _ int) bool {
+		if _, ok := s.(*Instruction); ok {
+			n++
+		}
+		return true
+	})
+	return n
 }
 
 // samplePrologue is the entry's sampling code: whether the block is

@@ -132,7 +132,8 @@ func TestInstrumentBlockSampleForms(t *testing.T) {
 // TestInstrumentGrid1D: with Spec.Grid1D a kernel sampled by launch in
 // the copy form gets a second entry, <kernel>__gx1d, right after it: the
 // same header, sites and copy, its test the 1-D grid's; none in the
-// guards form, at a fixed rate, without Grid1D or when the name is taken.
+// guards form, at a fixed rate, without Grid1D, over MaxGrid1D
+// instructions or when the name is taken.
 func TestInstrumentGrid1D(t *testing.T) {
 	const kernel = `.visible .entry k(.param .u64 a, .param .u32 n)
 .maxntid 256, 1, 1
@@ -163,10 +164,16 @@ func TestInstrumentGrid1D(t *testing.T) {
 		{"fixed rate", kernel, Spec{Exit: []string{p1}, BlockSample: 16, Grid1D: true}, false, false},
 		{"every block", kernel, Spec{Exit: []string{p1}, Grid1D: true}, false, false},
 		{"name taken", kernel + other, Spec{Exit: []string{p1}, BlocksPerLaunch: 256, Grid1D: true, Kernels: []string{"k"}}, false, false},
+		{"over MaxGrid1D", kernel, Spec{Exit: []string{p1}, BlocksPerLaunch: 256, Grid1D: true}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.guards {
 				guardsForm(t)
+			}
+			if tt.name == "over MaxGrid1D" { // k has 2 instructions
+				old := MaxGrid1D
+				MaxGrid1D = 1
+				t.Cleanup(func() { MaxGrid1D = old })
 			}
 			m, rep := instrumentOne(t, testHeader+tt.src, tt.spec)
 			want := ""

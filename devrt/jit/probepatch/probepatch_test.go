@@ -179,8 +179,9 @@ func TestVersionChangesWithTheProbes(t *testing.T) {
 	require.Equal(t, New(c1, Options{}).Version(), New(c1, Options{}).Version())
 }
 
-// TestPatchGrid1D: sampled by launch, every kernel of the corpus small
-// enough for the copy form gets its entry for 1-D grids after it, with
+// TestPatchGrid1D: sampled by launch, every kernel of the corpus of at
+// most ptx.MaxGrid1D instructions (all but the Triton GEMM's 800) gets its
+// entry for 1-D grids after it, with
 // the same probe sites; the answer names the kernels only (devrt finds
 // the entries by their suffix); Options.NoGrid1D leaves them out and is
 // another probe set.
@@ -208,7 +209,7 @@ func TestPatchGrid1D(t *testing.T) {
 		var want []string // each kernel, then its entry if copied
 		for _, k := range m.Kernels() {
 			want = append(want, k.Name)
-			if len(k.Instructions()) <= ptx.MaxSampleCopy {
+			if len(k.Instructions()) <= ptx.MaxGrid1D {
 				want = append(want, k.Name+ptx.Grid1DSuffix)
 			}
 		}

@@ -142,7 +142,12 @@ func TestPatchFiles(t *testing.T) {
 		if n := strings.Count(string(b), "__gx1d("); n != 0 {
 			t.Errorf("%s without: %d 1-D entries", f, n)
 		}
-		if n, k := strings.Count(string(a), "__gx1d("), strings.Count(string(b), ".entry "); n != k || n == 0 {
+		// every kernel but the Triton GEMM's (over ptx.MaxGrid1D)
+		n, k := strings.Count(string(a), "__gx1d("), strings.Count(string(b), ".entry ")
+		if strings.Contains(f, "matmul") {
+			k = 0
+		}
+		if n != k || n == 0 && !strings.Contains(f, "matmul") {
 			t.Errorf("%s: %d 1-D entries for %d kernels", f, n, k)
 		}
 	}
