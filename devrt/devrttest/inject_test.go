@@ -161,6 +161,16 @@ func (ir *injectRun) readRingTB(t testing.TB, path string) {
 
 // launchesOf sums the launches of kernel name: of the program's handles
 // (original) and of the others (devrt's patched twins).
+// launchesOfEach is launchesOf each name of want, as [orig, other].
+func (ir *injectRun) launchesOfEach(want map[string][2]int) map[string][2]int {
+	got := map[string][2]int{}
+	for name := range want {
+		orig, other := ir.launchesOf(name)
+		got[name] = [2]int{orig, other}
+	}
+	return got
+}
+
 func (ir *injectRun) launchesOf(name string) (orig, other int) {
 	mine := map[string]bool{}
 	for _, h := range ir.handles {
@@ -1003,12 +1013,7 @@ func TestInjectGrid1DRefused(t *testing.T) {
 			serve(t, dir, tc.p)
 			ir := runInjectScenario(t, h, true, dir, "inject-grid")
 			require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
-			got := map[string][2]int{}
-			for name := range tc.want {
-				orig, other := ir.launchesOf(name)
-				got[name] = [2]int{orig, other}
-			}
-			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.want, ir.launchesOfEach(tc.want))
 
 			// the two loads, the second context's binding, the refusals
 			require.Len(t, ir.events, 3+len(tc.text))
@@ -1068,12 +1073,7 @@ func TestInjectGrid1DNames(t *testing.T) {
 			serve(t, dir, &injecttest.Patcher{SharedSize: 64, Grid1D: tc.grid1D})
 			ir := runInjectScenario(t, h, true, dir, "inject-grid-names")
 			require.Equal(t, sameRun(t, plain.raw), sameRun(t, ir.raw))
-			got := map[string][2]int{}
-			for name := range tc.want {
-				orig, other := ir.launchesOf(name)
-				got[name] = [2]int{orig, other}
-			}
-			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.want, ir.launchesOfEach(tc.want))
 			// launches by module: gx_step__gx1d's twins ran only the
 			// program's launches of gx_step__gx1d, in each module
 			byModule := map[[2]string]int{}

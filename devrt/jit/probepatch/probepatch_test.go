@@ -16,7 +16,10 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
 )
 
-func shipped(t *testing.T) *jit.Compiled {
+func shipped(t *testing.T) *jit.Compiled { return shippedWith(t, jit.Options{}) }
+
+// shippedWith compiles the shipped probes with opts.
+func shippedWith(t *testing.T, opts jit.Options) *jit.Compiled {
 	var objs []*jit.Object
 	for _, n := range device.Names() {
 		b, err := device.Object(n)
@@ -25,7 +28,7 @@ func shipped(t *testing.T) *jit.Compiled {
 		require.NoError(t, err)
 		objs = append(objs, o)
 	}
-	c, err := jit.Compile(objs, jit.Options{})
+	c, err := jit.Compile(objs, opts)
 	require.NoError(t, err)
 	return c
 }
@@ -186,16 +189,7 @@ func TestVersionChangesWithTheProbes(t *testing.T) {
 // the entries by their suffix); Options.NoGrid1D leaves them out and is
 // another probe set.
 func TestPatchGrid1D(t *testing.T) {
-	var objs []*jit.Object
-	for _, n := range device.Names() {
-		b, err := device.Object(n)
-		require.NoError(t, err)
-		o, err := jit.LoadObject(bytes.NewReader(b))
-		require.NoError(t, err)
-		objs = append(objs, o)
-	}
-	c, err := jit.Compile(objs, jit.Options{BlocksPerLaunch: 256})
-	require.NoError(t, err)
+	c := shippedWith(t, jit.Options{BlocksPerLaunch: 256})
 	p, off := New(c, Options{}), New(c, Options{NoGrid1D: true})
 	require.NotEqual(t, p.Version(), off.Version())
 	files, err := filepath.Glob("../../ptx/testdata/corpus/*.ptx")
