@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -82,6 +83,11 @@ func FuzzInstrument(f *testing.F) {
 	}{
 		{readFile(f, "testdata/golden/probes.frag"), Spec{Entry: []string{p0}, Exit: []string{p1}, Load: []string{p0}, Store: []string{p1}, Generic: true, Atomics: true}},
 		{readFile(f, "testdata/golden/inline.frag"), inlineSpec},
+		{readFile(f, "testdata/golden/inline.frag"), func() Spec { // sampled by launch, 1-D entries
+			s := inlineSpec
+			s.BlocksPerLaunch, s.Grid1D = 256, true
+			return s
+		}()},
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		for _, form := range forms {
@@ -96,11 +102,23 @@ func FuzzInstrument(f *testing.F) {
 			if Link(m, fm) != nil {
 				continue
 			}
-			if _, err := Instrument(m, form.spec); err != nil {
+			rep, err := Instrument(m, form.spec)
+			if err != nil {
 				continue
 			}
 			if _, err := RoundTrip(Write(m), false); err != nil {
-				t.Fatalf("instrumented output does not round-trip (inline %v): %v", form.spec.Inline, err)
+				t.Fatalf("instrumented output does not round-trip (inline %v, 1-D entries %v): %v", form.spec.Inline, form.spec.Grid1D, err)
+			}
+			// each 1-D entry reported is in the output, right after its kernel
+			names := m.KernelNames()
+			for _, k := range rep.Kernels {
+				if k.Grid1D == "" {
+					continue
+				}
+				i := slices.Index(names, k.Name)
+				if k.Grid1D != k.Name+Grid1DSuffix || i < 0 || i+1 >= len(names) || names[i+1] != k.Grid1D {
+					t.Fatalf("1-D entry %q of %s: entries %v", k.Grid1D, k.Name, names)
+				}
 			}
 		}
 	})
