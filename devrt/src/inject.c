@@ -254,25 +254,35 @@ static inline __u32 rd_hash(const void *p)
 	return (__u32)devrt_ptr_mix(p) & (RD_SLOTS - 1);
 }
 
+/* The slot of key, or NULL if it has none (keys are never removed). */
+static inline struct rd_slot *rd_slot_of(void *key)
+{
+	__u32 i;
+	void *k;
+
+	for (i = rd_hash(key);; i = (i + 1) & (RD_SLOTS - 1)) {
+		k = __atomic_load_n(&rd_tab[i].key, __ATOMIC_ACQUIRE);
+		if (!k)
+			return NULL;
+		if (k == key)
+			return &rd_tab[i];
+	}
+}
+
 /* The twin of fn (NULL if none), its 1-D twin (NULL if none) and, for a
  * library's CUkernel, its binding. */
 static void *rd_find(void *fn, void **g1, struct lib_bind **lib)
 {
-	__u32 i;
-	void *k, *v;
+	struct rd_slot *sl = rd_slot_of(fn);
+	void *v;
 
-	for (i = rd_hash(fn);; i = (i + 1) & (RD_SLOTS - 1)) {
-		k = __atomic_load_n(&rd_tab[i].key, __ATOMIC_ACQUIRE);
-		if (!k)
-			return NULL;
-		if (k == fn) {
-			v = __atomic_load_n(&rd_tab[i].val, __ATOMIC_ACQUIRE);
-			/* (ordered after val's acquire) */
-			*g1 = __atomic_load_n(&rd_tab[i].g1, __ATOMIC_RELAXED);
-			*lib = __atomic_load_n(&rd_tab[i].lib, __ATOMIC_RELAXED);
-			return v;
-		}
-	}
+	if (!sl)
+		return NULL;
+	v = __atomic_load_n(&sl->val, __ATOMIC_ACQUIRE);
+	/* (ordered after val's acquire) */
+	*g1 = __atomic_load_n(&sl->g1, __ATOMIC_RELAXED);
+	*lib = __atomic_load_n(&sl->lib, __ATOMIC_RELAXED);
+	return v;
 }
 
 /*
@@ -1098,17 +1108,15 @@ static void drop(void *orig_key, CUresult twin, const char *what)
 static void drop_grid1d(void *key, void *g1, CUresult twin, const char *what)
 {
 	struct inj_mod *m;
+	struct rd_slot *sl;
 	void *orig = NULL;
 	int lib = 0;
-	__u32 i;
 
 	pthread_mutex_lock(&inj_lock);
 	if ((m = mod_of_key(key))) {
-		for (i = rd_hash(key); rd_tab[i].key && rd_tab[i].key != key;
-		     i = (i + 1) & (RD_SLOTS - 1))
-			;
-		if (rd_tab[i].key == key && rd_tab[i].val && rd_tab[i].g1 == g1) {
-			__atomic_store_n(&rd_tab[i].g1, NULL, __ATOMIC_RELAXED);
+		sl = rd_slot_of(key);
+		if (sl && sl->val && sl->g1 == g1) {
+			__atomic_store_n(&sl->g1, NULL, __ATOMIC_RELAXED);
 			orig = m->orig;
 			lib = m->lib;
 		} else {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/otelcol-gpu/otelcol-gpu/bpf/device"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit"
+	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/check"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/jit/probepatch"
 	"github.com/otelcol-gpu/otelcol-gpu/devrt/ptx"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devrtinject"
@@ -29,11 +29,7 @@ func patchFiles(dir string, perLaunch uint32, no1D bool, files []string) error {
 	}
 	var objs []*jit.Object
 	for _, n := range device.Names() {
-		b, err := device.Object(n)
-		if err != nil {
-			return err
-		}
-		o, err := jit.LoadObject(bytes.NewReader(b))
+		o, err := check.Object("device/" + n)
 		if err != nil {
 			return fmt.Errorf("patch: probe %s: %w", n, err)
 		}
