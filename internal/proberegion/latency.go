@@ -24,9 +24,19 @@ import (
 // a launch's is the least of the timed launches' within OffsetSpan of its
 // call (each is the offset plus its own event-to-block gap), else the
 // nearest one's, and the tolerances below grow with the distance to it
-// (MaxDrift). A pair is reported once a timed launch at or after its call
-// has been seen (devrt's timings come a poll after the records they would
-// correct), or once it is MaxHold old (Expire, or newer calls).
+// (MaxDrift). Each timed launch also bounds the offset from below: its
+// block started before its end event, so the offset is at least its
+// block's %globaltimer minus that; the greatest of those near a call and
+// the least of the others bound the offset there, and the checks below
+// allow for anything between them (a first launch timed alone, its blocks
+// 52 µs after its start event, leaves the offset near it that uncertain).
+// A pair is reported once a timed launch OffsetSpan or more
+// after its call has been seen, when every timed launch near it has (and
+// devrt's timings come a poll after the records they would correct), or
+// once it is MaxHold old (Expire, or newer calls). Reported at the first
+// timed launch after its call, as until 2026-11-27, it took the offset of
+// the few seen by then: a kernel's first launch, that of its second, whose
+// blocks started 35 µs after its start event, and read -11.6 µs.
 //
 // Matching a device record to its launch call, per kernel (and per GPU:
 // one matcher each), is in order: the k-th record of a kernel is its k-th
@@ -35,8 +45,8 @@ import (
 // its kernel; pairing it with the latest call before it (as until
 // 2026-11-23) dropped most launches of a queued pipeline and made the rest
 // look short. Once calibrated, a record whose oldest pending call started
-// after it (by more than Tolerance: the offset's own error) lost its call
-// and is dropped.
+// after it (at the latest the offset's bounds put the block, by more than
+// Tolerance) lost its call and is dropped.
 //
 // Records lost on either side (a device ring that lapped, a host ring
 // that dropped) would shift the pairing for good; devrt's timed launches
@@ -44,19 +54,29 @@ import (
 // (gpumap.RingRead keeps a record not whole yet, torn by a read of the
 // copy in the middle of its stores, pending and returns the records after
 // it first: of one kernel only when launches on two streams overlap)
-// shifts it the same way until the next timed launch. A timed call's work started at a known host time,
-// so its record must lie within Tolerance of it. When a pairing is found
-// to be off by more (Timed), or the device ring says it lost records
-// (Lost), the kernel's pairing is suspect: nothing is paired until the
-// next timed call still pending finds its record (the one nearest its
-// start, within Tolerance); the calls and records before those two are
-// dropped, and pairing goes on in order from there. A timed call whose
-// record is found also refreshes the offset (refresh: the clocks drift).
+// shifts it the same way until the next timed launch.
+//
+// A timed call's work ran between its start and end events, at known host
+// times, so its record's first block lies between them, within Tolerance,
+// at some offset between the bounds. Not near the start event: a block may start long
+// after it when other streams' work fills the GPU, or the first launch of
+// a kernel loads it (on an H100, 20-90 µs late in probes_check.sh's
+// runs; taken for a shifted pairing until 2026-11-27, which dropped the
+// kernel's latencies up to its next timed call, and could realign on the
+// previous launch's record, nearer the start event: latencies a launch
+// off, negative). When a pairing is found off by more (Timed), or the
+// device ring says it lost records (Lost), the kernel's pairing is
+// suspect: nothing is paired until the next timed call still pending
+// finds its record (the first one nearest its events' span, within
+// Tolerance); the calls and records before those two are dropped, and
+// pairing goes on in order from there. A timed call whose record is found
+// also refreshes the offset (refresh: the clocks drift).
 
 // HostLaunch is a launch call of a kernel, as devrt reported it.
 type HostLaunch struct {
 	Start    uint64 // the call's start, CLOCK_MONOTONIC ns
 	GPUStart uint64 // devrt's GPU start of the work (host clock), 0: not timed
+	GPUEnd   uint64 // ... and its end (below GPUStart: taken as GPUStart)
 }
 
 // Latency is one launch's host enqueue to first block start.
@@ -72,10 +92,11 @@ type pair struct {
 	gpu    uint64
 }
 
-// Tolerance bounds the distance between a timed call's GPU start (host
-// clock) and its record's first block (through the offset): the start
-// event is recorded just before the kernel on its stream, plus clock
-// conversion errors; a pairing off by more is taken for shifted.
+// Tolerance bounds the distance between a timed call's GPU work (host
+// clock, its start to end events) and its record's first block (through
+// the offset, which may be late by the least event-to-block gap near the
+// call), plus clock conversion errors; a pairing off by more is taken for
+// shifted.
 const Tolerance = 50_000 // ns
 
 // Bounds of the offset's samples (one per timed launch matched).
@@ -92,11 +113,23 @@ const (
 	maxSamples = 256
 )
 
-// sample is one timed launch's offset: its first block's %globaltimer
-// minus its work's start on the host clock, at its call's start.
+// sample is one timed launch's bounds on the offset, at its call's start:
+// its first block's %globaltimer minus its work's start on the host clock
+// (off: the offset plus the event-to-block gap, never less) and minus its
+// work's end (lo: never more, the block started before the end event).
 type sample struct {
-	at  uint64
-	off int64
+	at      uint64
+	off, lo int64
+}
+
+// sampleOf is timed launch h's sample, its record's first block at gpu.
+func sampleOf(h HostLaunch, gpu uint64) sample {
+	s := sample{at: h.Start, off: int64(gpu - h.GPUStart)}
+	s.lo = s.off
+	if h.GPUEnd > h.GPUStart {
+		s.lo = int64(gpu - h.GPUEnd)
+	}
+	return s
 }
 
 // recentPairs is how many of a kernel's last pairs are kept for checking
@@ -144,9 +177,10 @@ func NewLaunchMatcher() *LaunchMatcher {
 func (m *LaunchMatcher) calibrated() bool { return len(m.samples) > 0 }
 
 // offsetAt is the offset for a call at host time t: the least of the
-// samples within OffsetSpan of t, else the nearest one's; dist is how far
-// that one is (0 within the span).
-func (m *LaunchMatcher) offsetAt(t uint64) (off int64, dist uint64) {
+// samples within OffsetSpan of t, else the nearest one's; lo, the greatest
+// of their lower bounds (the offset lies between lo and off: off - lo
+// bounds its error); dist is how far that one is (0 within the span).
+func (m *LaunchMatcher) offsetAt(t uint64) (off, lo int64, dist uint64) {
 	found := false
 	dist = ^uint64(0)
 	for _, x := range m.samples {
@@ -156,15 +190,16 @@ func (m *LaunchMatcher) offsetAt(t uint64) (off int64, dist uint64) {
 		}
 		switch {
 		case d <= OffsetSpan:
-			if !found || x.off < off {
-				off = x.off
+			if !found {
+				off, lo = x.off, x.lo
 			}
+			off, lo = min(off, x.off), max(lo, x.lo)
 			found, dist = true, 0
 		case !found && d < dist:
-			off, dist = x.off, d
+			off, lo, dist = x.off, x.lo, d
 		}
 	}
-	return off, dist
+	return off, min(lo, off), dist
 }
 
 // tolerance is Tolerance plus what the clocks may have drifted over dist.
@@ -179,7 +214,7 @@ func (m *LaunchMatcher) Offset(gpu uint64) (int64, bool) {
 		return 0, false
 	}
 	last := m.samples[len(m.samples)-1]
-	off, _ := m.offsetAt(uint64(int64(gpu) - last.off))
+	off, _, _ := m.offsetAt(uint64(int64(gpu) - last.off))
 	return off, true
 }
 
@@ -199,14 +234,14 @@ func (m *LaunchMatcher) Expire(now uint64) { m.release(now) }
 // will come: the process's regions are gone).
 func (m *LaunchMatcher) Flush() { m.release(^uint64(0) - MaxHold) }
 
-// Timed adds devrt's GPU start (host clock) of the launch call of kernel
-// that started at callStart. The first one matched with a device record
-// calibrates the offset; later ones check the pairing (and refresh the
-// offset) or, for a suspect kernel, realign it.
-func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart uint64) {
+// Timed adds devrt's GPU start and end (host clock) of the work of the
+// launch call of kernel that started at callStart. The first one matched
+// with a device record calibrates the offset; later ones check the
+// pairing (and refresh the offset) or, for a suspect kernel, realign it.
+func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart, gpuEnd uint64) {
 	for i := range m.host[kernel] {
 		if h := &m.host[kernel][i]; h.Start == callStart {
-			h.GPUStart = gpuStart
+			h.GPUStart, h.GPUEnd = gpuStart, gpuEnd
 			m.match(kernel)
 			return
 		}
@@ -214,18 +249,17 @@ func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart uint64) {
 	if !m.calibrated() {
 		for _, p := range m.pairs {
 			if p.kernel == kernel && p.host.Start == callStart {
-				m.refresh(callStart, int64(p.gpu-gpuStart))
+				m.refresh(sampleOf(HostLaunch{callStart, gpuStart, gpuEnd}, p.gpu))
 				return
 			}
 		}
 	}
 	check := func(p pair) {
-		off, dist := m.offsetAt(callStart)
-		if d := int64(p.gpu) - off - int64(gpuStart); d > tolerance(dist) || d < -tolerance(dist) {
+		if d, tol := m.outside(HostLaunch{callStart, gpuStart, gpuEnd}, p.gpu); d > tol || d < -tol {
 			m.shifted(kernel) // paired with another launch's record
 			return
 		}
-		m.refresh(callStart, int64(p.gpu-gpuStart))
+		m.refresh(sampleOf(HostLaunch{callStart, gpuStart, gpuEnd}, p.gpu))
 	}
 	for _, p := range m.pairs {
 		if p.kernel == kernel && p.host.Start == callStart {
@@ -250,12 +284,32 @@ func (m *LaunchMatcher) Lost() {
 	}
 }
 
+// outside is how far the first block at gpu (%globaltimer), through the
+// offset near timed call h (between its bounds: the block's host time is
+// gpu - off at the earliest, gpu - lo at the latest), lies outside h's
+// work on the GPU (host clock, GPUStart to GPUEnd): 0 where they meet,
+// below 0 before its start, above 0 after its end; and the tolerance for
+// that distance.
+func (m *LaunchMatcher) outside(h HostLaunch, gpu uint64) (d, tol int64) {
+	off, lo, dist := m.offsetAt(h.Start)
+	early, late := int64(gpu)-off, int64(gpu)-lo
+	start, end := int64(h.GPUStart), int64(max(h.GPUEnd, h.GPUStart))
+	switch {
+	case late < start:
+		d = late - start
+	case early > end:
+		d = early - end
+	}
+	return d, tolerance(dist)
+}
+
 func (m *LaunchMatcher) isSuspect(kernel uint64) bool {
 	return m.suspect[kernel] || m.lostAll && !m.synced[kernel]
 }
 
-// realign looks for kernel's first pending timed call's record; true when
-// pairing may go on in order.
+// realign looks for kernel's first pending timed call's record (the first
+// of those nearest its work, within tolerance); true when pairing may go
+// on in order.
 func (m *LaunchMatcher) realign(kernel uint64) bool {
 	for {
 		hs, ds := m.host[kernel], m.dev[kernel]
@@ -269,13 +323,12 @@ func (m *LaunchMatcher) realign(kernel uint64) bool {
 		if j < 0 {
 			return false // wait for a timed call
 		}
-		g := int64(hs[j].GPUStart)
-		off, dist := m.offsetAt(hs[j].Start)
+		_, _, dist := m.offsetAt(hs[j].Start)
 		tol := tolerance(dist)
 		best, bestD := -1, tol+1
 		beyond := false
 		for i := range ds {
-			d := int64(ds[i].StartNS) - off - g
+			d, _ := m.outside(hs[j], ds[i].StartNS)
 			if d < 0 {
 				d = -d
 			} else if d > tol {
@@ -286,8 +339,8 @@ func (m *LaunchMatcher) realign(kernel uint64) bool {
 				best, bestD = i, d
 			}
 		}
-		if best >= 0 && (beyond || best < len(ds)-1) {
-			// the nearest is known (a later record is farther)
+		if best >= 0 && (beyond || bestD == 0 || best < len(ds)-1) {
+			// the nearest is known (a later record is no nearer)
 			m.host[kernel], m.dev[kernel] = hs[j:], ds[best:]
 			delete(m.suspect, kernel)
 			if m.lostAll {
@@ -302,7 +355,10 @@ func (m *LaunchMatcher) realign(kernel uint64) bool {
 		// its record was lost: drop it and what came before, try the next
 		m.host[kernel] = hs[j+1:]
 		k := 0
-		for k < len(ds) && int64(ds[k].StartNS)-off <= g+tol {
+		for k < len(ds) {
+			if d, _ := m.outside(hs[j], ds[k].StartNS); d > tol {
+				break
+			}
 			k++
 		}
 		m.dev[kernel] = ds[k:]
@@ -327,7 +383,7 @@ func (m *LaunchMatcher) Device(ls []Launch) {
 }
 
 // release reports the waiting pairs whose offset is known: a timed launch
-// at or after their call was seen, or (now, or the newest call, being
+// OffsetSpan after their call was seen, or (now, or the newest call, being
 // MaxHold past them) none will be waited for any longer.
 func (m *LaunchMatcher) release(now uint64) {
 	if !m.calibrated() || len(m.pairs) == 0 {
@@ -337,11 +393,11 @@ func (m *LaunchMatcher) release(now uint64) {
 	now = max(now, m.newest)
 	kept := m.pairs[:0]
 	for _, p := range m.pairs {
-		if p.host.Start > last && p.host.Start+MaxHold > now {
+		if p.host.Start+OffsetSpan > last && p.host.Start+MaxHold > now {
 			kept = append(kept, p)
 			continue
 		}
-		off, _ := m.offsetAt(p.host.Start)
+		off, _, _ := m.offsetAt(p.host.Start)
 		m.out = append(m.out, Latency{KernelID: p.kernel, HostNS: p.host.Start,
 			NS: int64(p.gpu) - off - int64(p.host.Start)})
 	}
@@ -357,11 +413,16 @@ func (m *LaunchMatcher) match(kernel uint64) {
 	for len(m.dev[kernel]) > 0 && len(m.host[kernel]) > 0 {
 		d := m.dev[kernel][0]
 		h := m.host[kernel][0]
-		off, dist := m.offsetAt(h.Start)
-		if m.calibrated() && int64(h.Start) > int64(d.StartNS)-off+tolerance(dist) {
-			// every pending call started well after the block: its call
-			// was lost (within Tolerance it is the offset's error: a
-			// short latency, paired as it is)
+		_, lo, dist := m.offsetAt(h.Start)
+		if m.calibrated() && int64(h.Start) > int64(d.StartNS)-lo+tolerance(dist) {
+			// every pending call started well after the block, at the
+			// latest the offset's bounds put it: its call was lost
+			// (within Tolerance it is the offset's error: a short
+			// latency, paired as it is). At the earliest, as until
+			// 2026-11-27, the offset of a kernel's first launch alone,
+			// its blocks 52 µs after its start event, dropped its third
+			// launch's record on an H200, and each launch after took
+			// the next one's.
 			m.dev[kernel] = m.dev[kernel][1:]
 			continue
 		}
@@ -370,12 +431,11 @@ func (m *LaunchMatcher) match(kernel uint64) {
 		p := pair{kernel: kernel, host: h, gpu: d.StartNS}
 		if !m.calibrated() && h.GPUStart != 0 {
 			m.hold(p)
-			m.refresh(h.Start, int64(d.StartNS-h.GPUStart))
+			m.refresh(sampleOf(h, d.StartNS))
 			continue
 		}
 		if m.calibrated() {
-			own := int64(d.StartNS - h.GPUStart)
-			if h.GPUStart != 0 && (own-off > tolerance(dist) || off-own > tolerance(dist)) {
+			if x, tol := m.outside(h, d.StartNS); h.GPUStart != 0 && (x > tol || x < -tol) {
 				// a timed call paired with another launch's record: put
 				// both back and realign from the first timed call
 				m.shifted(kernel)
@@ -389,7 +449,7 @@ func (m *LaunchMatcher) match(kernel uint64) {
 			m.remember(p)
 			m.hold(p)
 			if h.GPUStart != 0 {
-				m.refresh(h.Start, own)
+				m.refresh(sampleOf(h, d.StartNS))
 			}
 			continue
 		}
@@ -441,12 +501,12 @@ func (m *LaunchMatcher) forget(kernel uint64) {
 // one's alone made a kernel's latencies read a few µs negative on an H200;
 // the least of the last 64, tens of µs on an H100, whose clock drifts 18
 // µs a second from the host's). Then the pairs it settles are reported.
-func (m *LaunchMatcher) refresh(at uint64, off int64) {
+func (m *LaunchMatcher) refresh(x sample) {
 	i := len(m.samples)
-	for i > 0 && m.samples[i-1].at > at {
+	for i > 0 && m.samples[i-1].at > x.at {
 		i--
 	}
-	m.samples = slices.Insert(m.samples, i, sample{at, off})
+	m.samples = slices.Insert(m.samples, i, x)
 	if len(m.samples) > maxSamples {
 		m.samples = slices.Delete(m.samples, 0, len(m.samples)-maxSamples)
 	}

@@ -81,9 +81,9 @@ func (r *gpuReceiver) probesLaunched(pid uint32, kernel string, dev int32, start
 	}
 }
 
-func (r *gpuReceiver) probesExecuted(pid uint32, kernel string, dev int32, callStart, gpuStart uint64) {
+func (r *gpuReceiver) probesExecuted(pid uint32, kernel string, dev int32, callStart, gpuStart, gpuEnd uint64) {
 	if r.probes != nil {
-		r.probes.Timed(pid, kernel, dev, callStart, gpuStart)
+		r.probes.Timed(pid, kernel, dev, callStart, gpuStart, gpuEnd)
 	}
 }
 

@@ -530,6 +530,8 @@ func (s *Source) retry(c *claim, key fileKey, fd int, host bool, name string, st
 	s.regions[c.path] = &region{r: r, tr: proberegion.NewTracker(), pid: c.owner, dev: dev, ord: ord,
 		drops: map[string]uint64{}}
 	s.proc(c.owner).regions++
+	s.log.Debug("device probe region opened", zap.Uint32("pid", c.owner), zap.String("path", c.path),
+		zap.Int32("device", ord), zap.String("hw.id", dev))
 }
 
 // regionDevice is the hw.id of the GPU devrt's record at the end of the

@@ -112,7 +112,7 @@ func regionOps(t *testing.T, s *Source, mem []byte, b []byte, emit func()) {
 			dev := int32(int8(b[2])) // -1 and small ordinals mostly; others are ignored
 			s.Launch(pid, "imbalanced", dev, start)
 			if start&1 != 0 {
-				s.Timed(pid, "imbalanced", dev, start, start+uint64(b[1]))
+				s.Timed(pid, "imbalanced", dev, start, start+uint64(b[1]), start+uint64(b[1])+uint64(b[3])<<8)
 			}
 			b = b[8:]
 		}

@@ -334,18 +334,18 @@ func (s *Source) Launch(pid uint32, kernel string, dev int32, start uint64) {
 }
 
 // Timed takes devrt's GPU timing of a launch of kernel on GPU dev: the
-// call started at callStart, the work at gpuStart (both CLOCK_MONOTONIC
-// ns).
-func (s *Source) Timed(pid uint32, kernel string, dev int32, callStart, gpuStart uint64) {
+// call started at callStart, the work ran from gpuStart to gpuEnd (all
+// CLOCK_MONOTONIC ns).
+func (s *Source) Timed(pid uint32, kernel string, dev int32, callStart, gpuStart, gpuEnd uint64) {
 	id := ptx.KernelID(kernel)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m := s.matcherOf(pid, id, dev); m != nil {
 		if s.log.Core().Enabled(zap.DebugLevel) {
 			s.log.Debug("launch timed", zap.Uint32("pid", pid), zap.Int32("device", dev), zap.String("kernel", kernel),
-				zap.Uint64("call_ns", callStart), zap.Uint64("gpu_start_ns", gpuStart))
+				zap.Uint64("call_ns", callStart), zap.Uint64("gpu_start_ns", gpuStart), zap.Uint64("gpu_end_ns", gpuEnd))
 		}
-		m.Timed(id, callStart, gpuStart)
+		m.Timed(id, callStart, gpuStart, gpuEnd)
 	}
 }
 
@@ -364,6 +364,7 @@ func (s *Source) proc(pid uint32) *proc {
 	if p == nil {
 		p = &proc{pid: pid, matchers: map[int32]*proberegion.LaunchMatcher{}, gpus: map[string]*gpuStats{}}
 		s.procs[pid] = p
+		s.log.Debug("device probe process", zap.Uint32("pid", pid))
 	}
 	p.retire = false
 	return p
@@ -424,6 +425,8 @@ func (s *Source) Poll() {
 		k := pidGPU{rg.pid, rg.dev}
 		sms[k] = append(sms[k], rg.tr.SMs(snap.SMs).SMs...)
 		if err != nil || gone || ended {
+			s.log.Debug("device probe region closed", zap.Uint32("pid", rg.pid), zap.String("path", path),
+				zap.Int32("device", rg.ord), zap.Bool("gone", gone), zap.Bool("ended", ended), zap.Bool("last", last), zap.Error(err))
 			s.finishRuns(p, rg, rg.tr.Flush())
 			_ = rg.r.Close()
 			delete(s.regions, path)
@@ -485,6 +488,8 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last b
 	var lats []proberegion.Latency
 	if m := p.matcher(rg.ord); m != nil { // nil: an ordinal no GPU has (a broken device record)
 		if snap.Drops[proberegion.MapLaunchRing] > rg.drops[proberegion.MapLaunchRing] {
+			s.log.Debug("launch ring lost records", zap.Uint32("pid", p.pid), zap.Int32("device", rg.ord),
+				zap.Uint64("lost", snap.Drops[proberegion.MapLaunchRing]-rg.drops[proberegion.MapLaunchRing]))
 			m.Lost() // records before these were lost: realign each kernel
 		}
 		if len(snap.Launches) > 0 {
@@ -708,6 +713,7 @@ func (s *Source) Metrics() pmetric.Metrics {
 			}
 		}
 		if p.retire || p.regions <= 0 && p.noRegion {
+			s.log.Debug("device probe process dropped", zap.Uint32("pid", pid), zap.Bool("retired", p.retire))
 			delete(s.procs, pid)
 			continue
 		}

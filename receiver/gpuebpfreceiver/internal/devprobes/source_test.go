@@ -192,7 +192,7 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	blocks := probesim.Imbalanced(base, 16, 4)
 	hostStart := base - offset - 5000
 	s.Launch(pid, "imbalanced", -1, hostStart) // a region without a device record: -1
-	s.Timed(pid, "imbalanced", -1, hostStart, base-offset)
+	s.Timed(pid, "imbalanced", -1, hostStart, base-offset, base-offset+100_000)
 	// The region is read before the kernel runs (devrt makes it at the
 	// module's load), after an earlier kernel of the process marked an
 	// occupancy bucket 10 buckets before (SM 5, nothing counted): slots
@@ -356,8 +356,8 @@ func TestRegionsOfTwoGPUs(t *testing.T) {
 	hA, hB := base-offset-5000, base-offB-9000
 	s.Launch(pid, "imbalanced", 1, hB)
 	s.Launch(pid, "imbalanced", 0, hA)
-	s.Timed(pid, "imbalanced", 1, hB, base-offB)
-	s.Timed(pid, "imbalanced", 0, hA, base-offset)
+	s.Timed(pid, "imbalanced", 1, hB, base-offB, base-offB+100_000)
+	s.Timed(pid, "imbalanced", 0, hA, base-offset, base-offset+100_000)
 	s.Poll()
 	later := wall.Add(proberegion.QuietClose)
 	s.opts.Now = func() time.Time { return later }
@@ -519,10 +519,11 @@ func TestServerPatchesCorpus(t *testing.T) {
 	require.Equal(t, uint64(7), st.Patches)
 }
 
-// TestLatencyFlushedWhenRegionGoes: a launch paired after the last timed
-// launch waits for one after it (its offset is the clocks' there); when
-// the process's region goes (devrt unloaded the module) none will come,
-// and it is reported then, through the nearest timed launch's offset.
+// TestLatencyFlushedWhenRegionGoes: paired launches wait for a timed
+// launch proberegion.OffsetSpan after them (their offset is the least of
+// the timed launches' near them, final once those are seen); when the
+// process's region goes (devrt unloaded the module) none will come, and
+// they are reported then, through the nearest timed launch's offset.
 func TestLatencyFlushedWhenRegionGoes(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := newSource(t, dir)
@@ -536,7 +537,7 @@ func TestLatencyFlushedWhenRegionGoes(t *testing.T) {
 	h1, h2 := base-offset-5000, base+2_000_000-offset-7000
 	s.opts.Monotonic = func() uint64 { return h2 } // the host's clock: no pair is MaxHold old
 	s.Launch(pid, "imbalanced", -1, h1)
-	s.Timed(pid, "imbalanced", -1, h1, base-offset)
+	s.Timed(pid, "imbalanced", -1, h1, base-offset, base-offset+100_000)
 	run(base, 1)
 	s.Launch(pid, "imbalanced", -1, h2)
 	run(base+2_000_000, 2)
@@ -549,12 +550,11 @@ func TestLatencyFlushedWhenRegionGoes(t *testing.T) {
 		return []point{{map[string]any{"gpu.cuda.kernel.name": "imbalanced", "pid": int64(pid),
 			"buckets": b, "sum": sum}, n}}
 	}
-	require.Equal(t, lat(map[int]uint64{2: 1}, 5e-6, 1), roundSums(metrics(s.Metrics())["gpu.kernel.launch.latency"]),
-		"the timed launch; the next waits for a timed launch after it")
+	require.Empty(t, metrics(s.Metrics())["gpu.kernel.launch.latency"], "both wait for a timed launch OffsetSpan after them")
 	require.NoError(t, os.Remove(filepath.Join(dir, "gpuext-devmaps-4242-1.maps")))
 	s.Poll()
 	require.Equal(t, lat(map[int]uint64{2: 1, 3: 1}, 12e-6, 2), roundSums(metrics(s.Metrics())["gpu.kernel.launch.latency"]),
-		"reported when the region went: 7 µs")
+		"reported when the region went: 5 and 7 µs")
 }
 
 // TestOccupancyFromCopyTimes: the source hands the tracker devrt's copy

@@ -189,7 +189,7 @@ func (t *Translator) execute(p *process, x *ev.GPUExec, link *execLink) {
 	dir := ev.DirNone
 	if x.API.Class() == ev.ClassLaunch {
 		if link != nil && link.kernel != "" && t.hooks.Executed != nil {
-			t.hooks.Executed(p.pid, link.kernel, link.dev, x.CallStart, x.GPUStart)
+			t.hooks.Executed(p.pid, link.kernel, link.dev, x.CallStart, x.GPUStart, x.GPUEnd)
 		}
 		observe(&p.exec.kernelDur, t.cfg.KernelExecution, x.API, dur)
 		observe(&p.exec.queueDelay, t.cfg.KernelQueueDelay, x.API, float64(x.QueueDelay())/1e9)

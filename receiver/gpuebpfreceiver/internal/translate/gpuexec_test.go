@@ -93,8 +93,9 @@ func assertEqualMap(a, b map[string]any) bool {
 	return true
 }
 
-func TestGPUExecSpanIsTheLaunchSpansChild(t *testing.T) {
-	tr := newExecTranslator(t, execConfig())
+// launchVecAdd gives tr devrt's records of a launch of vecAdd (named by
+// cuModuleGetFunction) at 10 µs, its work on the GPU from 15 to 45 µs.
+func launchVecAdd(t *testing.T, tr *Translator) {
 	named := withOut(rec(ev.APICuModuleGetFunction, ev.KindCallNamed, 0x7ffc, 0xe0, 0x5000), 0xf00)
 	named.Name, named.Source, named.Corr = "_Z6vecAddPfS_S_i", ev.SourceDevrt, 1
 	tr.Handle(decoded(t, named))
@@ -102,6 +103,11 @@ func TestGPUExecSpanIsTheLaunchSpansChild(t *testing.T) {
 	x := gpuExec(ev.APICuLaunchKernel, 2, 10_000, 15_000, 45_000)
 	x.Stream, x.Handle = 0x5, 0xf00
 	tr.HandleGPUExec(x)
+}
+
+func TestGPUExecSpanIsTheLaunchSpansChild(t *testing.T) {
+	tr := newExecTranslator(t, execConfig())
+	launchVecAdd(t, tr)
 
 	td, n := tr.TakeSpans()
 	require.Equal(t, 3, n)
@@ -368,4 +374,30 @@ func TestDevrtSelfMetrics(t *testing.T) {
 		}
 	}
 	require.Zero(t, n)
+}
+
+// TestGPUExecHooks: the device probes get devrt's launch call of a named
+// kernel and its GPU timing, start and end (launch latency pairs the
+// probes' first block with the work between them).
+func TestGPUExecHooks(t *testing.T) {
+	type call struct {
+		pid        uint32
+		kernel     string
+		dev        int32
+		start, end uint64
+		gpuStart   uint64
+	}
+	var launched, executed []call
+	res := fakeResolver{100: {PID: 100, ExeName: "python3", Cgroup: procattr.Cgroup{}}}
+	tr := New(execConfig(), receivertest.NewNopSettings(metadata.Type), res, nil, Hooks{
+		Launched: func(pid uint32, kernel string, dev int32, start uint64) {
+			launched = append(launched, call{pid: pid, kernel: kernel, dev: dev, start: start})
+		},
+		Executed: func(pid uint32, kernel string, dev int32, callStart, gpuStart, gpuEnd uint64) {
+			executed = append(executed, call{pid, kernel, dev, callStart, gpuEnd, gpuStart})
+		},
+	})
+	launchVecAdd(t, tr)
+	require.Equal(t, []call{{pid: 100, kernel: "_Z6vecAddPfS_S_i", dev: -1, start: 10_000}}, launched)
+	require.Equal(t, []call{{pid: 100, kernel: "_Z6vecAddPfS_S_i", dev: -1, start: 10_000, gpuStart: 15_000, end: 45_000}}, executed)
 }

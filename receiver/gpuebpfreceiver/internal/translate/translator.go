@@ -84,10 +84,10 @@ type Hooks struct {
 	// known: the process, the mangled name, the device ordinal devrt named
 	// (-1: none) and the call's start (CLOCK_MONOTONIC ns). Executed gets
 	// devrt's GPU timing of such a launch: the call's start and the work's
-	// start on the host clock. The device probes pair them with what ran
-	// inside the kernels, per GPU.
+	// start and end on the host clock. The device probes pair them with
+	// what ran inside the kernels, per GPU.
 	Launched func(pid uint32, kernel string, dev int32, start uint64)
-	Executed func(pid uint32, kernel string, dev int32, callStart, gpuStart uint64)
+	Executed func(pid uint32, kernel string, dev int32, callStart, gpuStart, gpuEnd uint64)
 }
 
 // SelfStats are the receiver's own counters that the translator does not
