@@ -36,6 +36,10 @@ echo "== device probes: the collector's cost of one poll of one region (132 SMs,
 go test -run XXX -bench RegionRead -benchtime 200x -count 3 \
 	./internal/proberegion/ | tee "$out/region.txt"
 
+echo "== device probes: the collector's launch_latency pairing, ns per launch (a launch every 2 µs, 1 in 64 timed)"
+go test -run XXX -bench LaunchMatcher -benchtime 500000x -count 3 -benchmem \
+	./internal/proberegion/ | tee "$out/matcher.txt"
+
 echo "== devrt: ns per cuLaunchKernel on the fake driver, in-process"
 go test -run XXX -bench DevrtOverhead -benchtime 1000000x -count 3 \
 	./devrt/devrttest/ | tee "$out/devrt.txt"

@@ -99,6 +99,14 @@ type pair struct {
 // shifted.
 const Tolerance = 50_000 // ns
 
+// MaxDoubt caps the offset's doubt below its estimate (off - lo): a long
+// timed kernel's end event bounds the offset only as far as its run time,
+// which would let any record of its neighbours pass the checks below; a
+// warm launch's blocks start a few µs after its start event, a kernel's
+// first launch's up to 52 µs in the day's traces, the doubt they leave
+// within MaxDoubt of the checks' Tolerance.
+const MaxDoubt = 25_000 // ns
+
 // Bounds of the offset's samples (one per timed launch matched).
 const (
 	// OffsetSpan: the timed launches within this of a call make its
@@ -111,6 +119,8 @@ const (
 	// launch after it.
 	MaxHold    = 1_000_000_000
 	maxSamples = 256
+	// SampleGrain: timed launches closer than this make one sample.
+	SampleGrain = 5_000_000
 )
 
 // sample is one timed launch's bounds on the offset, at its call's start:
@@ -157,6 +167,10 @@ type LaunchMatcher struct {
 	suspect map[uint64]bool
 	lostAll bool
 	synced  map[uint64]bool // realigned since lostAll was set
+	// confirmed: each kernel's latest timed call whose record passed its
+	// check (its call start); the pairs up to it stand when one after is
+	// found off.
+	confirmed map[uint64]uint64
 	// Realigned counts the realignments, Shifted the pairings found off.
 	Realigned, Shifted uint64
 }
@@ -170,7 +184,8 @@ const (
 // NewLaunchMatcher returns an empty matcher.
 func NewLaunchMatcher() *LaunchMatcher {
 	return &LaunchMatcher{host: map[uint64][]HostLaunch{}, dev: map[uint64][]Launch{},
-		recent: map[uint64][]pair{}, suspect: map[uint64]bool{}, synced: map[uint64]bool{}}
+		recent: map[uint64][]pair{}, suspect: map[uint64]bool{}, synced: map[uint64]bool{},
+		confirmed: map[uint64]uint64{}}
 }
 
 // calibrated: a timed launch has been matched.
@@ -181,25 +196,30 @@ func (m *LaunchMatcher) calibrated() bool { return len(m.samples) > 0 }
 // of their lower bounds (the offset lies between lo and off: off - lo
 // bounds its error); dist is how far that one is (0 within the span).
 func (m *LaunchMatcher) offsetAt(t uint64) (off, lo int64, dist uint64) {
-	found := false
-	dist = ^uint64(0)
-	for _, x := range m.samples {
-		d := x.at - t
-		if t > x.at {
-			d = t - x.at
+	// the samples are in call order: those within the span, else the
+	// one on either side of t
+	from := t - min(t, OffsetSpan)
+	i := sort.Search(len(m.samples), func(i int) bool { return m.samples[i].at >= from })
+	j := i
+	for ; j < len(m.samples) && m.samples[j].at <= t+OffsetSpan; j++ {
+		x := m.samples[j]
+		if j == i {
+			off, lo = x.off, x.lo
 		}
-		switch {
-		case d <= OffsetSpan:
-			if !found {
-				off, lo = x.off, x.lo
+		off, lo = min(off, x.off), max(lo, x.lo)
+	}
+	if j == i { // none within: the nearest
+		dist = ^uint64(0)
+		for _, k := range []int{i - 1, i} {
+			if k >= 0 && k < len(m.samples) {
+				x := m.samples[k]
+				if d := max(x.at, t) - min(x.at, t); d < dist {
+					off, lo, dist = x.off, x.lo, d
+				}
 			}
-			off, lo = min(off, x.off), max(lo, x.lo)
-			found, dist = true, 0
-		case !found && d < dist:
-			off, lo, dist = x.off, x.lo, d
 		}
 	}
-	return off, min(lo, off), dist
+	return off, min(max(lo, off-MaxDoubt), off), dist
 }
 
 // tolerance is Tolerance plus what the clocks may have drifted over dist.
@@ -223,7 +243,12 @@ func (m *LaunchMatcher) Host(kernel uint64, start uint64) {
 	push(m.host, kernel, HostLaunch{Start: start}, MaxPending)
 	m.newest = max(m.newest, start)
 	m.match(kernel)
-	m.release(0)
+	// a newer call can only age pairs past MaxHold: the oldest first (a
+	// walk of every waiting pair on each call cost a launch-bound program
+	// 280 ns a call in the collector)
+	if len(m.pairs) > 0 && m.pairs[0].host.Start+MaxHold <= m.newest {
+		m.release(0)
+	}
 }
 
 // Expire reports the pairs that waited MaxHold for a timed launch after
@@ -255,11 +280,19 @@ func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart, gpuEnd uint64)
 		}
 	}
 	check := func(p pair) {
-		if d, tol := m.outside(HostLaunch{callStart, gpuStart, gpuEnd}, p.gpu); d > tol || d < -tol {
+		h := HostLaunch{callStart, gpuStart, gpuEnd}
+		var prev *uint64
+		for i, q := range m.recent[kernel] {
+			if q.host.Start == callStart && i > 0 {
+				prev = &m.recent[kernel][i-1].gpu
+			}
+		}
+		if m.misfit(h, p.gpu, prev) {
 			m.shifted(kernel) // paired with another launch's record
 			return
 		}
-		m.refresh(sampleOf(HostLaunch{callStart, gpuStart, gpuEnd}, p.gpu))
+		m.confirm(kernel, callStart)
+		m.refresh(sampleOf(h, p.gpu))
 	}
 	for _, p := range m.pairs {
 		if p.kernel == kernel && p.host.Start == callStart {
@@ -302,6 +335,34 @@ func (m *LaunchMatcher) outside(h HostLaunch, gpu uint64) (d, tol int64) {
 	}
 	return d, tolerance(dist)
 }
+
+// misfit tells whether the record whose first block is at gpu cannot be
+// timed call h's: it lies outside h's work (beyond tolerance), or its
+// block started more than Tolerance after h's start event while the
+// kernel's record before it (prev, when known) lies at or after that start
+// event and within the work. Back-to-back launches on a stream start each
+// one's blocks as the previous work ends: after a call lost, a timed call
+// takes the next launch's record, just after its own work ends, and its
+// own record sits before it, near the start event. A block that started
+// late (other streams' work, a first launch) has the kernel's previous
+// record before its start event.
+func (m *LaunchMatcher) misfit(h HostLaunch, gpu uint64, prev *uint64) bool {
+	d, tol := m.outside(h, gpu)
+	if d > tol || d < -tol {
+		return true
+	}
+	off, _, _ := m.offsetAt(h.Start)
+	if prev == nil || int64(gpu)-off-int64(h.GPUStart) <= Tolerance {
+		return false
+	}
+	at := int64(*prev) - off
+	return at >= int64(h.GPUStart)-(tol-Tolerance)-Slack && at <= int64(max(h.GPUEnd, h.GPUStart))+tol
+}
+
+// Slack is the error of a block's host time through the offset where that
+// is the least of many timed launches' near it: devrt's anchor (under a
+// µs) and the least gap's own (about a µs).
+const Slack = 2_000 // ns
 
 func (m *LaunchMatcher) isSuspect(kernel uint64) bool {
 	return m.suspect[kernel] || m.lostAll && !m.synced[kernel]
@@ -391,18 +452,17 @@ func (m *LaunchMatcher) release(now uint64) {
 	}
 	last := m.samples[len(m.samples)-1].at
 	now = max(now, m.newest)
-	kept := m.pairs[:0]
-	for _, p := range m.pairs {
+	n := 0
+	for ; n < len(m.pairs); n++ {
+		p := m.pairs[n]
 		if p.host.Start+OffsetSpan > last && p.host.Start+MaxHold > now {
-			kept = append(kept, p)
-			continue
+			break
 		}
 		off, _, _ := m.offsetAt(p.host.Start)
 		m.out = append(m.out, Latency{KernelID: p.kernel, HostNS: p.host.Start,
 			NS: int64(p.gpu) - off - int64(p.host.Start)})
 	}
-	clear(m.pairs[len(kept):])
-	m.pairs = kept
+	m.pairs = m.pairs[n:] // not moved: append reallocates when the array's end is reached
 }
 
 func (m *LaunchMatcher) match(kernel uint64) {
@@ -435,7 +495,11 @@ func (m *LaunchMatcher) match(kernel uint64) {
 			continue
 		}
 		if m.calibrated() {
-			if x, tol := m.outside(h, d.StartNS); h.GPUStart != 0 && (x > tol || x < -tol) {
+			var prev *uint64
+			if r := m.recent[kernel]; len(r) > 0 {
+				prev = &r[len(r)-1].gpu
+			}
+			if h.GPUStart != 0 && m.misfit(h, d.StartNS, prev) {
 				// a timed call paired with another launch's record: put
 				// both back and realign from the first timed call
 				m.shifted(kernel)
@@ -449,6 +513,7 @@ func (m *LaunchMatcher) match(kernel uint64) {
 			m.remember(p)
 			m.hold(p)
 			if h.GPUStart != 0 {
+				m.confirm(kernel, h.Start)
 				m.refresh(sampleOf(h, d.StartNS))
 			}
 			continue
@@ -460,11 +525,22 @@ func (m *LaunchMatcher) match(kernel uint64) {
 
 // shifted: kernel's pairing was found off. It is suspect until a timed
 // call realigns it, and its pairs not reported yet, made in the same
-// order, are dropped.
+// order, are dropped, but those up to its last timed call whose record
+// passed its check (pairs wait OffsetSpan for their offset: dropping
+// those too lost what checks had confirmed).
 func (m *LaunchMatcher) shifted(kernel uint64) {
 	m.Shifted++
 	m.suspect[kernel] = true
-	m.pairs = slices.DeleteFunc(m.pairs, func(p pair) bool { return p.kernel == kernel })
+	ok := m.confirmed[kernel]
+	m.pairs = slices.DeleteFunc(m.pairs, func(p pair) bool { return p.kernel == kernel && p.host.Start > ok })
+}
+
+// confirm records that kernel's timed call at callStart passed its check.
+func (m *LaunchMatcher) confirm(kernel, callStart uint64) {
+	if _, ok := m.confirmed[kernel]; !ok && len(m.confirmed) >= MaxKernels {
+		clear(m.confirmed)
+	}
+	m.confirmed[kernel] = max(m.confirmed[kernel], callStart)
 }
 
 // hold keeps a pair until its offset is known (release); the oldest go
@@ -505,6 +581,17 @@ func (m *LaunchMatcher) refresh(x sample) {
 	i := len(m.samples)
 	for i > 0 && m.samples[i-1].at > x.at {
 		i--
+	}
+	// within SampleGrain of a neighbour: one sample of both (the clocks
+	// drift 90 ns in 5 ms), so a call's offset takes the least of at most
+	// 2*OffsetSpan/SampleGrain of them however many launches are timed
+	for _, j := range []int{i - 1, i} {
+		if j >= 0 && j < len(m.samples) && max(x.at, m.samples[j].at)-min(x.at, m.samples[j].at) < SampleGrain {
+			y := &m.samples[j]
+			y.at, y.off, y.lo = max(y.at, x.at), min(y.off, x.off), max(y.lo, x.lo)
+			m.release(0)
+			return
+		}
 	}
 	m.samples = slices.Insert(m.samples, i, x)
 	if len(m.samples) > maxSamples {

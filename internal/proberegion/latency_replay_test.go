@@ -17,7 +17,7 @@ import (
 // reported in one run of a GPU program (bench/device/latency_repeat.sh
 // writes them from its debug log; its header says the format).
 type traceOp struct {
-	op       byte // c, t, r, l, L
+	op       byte // c, t, r, l, L; o, x: a region opened, closed (its last read)
 	pid, dev int64
 	kernel   string
 	v        []uint64
@@ -32,8 +32,27 @@ func readTrace(t *testing.T, path string) []traceOp {
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		w := strings.Fields(sc.Text())
+		if len(w) >= 3 && w[0] == "#" && w[1] == "region" {
+			// "# region opened|closed pid=P path=... device=D ...": the
+			// region's reads, as the source makes them
+			o := traceOp{op: map[string]byte{"opened": 'o', "closed": 'x'}[w[2]]}
+			for _, kv := range w[3:] {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "pid":
+					o.pid, err = strconv.ParseInt(v, 10, 64)
+				case "device":
+					o.dev, err = strconv.ParseInt(v, 10, 64)
+				}
+				require.NoError(t, err, "%s:%d", path, n)
+			}
+			if o.op != 0 {
+				ops = append(ops, o)
+			}
+			continue
+		}
 		if len(w) == 0 || w[0] == "#" {
-			continue // a comment: a region's or process's lifecycle
+			continue // a comment: a process's lifecycle
 		}
 		want := map[string]int{"c": 5, "t": 7, "r": 5, "l": 4, "L": 6}[w[0]]
 		require.True(t, want > 0 && len(w) == want, "%s:%d: %q", path, n, sc.Text())
@@ -64,13 +83,17 @@ func traceKernelID(name string) uint64 {
 	return h.Sum64()
 }
 
-// replayTrace feeds a trace's inputs to one matcher per process and GPU,
-// as devprobes.Source does (a poll's records of a region at once, then
-// Expire at the newest call seen; Flush at the end), and returns each
-// process's, GPU's and kernel's latencies by call start.
+// replayTrace feeds a trace's inputs to one matcher per process and GPU
+// as devprobes.Source does: a read's records of a region at once, then
+// Expire at the newest call seen, and what it released taken; at a
+// region's last read (traces that say when), Flush; once a process's
+// regions on a GPU are closed, what a call or timing releases is taken at
+// once (Source.settle); at the end, as at shutdown, Flush. It returns
+// each process's, GPU's and kernel's latencies by call start.
 func replayTrace(ops []traceOp) map[string]map[uint64]int64 {
 	type key struct{ pid, dev int64 }
 	ms := map[key]*LaunchMatcher{}
+	open, closed := map[key]int{}, map[key]bool{}
 	names := map[uint64]string{}
 	matcher := func(k key) *LaunchMatcher {
 		if ms[k] == nil {
@@ -80,7 +103,7 @@ func replayTrace(ops []traceOp) map[string]map[uint64]int64 {
 	}
 	out := map[string]map[uint64]int64{}
 	take := func(k key) {
-		for _, l := range ms[k].Take() {
+		for _, l := range matcher(k).Take() {
 			name := fmt.Sprintf("%d/%d/%s", k.pid, k.dev, names[l.KernelID])
 			if out[name] == nil {
 				out[name] = map[uint64]int64{}
@@ -91,7 +114,7 @@ func replayTrace(ops []traceOp) map[string]map[uint64]int64 {
 	var newest uint64
 	var batch []Launch
 	var batchOf key
-	flush := func() {
+	read := func() {
 		if len(batch) > 0 {
 			m := matcher(batchOf)
 			m.Device(batch)
@@ -103,7 +126,7 @@ func replayTrace(ops []traceOp) map[string]map[uint64]int64 {
 	for _, o := range ops {
 		k := key{o.pid, o.dev}
 		if o.op != 'r' || k != batchOf {
-			flush()
+			read()
 		}
 		id := traceKernelID(o.kernel)
 		names[id] = o.kernel
@@ -117,10 +140,22 @@ func replayTrace(ops []traceOp) map[string]map[uint64]int64 {
 			batch, batchOf = append(batch, Launch{KernelID: id, StartNS: o.v[0]}), k
 		case 'l':
 			matcher(k).Lost()
+		case 'o':
+			open[k]++
+			delete(closed, k)
+		case 'x':
+			if open[k]--; open[k] <= 0 {
+				matcher(k).Flush()
+				take(k)
+				closed[k] = true
+			}
 		}
-		take(k)
+		if closed[k] && (o.op == 'c' || o.op == 't') {
+			matcher(k).Flush()
+			take(k)
+		}
 	}
-	flush()
+	read()
 	for k, m := range ms {
 		m.Flush()
 		take(k)
@@ -130,8 +165,8 @@ func replayTrace(ops []traceOp) map[string]map[uint64]int64 {
 
 // TestLaunchMatcherReplay replays launch traces recorded on a GPU by
 // bench/device/latency_repeat.sh (probes_check.sh's launch_latency runs,
-// warp level and per thread, 2026-11-27; replayed with the matcher of
-// their day, each gave exactly the latencies the collector reported):
+// warp level and per thread, 2026-11-27; when recorded, a replay with the
+// matcher of the day gave exactly the latencies the collector reported):
 // h100-a*, h100-b1 on an H100; h200-c5 on an H200, where the matcher of
 // that day dropped early_exits' third record and paired every launch
 // after with the next one's record (TestLaunchMatcherLostCallBounds).

@@ -295,8 +295,8 @@ func TestLaunchMatcherRealignsOnItsWork(t *testing.T) {
 // a timed launch OffsetSpan after it. Reported at the first timed launch
 // after it (until 2026-11-27), a kernel's first launch took the offset of
 // its second, whose blocks started 35 µs after its start event: -11.5 µs
-// where it was 23.5 (a live Triton attention kernel's on an H100,
-// testdata/latency/h100-a2-warp.trace).
+// here where it was 23.5 (-11.6 in testdata/latency/h100-a2-warp.trace, a
+// live Triton attention kernel's on an H100).
 func TestLaunchMatcherWaitsForItsSpan(t *testing.T) {
 	const k = 0xabc
 	const off = 5_000_000_000
@@ -368,4 +368,61 @@ func calibratedMatcher(t *testing.T, k uint64, off uint64) *LaunchMatcher {
 	m.Expire(1000 + MaxHold)
 	require.Equal(t, []Latency{{k, 1000, 1000}}, m.Take())
 	return m
+}
+
+// TestLaunchMatcherQueuedShift: back-to-back launches of a 300 µs kernel
+// queued on a stream (calls 5 µs apart, every fourth timed: its start
+// event 2 µs before its first block, its end event as the work ends, the
+// next launch's block 3 µs later). A call lost, or a record lost without
+// the ring saying so, shifts the in-order pairing by one; the next timed
+// call's check finds it (its record before its start event; or just
+// after its work ends while the record before it sits at the start
+// event), and what it reports is each call's own latency, those the
+// checks confirmed before the shift included.
+func TestLaunchMatcherQueuedShift(t *testing.T) {
+	const k = 0xabc
+	const off = 5_000_000_000
+	const c0, b0 = 1_000_000_000, 1_000_100_000 // first call, first block
+	call := func(i uint64) uint64 { return c0 + 5_000*i }
+	block := func(i uint64) uint64 { return b0 + 303_000*i }
+	for _, tc := range []struct {
+		name           string
+		lostCall, lost int // the call or record lost (-1: none)
+	}{
+		{"call lost", 5, -1},
+		{"record lost", -1, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := calibratedMatcher(t, k, off)
+			var recs []Launch
+			for i := range uint64(20) {
+				if int(i) != tc.lostCall {
+					m.Host(k, call(i))
+				}
+				if int(i) != tc.lost {
+					recs = append(recs, Launch{KernelID: k, StartNS: block(i) + off})
+				}
+			}
+			m.Device(recs)
+			for i := uint64(0); i < 20; i += 4 {
+				m.Timed(k, call(i), block(i)-2000, block(i)+300_000)
+			}
+			m.Expire(call(19) + MaxHold)
+			got := m.Take()
+			require.NotZero(t, m.Shifted)
+			byCall := map[uint64]int64{}
+			for _, l := range got {
+				byCall[l.HostNS] = l.NS
+			}
+			for i := range uint64(20) {
+				ns, ok := byCall[call(i)]
+				if i <= 4 {
+					require.True(t, ok, "call %d, confirmed by the timed call 4", i)
+				}
+				if ok { // through the least gap near it: 2 µs
+					require.Equal(t, int64(block(i)-call(i))-2000, ns, "call %d: its own record", i)
+				}
+			}
+		})
+	}
 }

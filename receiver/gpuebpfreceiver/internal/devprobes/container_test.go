@@ -113,7 +113,7 @@ func TestContainerRegionInNamespaces(t *testing.T) {
 			s.Poll()
 			require.Empty(t, s.regions)
 			for _, pid := range want {
-				require.True(t, s.procs[pid].retire)
+				require.Zero(t, s.procs[pid].regions)
 			}
 			names, err = filepath.Glob(filepath.Join(dir, RegionPattern))
 			require.NoError(t, err)

@@ -113,16 +113,23 @@ type region struct {
 type proc struct {
 	pid     uint32
 	regions int
-	retire  bool // no region left: emitted once more, then dropped
-	// noRegion: it had no region at the last emission either (devrt's
-	// launch records made it, or brought it back after its last region
-	// went): dropped at the next emission that still finds none.
+	// noRegion: it had no region at the last emission either: dropped at
+	// the next emission that still finds none. A process whose last
+	// region went is emitted twice more: devrt's timings, a poll behind
+	// its records, may still settle launches (settle); dropped at the
+	// first emission after, as until 2026-11-27, it took them to a new
+	// process's matcher, which had none of its calls.
 	noRegion bool
 	// matchers pair launch calls with launch_latency's records, one per
 	// GPU, by device ordinal: devrt names each launch's device and each
 	// region's (-1: named none). Each GPU has its own %globaltimer, so its
 	// own clock offset too.
 	matchers map[int32]*proberegion.LaunchMatcher
+	// open counts its regions open on each GPU (by ordinal), devs names
+	// the GPU (hw.id) its regions of each ordinal named: once none is
+	// open, what its matcher releases is reported at once (settle).
+	open map[int32]int
+	devs map[int32]string
 	// gpus: what each of its GPUs' regions said, by hw.id (a process has
 	// a region per context, a context per GPU; SM ids are per GPU).
 	gpus map[string]*gpuStats
@@ -140,6 +147,13 @@ func (p *proc) matcher(ord int32) *proberegion.LaunchMatcher {
 		p.matchers[ord] = m
 	}
 	return m
+}
+
+// closed counts one of p's regions on GPU ord closed.
+func (p *proc) closed(ord int32) {
+	if p.open[ord]--; p.open[ord] <= 0 {
+		delete(p.open, ord)
+	}
 }
 
 // gpuStats is what the probes saw of one process on one GPU, cumulative.
@@ -253,8 +267,10 @@ func (s *Source) Shutdown() {
 		rg := s.regions[path]
 		if p := s.procs[rg.pid]; p != nil {
 			s.finishRuns(p, rg, rg.tr.Flush())
-			if p.regions--; p.regions <= 0 {
-				p.retire = true
+			p.closed(rg.ord)
+			p.regions--
+			if m := p.matchers[rg.ord]; m != nil {
+				s.settle(p, rg.ord, m) // the launches waiting for their offset
 			}
 		}
 		_ = rg.r.Close()
@@ -325,11 +341,12 @@ func (s *Source) Launch(pid uint32, kernel string, dev int32, start uint64) {
 	id := ptx.KernelID(kernel)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m := s.matcherOf(pid, id, dev); m != nil {
+	if p, m := s.matcherOf(pid, id, dev); m != nil {
 		if s.log.Core().Enabled(zap.DebugLevel) {
 			s.log.Debug("launch call", zap.Uint32("pid", pid), zap.Int32("device", dev), zap.String("kernel", kernel), zap.Uint64("call_ns", start))
 		}
 		m.Host(id, start)
+		s.settle(p, dev, m)
 	}
 }
 
@@ -340,33 +357,49 @@ func (s *Source) Timed(pid uint32, kernel string, dev int32, callStart, gpuStart
 	id := ptx.KernelID(kernel)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m := s.matcherOf(pid, id, dev); m != nil {
+	if p, m := s.matcherOf(pid, id, dev); m != nil {
 		if s.log.Core().Enabled(zap.DebugLevel) {
 			s.log.Debug("launch timed", zap.Uint32("pid", pid), zap.Int32("device", dev), zap.String("kernel", kernel),
 				zap.Uint64("call_ns", callStart), zap.Uint64("gpu_start_ns", gpuStart), zap.Uint64("gpu_end_ns", gpuEnd))
 		}
 		m.Timed(id, callStart, gpuStart, gpuEnd)
+		s.settle(p, dev, m)
 	}
 }
 
-func (s *Source) matcherOf(pid uint32, id uint64, dev int32) *proberegion.LaunchMatcher {
+func (s *Source) matcherOf(pid uint32, id uint64, dev int32) (*proc, *proberegion.LaunchMatcher) {
 	if _, ok := s.set.KernelName(id); !ok {
-		return nil
+		return nil, nil
 	}
 	if _, ok := s.set.Layout().Find(proberegion.MapLaunchRing); !ok {
-		return nil
+		return nil, nil
 	}
-	return s.proc(pid).matcher(dev)
+	p := s.proc(pid)
+	return p, p.matcher(dev)
+}
+
+// settle reports what p's matcher m of GPU ord released outside a read of
+// its regions once none of them is open: the last read flushed it, and
+// devrt's timings, which come a poll behind the records, may still pair
+// and release launches (a program that exits right after its last
+// launches), which no read would take.
+func (s *Source) settle(p *proc, ord int32, m *proberegion.LaunchMatcher) {
+	dev, seen := p.devs[ord]
+	if !seen || p.open[ord] > 0 {
+		return
+	}
+	m.Flush()
+	s.recordLatencies(p, ord, p.gpu(dev), m.Take())
 }
 
 func (s *Source) proc(pid uint32) *proc {
 	p := s.procs[pid]
 	if p == nil {
-		p = &proc{pid: pid, matchers: map[int32]*proberegion.LaunchMatcher{}, gpus: map[string]*gpuStats{}}
+		p = &proc{pid: pid, matchers: map[int32]*proberegion.LaunchMatcher{}, gpus: map[string]*gpuStats{},
+			open: map[int32]int{}, devs: map[int32]string{}}
 		s.procs[pid] = p
 		s.log.Debug("device probe process", zap.Uint32("pid", pid))
 	}
-	p.retire = false
 	return p
 }
 
@@ -431,9 +464,8 @@ func (s *Source) Poll() {
 			_ = rg.r.Close()
 			delete(s.regions, path)
 			s.release(path, ended && err == nil, err != nil) // removed if the process ended without unloading the module
-			if p.regions--; p.regions <= 0 {
-				p.retire = true
-			}
+			p.closed(rg.ord)
+			p.regions--
 			if err != nil {
 				s.giveUp(path, err)
 			}
@@ -483,6 +515,24 @@ func (s *Source) kernelName(id uint64) string {
 	return fmt.Sprintf("kernel-%016x", id)
 }
 
+// recordLatencies adds launch latencies of p's GPU ord to its stats g.
+func (s *Source) recordLatencies(p *proc, ord int32, g *gpuStats, lats []proberegion.Latency) {
+	debug := len(lats) > 0 && s.log.Core().Enabled(zap.DebugLevel)
+	for _, l := range lats {
+		name := s.kernelName(l.KernelID)
+		if debug {
+			s.log.Debug("launch latency", zap.Uint32("pid", p.pid), zap.Int32("device", ord),
+				zap.String("kernel", name), zap.Uint64("call_ns", l.HostNS), zap.Int64("latency_ns", l.NS))
+		}
+		h := g.latency[name]
+		if h == nil {
+			h = histogram.New(s.cfg.LaunchLatency.Buckets)
+			g.latency[name] = h
+		}
+		h.Record(s.cfg.LaunchLatency.Buckets, float64(l.NS)/1e9)
+	}
+}
+
 func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last bool) {
 	g := p.gpu(rg.dev)
 	var lats []proberegion.Latency
@@ -512,20 +562,7 @@ func (s *Source) consume(p *proc, rg *region, snap *proberegion.Snapshot, last b
 	// its launch's first block, whose pairing may be the GPU clock's
 	// offset its span's times go through
 	s.finishRuns(p, rg, rg.tr.Blocks(snap.Blocks, snap.BlockProgress(), s.opts.Now()))
-	debug := len(lats) > 0 && s.log.Core().Enabled(zap.DebugLevel)
-	for _, l := range lats {
-		name := s.kernelName(l.KernelID)
-		if debug {
-			s.log.Debug("launch latency", zap.Uint32("pid", p.pid), zap.Int32("device", rg.ord),
-				zap.String("kernel", name), zap.Uint64("call_ns", l.HostNS), zap.Int64("latency_ns", l.NS))
-		}
-		h := g.latency[name]
-		if h == nil {
-			h = histogram.New(s.cfg.LaunchLatency.Buckets)
-			g.latency[name] = h
-		}
-		h.Record(s.cfg.LaunchLatency.Buckets, float64(l.NS)/1e9)
-	}
+	s.recordLatencies(p, rg.ord, g, lats)
 	clk := proberegion.ReadClock{CopyStart: snap.CopyStartNS, Now: s.opts.Monotonic()}
 	for _, o := range rg.tr.Occupancy(snap.Occupancy, snap.OccSlots, snap.OccResident, clk) {
 		g.occ[o.SM] = o.Warps // in bucket order: the newest stays (weighed by the probes)
@@ -678,8 +715,8 @@ var outcomeAttr = map[devrtinject.Outcome]metadata.AttributeModuleStatus{
 }
 
 // Metrics returns the cumulative metrics of every process the probes saw
-// and the source's own; processes whose regions are all gone are dropped
-// after this emission.
+// and the source's own; processes whose regions have been gone since the
+// last emission are dropped after this one.
 func (s *Source) Metrics() pmetric.Metrics {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -712,8 +749,8 @@ func (s *Source) Metrics() pmetric.Metrics {
 				hists = append(hists, hist{res, delay, latency})
 			}
 		}
-		if p.retire || p.regions <= 0 && p.noRegion {
-			s.log.Debug("device probe process dropped", zap.Uint32("pid", pid), zap.Bool("retired", p.retire))
+		if p.regions <= 0 && p.noRegion {
+			s.log.Debug("device probe process dropped", zap.Uint32("pid", pid))
 			delete(s.procs, pid)
 			continue
 		}

@@ -285,12 +285,14 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	}, roundAttrs(sp.Attributes().AsRaw()))
 
 	// The region file removed (module unloaded): read once more and closed;
-	// the process's metrics are emitted once more, then dropped.
+	// the process's metrics are emitted twice more (devrt's last timings
+	// may still come), then dropped.
 	require.NoError(t, os.Remove(filepath.Join(dir, "gpuext-devmaps-4242-1.maps")))
 	s.Poll()
 	got = metrics(s.Metrics())
 	require.Equal(t, []point{{map[string]any{"state": "active"}, 0}, {map[string]any{"state": "broken"}, 1}}, got["gpu.devrt.probes.regions"])
 	require.Len(t, got["gpu.kernel.blocks"], 1)
+	require.Len(t, metrics(s.Metrics())["gpu.kernel.blocks"], 1)
 	got = metrics(s.Metrics())
 	require.Empty(t, got["gpu.kernel.blocks"])
 
@@ -555,6 +557,51 @@ func TestLatencyFlushedWhenRegionGoes(t *testing.T) {
 	s.Poll()
 	require.Equal(t, lat(map[int]uint64{2: 1, 3: 1}, 12e-6, 2), roundSums(metrics(s.Metrics())["gpu.kernel.launch.latency"]),
 		"reported when the region went: 5 and 7 µs")
+}
+
+// TestLatencyAfterRegionCloses: devrt's timings come a poll behind the
+// region's records, so a program that exits right after its last launch
+// has its region read for the last time before the timing that settles
+// the launch's offset. What the matcher releases then is reported at
+// once; nothing reads it later. And at shutdown the launches waiting for
+// their offset are reported with the nearest.
+func TestLatencyAfterRegionCloses(t *testing.T) {
+	lat := func(s *Source) []point {
+		return roundSums(metrics(s.Metrics())["gpu.kernel.launch.latency"])
+	}
+	want := []point{{map[string]any{"gpu.cuda.kernel.name": "imbalanced", "pid": int64(pid),
+		"buckets": []uint64{0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, "sum": 5e-6}, 1}}
+	start := func(t *testing.T, dir string) (*Source, uint64) {
+		s, _ := newSource(t, dir)
+		patchCorpus(t, s)
+		mem := mapRegion(t, s, dir, 1)
+		h := base - offset - 5000
+		s.opts.Monotonic = func() uint64 { return h } // the host's clock: no pair is MaxHold old
+		s.Launch(pid, "imbalanced", -1, h)            // not timed yet: the matcher has no offset
+		require.NoError(t, probesim.Run(s.Set().Compiled(), mem, probesim.Launch{Kernel: "imbalanced", Grid: 16, Threads: 64, NSM: 4,
+			Blocks: probesim.Imbalanced(base, 16, 4), GridID: 1}))
+		return s, h
+	}
+	t.Run("region closed", func(t *testing.T) {
+		dir := t.TempDir()
+		s, h := start(t, dir)
+		defer s.Shutdown()
+		s.Poll() // paired, no offset to report it with
+		require.NoError(t, os.Remove(filepath.Join(dir, "gpuext-devmaps-4242-1.maps")))
+		s.Poll() // the last read
+		require.Empty(t, lat(s))
+		s.Timed(pid, "imbalanced", -1, h, base-offset, base-offset+100_000)
+		require.Equal(t, want, lat(s), "the timing a poll later settles it")
+	})
+	t.Run("shutdown", func(t *testing.T) {
+		dir := t.TempDir()
+		s, h := start(t, dir)
+		s.Timed(pid, "imbalanced", -1, h, base-offset, base-offset+100_000)
+		s.Poll() // paired and calibrated: waits for a timed launch OffsetSpan after it
+		require.Empty(t, lat(s))
+		s.Shutdown()
+		require.Equal(t, want, lat(s), "reported at shutdown")
+	})
 }
 
 // TestOccupancyFromCopyTimes: the source hands the tracker devrt's copy
