@@ -339,13 +339,14 @@ func (m *LaunchMatcher) outside(h HostLaunch, gpu uint64) (d, tol int64) {
 // misfit tells whether the record whose first block is at gpu cannot be
 // timed call h's: it lies outside h's work (beyond tolerance), or its
 // block started more than Tolerance after h's start event while the
-// kernel's record before it (prev, when known) lies at or after that start
-// event and within the work. Back-to-back launches on a stream start each
+// kernel's record before it (prev, when known) lies near that start event
+// (from it to Tolerance after). Back-to-back launches on a stream start each
 // one's blocks as the previous work ends: after a call lost, a timed call
 // takes the next launch's record, just after its own work ends, and its
 // own record sits before it, near the start event. A block that started
 // late (other streams' work, a first launch) has the kernel's previous
-// record before its start event.
+// record before its start event, or (a launch of it on another stream)
+// later than near it.
 func (m *LaunchMatcher) misfit(h HostLaunch, gpu uint64, prev *uint64) bool {
 	d, tol := m.outside(h, gpu)
 	if d > tol || d < -tol {
@@ -356,7 +357,7 @@ func (m *LaunchMatcher) misfit(h HostLaunch, gpu uint64, prev *uint64) bool {
 		return false
 	}
 	at := int64(*prev) - off
-	return at >= int64(h.GPUStart)-(tol-Tolerance)-Slack && at <= int64(max(h.GPUEnd, h.GPUStart))+tol
+	return at >= int64(h.GPUStart)-(tol-Tolerance)-Slack && at <= int64(h.GPUStart)+tol
 }
 
 // Slack is the error of a block's host time through the offset where that
@@ -503,8 +504,12 @@ func (m *LaunchMatcher) match(kernel uint64) {
 				// a timed call paired with another launch's record: put
 				// both back and realign from the first timed call
 				m.shifted(kernel)
-				m.host[kernel] = append([]HostLaunch{h}, m.host[kernel]...)
 				m.dev[kernel] = append([]Launch{d}, m.dev[kernel]...)
+				if x, tol := m.outside(h, d.StartNS); x > tol || x < -tol {
+					m.host[kernel] = append([]HostLaunch{h}, m.host[kernel]...)
+				} // else within its work, but its own record went to the call
+				// before (misfit): h is lost; realign from the next timed
+				// call (from h, it would take d again, and again)
 				if !m.realign(kernel) {
 					break
 				}
@@ -587,8 +592,8 @@ func (m *LaunchMatcher) refresh(x sample) {
 	// 2*OffsetSpan/SampleGrain of them however many launches are timed
 	for _, j := range []int{i - 1, i} {
 		if j >= 0 && j < len(m.samples) && max(x.at, m.samples[j].at)-min(x.at, m.samples[j].at) < SampleGrain {
-			y := &m.samples[j]
-			y.at, y.off, y.lo = max(y.at, x.at), min(y.off, x.off), max(y.lo, x.lo)
+			y := &m.samples[j] // its time kept: a sample spans SampleGrain at most
+			y.off, y.lo = min(y.off, x.off), max(y.lo, x.lo)
 			m.release(0)
 			return
 		}
