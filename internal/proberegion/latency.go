@@ -279,30 +279,31 @@ func (m *LaunchMatcher) Timed(kernel uint64, callStart, gpuStart, gpuEnd uint64)
 			}
 		}
 	}
-	check := func(p pair) {
+	check := func(p pair, prev *uint64) {
 		h := HostLaunch{callStart, gpuStart, gpuEnd}
-		var prev *uint64
-		for i, q := range m.recent[kernel] {
-			if q.host.Start == callStart && i > 0 {
-				prev = &m.recent[kernel][i-1].gpu
-			}
-		}
-		if m.misfit(h, p.gpu, prev) {
+		if m.misfit(h, p.gpu, prev) != fits {
 			m.shifted(kernel) // paired with another launch's record
 			return
 		}
 		m.confirm(kernel, callStart)
 		m.refresh(sampleOf(h, p.gpu))
 	}
-	for _, p := range m.pairs {
-		if p.kernel == kernel && p.host.Start == callStart {
-			check(p)
+	// the kernel's recent pairs know the record before; a pair made
+	// before calibration is only among those waiting
+	r := m.recent[kernel]
+	for i, p := range r {
+		if p.host.Start == callStart {
+			var prev *uint64
+			if i > 0 {
+				prev = &r[i-1].gpu
+			}
+			check(p, prev)
 			return
 		}
 	}
-	for _, p := range m.recent[kernel] {
-		if p.host.Start == callStart {
-			check(p)
+	for _, p := range m.pairs {
+		if p.kernel == kernel && p.host.Start == callStart {
+			check(p, nil)
 			return
 		}
 	}
@@ -325,15 +326,20 @@ func (m *LaunchMatcher) Lost() {
 // that distance.
 func (m *LaunchMatcher) outside(h HostLaunch, gpu uint64) (d, tol int64) {
 	off, lo, dist := m.offsetAt(h.Start)
+	return outsideAt(h, gpu, off, lo), tolerance(dist)
+}
+
+// outsideAt is outside through the offset's bounds off and lo.
+func outsideAt(h HostLaunch, gpu uint64, off, lo int64) int64 {
 	early, late := int64(gpu)-off, int64(gpu)-lo
 	start, end := int64(h.GPUStart), int64(max(h.GPUEnd, h.GPUStart))
 	switch {
 	case late < start:
-		d = late - start
+		return late - start
 	case early > end:
-		d = early - end
+		return early - end
 	}
-	return d, tolerance(dist)
+	return 0
 }
 
 // misfit tells whether the record whose first block is at gpu cannot be
@@ -347,18 +353,31 @@ func (m *LaunchMatcher) outside(h HostLaunch, gpu uint64) (d, tol int64) {
 // late (other streams' work, a first launch) has the kernel's previous
 // record before its start event, or (a launch of it on another stream)
 // later than near it.
-func (m *LaunchMatcher) misfit(h HostLaunch, gpu uint64, prev *uint64) bool {
-	d, tol := m.outside(h, gpu)
+func (m *LaunchMatcher) misfit(h HostLaunch, gpu uint64, prev *uint64) fit {
+	off, lo, dist := m.offsetAt(h.Start)
+	d, tol := outsideAt(h, gpu, off, lo), tolerance(dist)
 	if d > tol || d < -tol {
-		return true
+		return outsideWork
 	}
-	off, _, _ := m.offsetAt(h.Start)
 	if prev == nil || int64(gpu)-off-int64(h.GPUStart) <= Tolerance {
-		return false
+		return fits
 	}
-	at := int64(*prev) - off
-	return at >= int64(h.GPUStart)-(tol-Tolerance)-Slack && at <= int64(h.GPUStart)+tol
+	if at := int64(*prev) - off; at >= int64(h.GPUStart)-(tol-Tolerance)-Slack && at <= int64(h.GPUStart)+tol {
+		return ownTaken
+	}
+	return fits
 }
+
+// fit is misfit's answer: the record fits the timed call, lies outside its
+// work, or lies within it while the call's own record went to the call
+// before.
+type fit int
+
+const (
+	fits fit = iota
+	outsideWork
+	ownTaken
+)
 
 // Slack is the error of a block's host time through the offset where that
 // is the least of many timed launches' near it: devrt's anchor (under a
@@ -500,16 +519,20 @@ func (m *LaunchMatcher) match(kernel uint64) {
 			if r := m.recent[kernel]; len(r) > 0 {
 				prev = &r[len(r)-1].gpu
 			}
-			if h.GPUStart != 0 && m.misfit(h, d.StartNS, prev) {
+			f := fits
+			if h.GPUStart != 0 {
+				f = m.misfit(h, d.StartNS, prev)
+			}
+			if f != fits {
 				// a timed call paired with another launch's record: put
 				// both back and realign from the first timed call
 				m.shifted(kernel)
 				m.dev[kernel] = append([]Launch{d}, m.dev[kernel]...)
-				if x, tol := m.outside(h, d.StartNS); x > tol || x < -tol {
+				if f == outsideWork {
 					m.host[kernel] = append([]HostLaunch{h}, m.host[kernel]...)
-				} // else within its work, but its own record went to the call
-				// before (misfit): h is lost; realign from the next timed
-				// call (from h, it would take d again, and again)
+				} // else its own record went to the call before: h is
+				// lost; realign from the next timed call (from h, it
+				// would take d again, and again)
 				if !m.realign(kernel) {
 					break
 				}

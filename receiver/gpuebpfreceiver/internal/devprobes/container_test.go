@@ -113,7 +113,7 @@ func TestContainerRegionInNamespaces(t *testing.T) {
 			s.Poll()
 			require.Empty(t, s.regions)
 			for _, pid := range want {
-				require.Zero(t, s.procs[pid].regions)
+				require.Empty(t, s.procs[pid].open)
 			}
 			names, err = filepath.Glob(filepath.Join(dir, RegionPattern))
 			require.NoError(t, err)

@@ -530,7 +530,6 @@ func (s *Source) retry(c *claim, key fileKey, fd int, host bool, name string, st
 	s.regions[c.path] = &region{r: r, tr: proberegion.NewTracker(), pid: c.owner, dev: dev, ord: ord,
 		drops: map[string]uint64{}}
 	p := s.proc(c.owner)
-	p.regions++
 	p.open[ord]++
 	p.devs[ord] = dev
 	s.log.Debug("device probe region opened", zap.Uint32("pid", c.owner), zap.String("path", c.path),

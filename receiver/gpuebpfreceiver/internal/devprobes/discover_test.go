@@ -262,7 +262,7 @@ func TestContainerRegionRetired(t *testing.T) {
 	require.Empty(t, h.regions(s))
 	require.False(t, exists(f), "removed: its process ended without unloading")
 	require.Contains(t, s.procs, uint32(500))
-	require.Zero(t, s.procs[500].regions)
+	require.Empty(t, s.procs[500].open)
 }
 
 // TestUnclaimedRegionRemoved: a file in a host directory that no process

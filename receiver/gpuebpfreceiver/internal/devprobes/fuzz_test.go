@@ -196,7 +196,7 @@ func FuzzSourceRegion(f *testing.F) {
 		require.NoError(t, os.WriteFile(path, nil, 0o600))
 		s.mu.Lock()
 		s.regions[path] = &region{r: r, tr: proberegion.NewTracker(), pid: pid, drops: map[string]uint64{}}
-		s.proc(pid).regions++
+		s.proc(pid).open[0]++
 		s.mu.Unlock()
 		t.Cleanup(func() { // a failed input leaves nothing to the next one
 			s.mu.Lock()

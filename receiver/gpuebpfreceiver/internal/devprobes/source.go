@@ -111,8 +111,7 @@ type region struct {
 
 // proc is what the probes saw of one process, cumulative.
 type proc struct {
-	pid     uint32
-	regions int
+	pid uint32
 	// noRegion: it had no region at the last emission either: dropped at
 	// the next emission that still finds none. A process whose last
 	// region went is emitted twice more: devrt's timings, a poll behind
@@ -125,7 +124,8 @@ type proc struct {
 	// region's (-1: named none). Each GPU has its own %globaltimer, so its
 	// own clock offset too.
 	matchers map[int32]*proberegion.LaunchMatcher
-	// open counts its regions open on each GPU (by ordinal), devs names
+	// open counts its regions open on each GPU (by ordinal; none: it has
+	// none), devs names
 	// the GPU (hw.id) its regions of each ordinal named: once none is
 	// open, what its matcher releases is reported at once (settle).
 	open map[int32]int
@@ -268,7 +268,6 @@ func (s *Source) Shutdown() {
 		if p := s.procs[rg.pid]; p != nil {
 			s.finishRuns(p, rg, rg.tr.Flush())
 			p.closed(rg.ord)
-			p.regions--
 			if m := p.matchers[rg.ord]; m != nil {
 				s.settle(p, rg.ord, m) // the launches waiting for their offset
 			}
@@ -465,7 +464,6 @@ func (s *Source) Poll() {
 			delete(s.regions, path)
 			s.release(path, ended && err == nil, err != nil) // removed if the process ended without unloading the module
 			p.closed(rg.ord)
-			p.regions--
 			if err != nil {
 				s.giveUp(path, err)
 			}
@@ -749,12 +747,12 @@ func (s *Source) Metrics() pmetric.Metrics {
 				hists = append(hists, hist{res, delay, latency})
 			}
 		}
-		if p.regions <= 0 && p.noRegion {
+		if len(p.open) == 0 && p.noRegion {
 			s.log.Debug("device probe process dropped", zap.Uint32("pid", pid))
 			delete(s.procs, pid)
 			continue
 		}
-		p.noRegion = p.regions <= 0
+		p.noRegion = len(p.open) == 0
 	}
 	for _, o := range []devrtinject.Outcome{devrtinject.OutPatched, devrtinject.OutUnchanged, devrtinject.OutRejected,
 		devrtinject.OutNotInstrumentable, devrtinject.OutFailed} {
