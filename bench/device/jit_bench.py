@@ -12,18 +12,28 @@ module's registers a thread, static shared memory and blocks an SM holds.
 Rounds interleave the variants of a kernel in a shuffled order; each round
 resets the regions, launches once to warm up, then times BATCH launches with
 CUDA events (a variant whose first launch takes over SLOW_MS, default 20 ms,
-is timed on that one launch only). Per variant: the median over rounds of
+is timed on that one launch only). The stream is held while they are
+queued: a one-thread kernel spins on a word of mapped host memory ahead of
+the start event until the script has queued the batch and the stop event,
+so the GPU runs the launches back to back. Without the hold (HOLD=0, as
+before 2026-11-27's tenth session) the first launch waited for Python to
+queue it (ctypes: several microseconds), and kernels shorter than a
+launch's queuing (vecadd 1M's 3 us) waited for every one: the time was
+partly the CPU's, and its jitter. BATCH=auto (the default) takes enough
+launches for a batch to last about 0.2 ms on the original (3 to 128, from
+a held launch of it timed alone). Per variant: the median over rounds of
 the time per launch, and its ratio to the original's. Then the imbalanced kernel runs once with
 block_sched and sm_load and their regions are written to
 DIR/report.<probe>.bin for `jitcheck report`.
 
-usage: jit_bench.py DIR     (ROUNDS, BATCH, SLOW_MS, REGION override the defaults;
+usage: jit_bench.py DIR     (ROUNDS, BATCH, SLOW_MS, REGION, HOLD override the defaults;
                             ONLY=kernel,... times only those)
 """
 import array
 import ctypes as c
 import hashlib
 import json
+import math
 import os
 import random
 import statistics
@@ -33,16 +43,73 @@ import time
 from cudrv import check, cu, primary_context
 
 
+# gx_hold: one thread spins until the word at flag is not zero, or 5 s have
+# passed on %globaltimer, then stores 1 to flag + 4 if it gave up.
+HOLD_PTX = b"""
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry gx_hold(.param .u64 flag)
+{
+	.reg .pred %p<3>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<5>;
+	ld.param.u64 %rd1, [flag];
+	mov.u64 %rd2, %globaltimer;
+$spin:
+	ld.volatile.global.u32 %r1, [%rd1];
+	setp.ne.u32 %p1, %r1, 0;
+	@%p1 bra $done;
+	mov.u64 %rd3, %globaltimer;
+	sub.s64 %rd4, %rd3, %rd2;
+	setp.lt.s64 %p2, %rd4, 5000000000;
+	@%p2 bra $spin;
+	st.volatile.global.u32 [%rd1+4], 1;
+$done:
+	ret;
+}
+\0"""
+
+
+class Gate:
+    """Holds the stream while a batch is queued: close() queues gx_hold,
+    open() lets it end, check() raises if it gave up waiting (a batch that
+    filled the launch queue before open(): fewer launches, BATCH)."""
+
+    def __init__(self):
+        mod, self.f = c.c_void_p(), c.c_void_p()
+        check(cu.cuModuleLoadData(c.byref(mod), HOLD_PTX), "load gx_hold")
+        check(cu.cuModuleGetFunction(c.byref(self.f), mod, b"gx_hold"), "cuModuleGetFunction gx_hold")
+        host = c.c_void_p()
+        check(cu.cuMemHostAlloc(c.byref(host), 8, 0x1 | 0x2), "cuMemHostAlloc gate")  # portable, device-mapped
+        self.word = (c.c_uint32 * 2).from_address(host.value)
+        self.dptr = c.c_uint64()
+        check(cu.cuMemHostGetDevicePointer_v2(c.byref(self.dptr), host, 0), "cuMemHostGetDevicePointer gate")
+        self.params = (c.c_void_p * 1)(c.cast(c.byref(self.dptr), c.c_void_p))
+
+    def close(self):
+        self.word[0], self.word[1] = 0, 0
+        check(cu.cuLaunchKernel(self.f, 1, 1, 1, 1, 1, 1, 0, None, self.params, None), "launch gx_hold")
+
+    def open(self):
+        self.word[0] = 1
+
+    def check(self):
+        if self.word[1]:
+            raise RuntimeError("gx_hold gave up after 5 s: the batch did not fit the launch queue (set BATCH lower)")
+
+
 def main(d):
     rounds = int(os.environ.get("ROUNDS", "7"))
-    batch = int(os.environ.get("BATCH", "3"))
+    batch_env = os.environ.get("BATCH", "auto")
+    hold = os.environ.get("HOLD", "1") != "0"
     mapped = os.environ.get("REGION", "device") == "mapped"
     bf = json.load(open(os.path.join(d, "bench.json")))
     dev, ctx = primary_context()
     name = c.create_string_buffer(256)
     cu.cuDeviceGetName(name, 256, dev)
     print(f"device: {name.value.decode()}, region in {'mapped host' if mapped else 'device'} memory, "
-          f"{rounds} rounds x {batch} launches")
+          f"{rounds} rounds x {batch_env} launches, stream {'held while queued' if hold else 'not held'}")
     print(f"{'variant':44s} {'us/launch':>12s} {'x orig':>9s} {'load ms':>8s} {'patch ms':>9s} {'regs':>5s}"
           f" {'smem B':>7s} {'blk/SM':>7s}", flush=True)
 
@@ -62,6 +129,25 @@ def main(d):
     start, stop = c.c_void_p(), c.c_void_p()
     check(cu.cuEventCreate(c.byref(start), 0), "cuEventCreate")
     check(cu.cuEventCreate(c.byref(stop), 0), "cuEventCreate")
+    gate = Gate() if hold else None
+
+    def timed(launch, n):
+        """Microseconds per launch of n launches queued back to back
+        (behind the gate, when held) between two events."""
+        if gate:
+            gate.close()
+        check(cu.cuEventRecord(start, None), "cuEventRecord")
+        for _ in range(n):
+            launch()
+        check(cu.cuEventRecord(stop, None), "cuEventRecord")
+        if gate:
+            gate.open()
+        check(cu.cuEventSynchronize(stop), "cuEventSynchronize")
+        if gate:
+            gate.check()
+        ms = c.c_float()
+        check(cu.cuEventElapsedTime(c.byref(ms), start, stop), "cuEventElapsedTime")
+        return ms.value * 1e3 / n
     # Inputs: a pattern of 2^18 + 1 varied words (a period that divides no
     # row or tile of a power-of-two size), each a normal fp32 (below 2)
     # and two fp16 in [1, 2): a constant fill would hide a kernel that
@@ -164,16 +250,17 @@ def main(d):
         slow_ms = float(os.environ.get("SLOW_MS", "20"))
         for x in vs:
             reset(x)
-            check(cu.cuEventRecord(start, None), "cuEventRecord")
-            launch(x)
-            check(cu.cuEventRecord(stop, None), "cuEventRecord")
-            check(cu.cuEventSynchronize(stop), "cuEventSynchronize")
-            ms = c.c_float()
-            check(cu.cuEventElapsedTime(c.byref(ms), start, stop), "cuEventElapsedTime")
+            us = timed(lambda: launch(x), 1)
             x["result"] = result()
-            if ms.value > slow_ms:
-                x["times"].append(ms.value * 1e3)
+            if us > slow_ms * 1e3:
+                x["times"].append(us)
                 x["slow"] = True
+        if batch_env == "auto":  # about 0.2 ms of the original's launches, warm
+            reset(vs[0])
+            batch = min(128, max(3, math.ceil(200 / timed(lambda: launch(vs[0]), 1))))
+            result()
+        else:
+            batch = int(batch_env)
         for _ in range(rounds):
             order = [x for x in vs if not x.get("slow")]
             random.shuffle(order)
@@ -181,16 +268,10 @@ def main(d):
                 reset(x)
                 launch(x)
                 check(cu.cuCtxSynchronize(), "warm-up")
-                check(cu.cuEventRecord(start, None), "cuEventRecord")
-                for _ in range(batch):
-                    launch(x)
-                check(cu.cuEventRecord(stop, None), "cuEventRecord")
-                check(cu.cuEventSynchronize(stop), "cuEventSynchronize")
-                ms = c.c_float()
-                check(cu.cuEventElapsedTime(c.byref(ms), start, stop), "cuEventElapsedTime")
-                x["times"].append(ms.value * 1e3 / batch)
+                x["times"].append(timed(lambda: launch(x), batch))
         differ = [x["v"]["name"] for x in vs if x["result"] != vs[0]["result"]]
         print(f"{k['name']}: results of {len(vs) - len(differ)} of {len(vs)} modules identical to the original's"
+              f" ({batch} launches a batch)"
               + (f"; DIFFERENT: {', '.join(differ)}" if differ else ""), flush=True)
         if differ:
             failed = True

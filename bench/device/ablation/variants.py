@@ -8,6 +8,10 @@ use another PTX form, so one jit_ablation run compares them:
         (no round trip after the head's atom.add)
   nohead: the ring's head from %globaltimer instead of its atom.add
         (timing only: records may collide)
+  claimclk: gpuext_ring_claim's atom.add (block_sched's index, taken by
+        thread 0 at entry and waited for at its exit) a read of %clock64
+        (timing only: records collide): what the claim's round trip
+        costs a short block
   vec:  the ring record's payload in 16-byte stores
   lean: vec, and no claim or commit atomics: the header in one more
         16-byte store (timing only)
@@ -96,6 +100,7 @@ FORMS = {
 # (records may collide): what waiting for the head costs
 FORMS["nohead"] = [(re.compile(r"(?:@%xq )?atom\.global\.add\.u64\s+%xbase, \[%xb\], (?:%xd|1);"),
                     "mov.u64 %xbase, %globaltimer;")]
+FORMS["claimclk"] = [("@%xq atom.global.add.u64 \t%gr0, [%xb], 1;", "@%xq mov.u64 \t%gr0, %clock64;")]
 # the ring record's payload in 16-byte stores (st.global.v2.u64) instead
 # of 8-byte ones
 VEC = (re.compile(r"mov\.b64\s+%gt0, (%gs\d+);\s*st\.global\.u64\s+\[%gt2\+(16|32|48)\], %gt0;"
