@@ -27,6 +27,11 @@ use another PTX form, so one jit_ablation run compares them:
   onestore: the ring record's header store only, no payload stores
         (timing only: what the three payload stores cost)
   nostores: the ring record's index taken, nothing stored (timing only)
+  claimclknostores: claimclk and nostores: the record's fields and check
+        computed, no claim, no store (timing only)
+  relaxedclaimclk: relaxed and claimclk: the record stored with no wait
+        for the claim or for the warp's earlier stores (MEMBAR.ALL.CTA)
+        ahead of it (timing only)
   red4: each of the record's four 16-byte stores a red.global.add of its
         first word instead (timing only: is a reduction at the block's end
         cheaper than a store)
@@ -132,7 +137,10 @@ FORMS["acqfence"] = [("atom.acq_rel.cta.shared", "atom.acquire.cta.shared"),
 FORMS["acq"] = [("atom.acq_rel.cta.shared", "atom.acquire.cta.shared")]
 RSTORE = r"\t\tst\.global\.v2\.u64 \t\[%gt2\+{}\], \{{[^}}]*\}};\n"
 FORMS["onestore"] = [(re.compile(RSTORE.format("(?:16|32|48)")), "")]
-FORMS["nostores"] = [(re.compile(RSTORE.format("(?:0|16|32|48)")), "")]
+FORMS["nostores"] = [(re.compile(RSTORE.format("(?:0|16|32|48|64)")), ""),
+                     (re.compile(r"\t\tst\.global\.u64 \t\[%gt2\+(?:16|32|48|64)\], %gt0;\n"), "")]
+FORMS["claimclknostores"] = FORMS["claimclk"] + FORMS["nostores"]
+FORMS["relaxedclaimclk"] = FORMS["relaxed"] + FORMS["claimclk"]
 DONE = re.compile(r"\$GX\d+_DONE_i\d+:\n(?:[^\n]*\n){3}\t\tmov\.b64 \t%gr0, \{%gw0, %gw1\};\n")
 
 
