@@ -6,11 +6,14 @@ that change only its ring, for the ablation's comparison (README.md):
   ab_bspad     its record padded to 112 bytes: 128-byte slots, one cache
                line a record, not 80-byte slots across lines
   ab_bs128pad  both
+  ab_bsnorec   its record's fields computed but the record not written
+               (they make the exit's return value instead): the claim,
+               the count and the last warp's reads without the stores
 
 Generated from the shipped source, so they follow it. Build (where clang
 is), from the repository root:
   python3 bench/device/ablation/bs_variants.py .device/ablation-gen
-  for v in ab_bs128 ab_bspad ab_bs128pad; do
+  for v in ab_bs128 ab_bspad ab_bs128pad ab_bsnorec; do
     CPATH=$PWD/bpf/device DIR=.device/ablation-gen bpf/device/build.sh $v.bpf.c; done
 
 usage: bs_variants.py DIR
@@ -28,13 +31,21 @@ PADREC = """struct ab_padrec {
 """
 
 
-def variant(src, shards, pad):
-    """src with its ring in shards shards and, with pad, 128-byte records."""
+NOREC = ("gpuext_ring_output_at(&gx_block_ring, st->sm, st->index, &rec, sizeof(rec));\n\treturn 1;",
+         "return (rec.kernel_id ^ rec.block ^ rec.start_ns ^ rec.end_ns ^ rec.smid ^ rec.threads ^ rec.weight ^\n"
+         "\t\trec.grid_id ^ rec.grid_blocks ^ st->index) & 1;")
+
+
+def variant(src, shards=32, pad=False, norec=False):
+    """src with its ring in shards shards, with pad 128-byte records, with
+    norec no record written."""
     subs = [("__uint(map_extra, 32);", f"__uint(map_extra, {shards});")]
     if pad:
         subs += [("struct gpuext_dev_block rec = {};", "struct ab_padrec rec = {};"),
                  ("__uint(max_entries, 80 << 18);", "__uint(max_entries, 128 << 18);"),
                  ('char LICENSE[] SEC("license")', PADREC + 'char LICENSE[] SEC("license")')]
+    if norec:
+        subs.append(NOREC)
     for a, b in subs:
         if src.count(a) != 1:
             sys.exit(f"bs_variants.py: block_sched.bpf.c no longer has one {a!r}: update the variants")
@@ -46,8 +57,9 @@ def main(dst):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../..")
     src = open(os.path.join(root, "bpf/device/block_sched.bpf.c")).read()
     os.makedirs(dst, exist_ok=True)
-    for name, shards, pad in (("ab_bs128", 128, False), ("ab_bspad", 32, True), ("ab_bs128pad", 128, True)):
-        open(os.path.join(dst, name + ".bpf.c"), "w").write(variant(src, shards, pad))
+    for name, kw in (("ab_bs128", dict(shards=128)), ("ab_bspad", dict(pad=True)),
+                     ("ab_bs128pad", dict(shards=128, pad=True)), ("ab_bsnorec", dict(norec=True))):
+        open(os.path.join(dst, name + ".bpf.c"), "w").write(variant(src, **kw))
         print(os.path.join(dst, name + ".bpf.c"))
 
 
