@@ -18,10 +18,11 @@ the start event until the script has queued the batch and the stop event,
 so the GPU runs the launches back to back. Without the hold (HOLD=0, as
 before 2026-11-27's tenth session) the first launch waited for Python to
 queue it (ctypes: several microseconds), and kernels shorter than a
-launch's queuing (vecadd 1M's 3 us) waited for every one: the time was
-partly the CPU's, and its jitter. BATCH=auto (the default) takes enough
-launches for a batch to last about 0.2 ms on the original (3 to 128, from
-a held launch of it timed alone). Per variant: the median over rounds of
+launch's queuing (vecadd 1M: 4.5 us a launch on an H100) waited for every
+one: the time was partly the CPU's, and its jitter. BATCH=auto (the
+default) takes 0.2 ms over the original's time of a held launch timed
+alone, 3 to 128 launches (a lone launch reads longer than one of a batch:
+vecadd 1M's batch lasts about 0.15 ms). Per variant: the median over rounds of
 the time per launch, and its ratio to the original's. Then the imbalanced kernel runs once with
 block_sched and sm_load and their regions are written to
 DIR/report.<probe>.bin for `jitcheck report`.
@@ -73,8 +74,9 @@ $done:
 
 class Gate:
     """Holds the stream while a batch is queued: close() queues gx_hold,
-    open() lets it end, check() raises if it gave up waiting (a batch that
-    filled the launch queue before open(): fewer launches, BATCH)."""
+    open() lets it end, check() raises if it gave up waiting (a launch
+    behind it that waited for the GPU before open(): a full launch queue,
+    fewer launches, BATCH)."""
 
     def __init__(self):
         mod, self.f = c.c_void_p(), c.c_void_p()
@@ -96,7 +98,8 @@ class Gate:
 
     def check(self):
         if self.word[1]:
-            raise RuntimeError("gx_hold gave up after 5 s: the batch did not fit the launch queue (set BATCH lower)")
+            raise RuntimeError("gx_hold gave up after 5 s: a launch queued behind it waited for the GPU"
+                               " (a full launch queue: set BATCH lower; CUDA_LAUNCH_BLOCKING; HOLD=0 times without it)")
 
 
 def main(d):
@@ -136,12 +139,14 @@ def main(d):
         (behind the gate, when held) between two events."""
         if gate:
             gate.close()
-        check(cu.cuEventRecord(start, None), "cuEventRecord")
-        for _ in range(n):
-            launch()
-        check(cu.cuEventRecord(stop, None), "cuEventRecord")
-        if gate:
-            gate.open()
+        try:
+            check(cu.cuEventRecord(start, None), "cuEventRecord")
+            for _ in range(n):
+                launch()
+            check(cu.cuEventRecord(stop, None), "cuEventRecord")
+        finally:  # a launch that failed does not leave gx_hold spinning
+            if gate:
+                gate.open()
         check(cu.cuEventSynchronize(stop), "cuEventSynchronize")
         if gate:
             gate.check()
@@ -257,7 +262,7 @@ def main(d):
                 x["slow"] = True
         if batch_env == "auto":  # about 0.2 ms of the original's launches, warm
             reset(vs[0])
-            batch = min(128, max(3, math.ceil(200 / timed(lambda: launch(vs[0]), 1))))
+            batch = min(128, max(3, math.ceil(200 / max(timed(lambda: launch(vs[0]), 1), 0.5))))
             result()
         else:
             batch = int(batch_env)

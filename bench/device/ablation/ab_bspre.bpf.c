@@ -2,9 +2,10 @@
 //go:build ignore
 /* ab_bspre: block_sched with its record prepared at entry: thread 0 fills
  * every field but the end time in the block's shared state (with its
- * start, SM and claim), so that the last warp only reads the time, stores
- * it there and writes the record from shared memory: none of the index,
- * dimension and grid reads on the block's last path. */
+ * start, SM and claim), so that the last warp reads the time, stores it
+ * there and copies the record from shared memory: no block index, grid
+ * or launch reads on the block's last path (the count still reads the
+ * block's dimensions, and the last warp the claimed index). */
 #include "ablation.h"
 
 struct ab_pre {

@@ -6,9 +6,9 @@ that change only its ring, for the ablation's comparison (README.md):
   ab_bspad     its record padded to 112 bytes: 128-byte slots, one cache
                line a record, not 80-byte slots across lines
   ab_bs128pad  both
-  ab_bsnorec   its record's fields computed but the record not written
-               (they make the exit's return value instead): the claim,
-               the count and the last warp's reads without the stores
+  ab_bsnorec   its record not written: the claim and the count (the
+               record's fields, folded into the exit's return value,
+               which nothing uses, go dead: ptxas drops them)
 
 Generated from the shipped source, so they follow it. Build (where clang
 is), from the repository root:

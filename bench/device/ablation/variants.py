@@ -26,9 +26,11 @@ use another PTX form, so one jit_ablation run compares them:
   relaxednobar: both
   onestore: the ring record's header store only, no payload stores
         (timing only: what the three payload stores cost)
-  nostores: the ring record's index taken, nothing stored (timing only)
-  claimclknostores: claimclk and nostores: the record's fields and check
-        computed, no claim, no store (timing only)
+  nostores: the ring record's index taken, nothing stored (its fields and
+        check go dead with the stores; timing only)
+  claimclknostores: claimclk and nostores: no claim and no record (the
+        record's fields and check, used by its stores alone, go dead and
+        ptxas drops them; timing only)
   relaxedclaimclk: relaxed and claimclk: the record stored with no wait
         for the claim or for the warp's earlier stores (MEMBAR.ALL.CTA)
         ahead of it (timing only)
@@ -84,6 +86,13 @@ use another PTX form, so one jit_ablation run compares them:
         (clz of nctaid.x - 1 plus log2 256, at least 16)
   x1dmin: x1d clamping nctaid.x - 1 (min) before the clz instead of the
         shift after it
+onestore, red4, coop, vec, lean, seqchk and pchk were written for
+block_sched's 64-byte record (before it named its launch's blocks: 80
+bytes since): onestore and red4 leave the +64 store, coop's registers are
+the old ones, and the others no longer match (a form that changes nothing
+adds no module; one of several substitutions that matches nothing is
+reported).
+
 usage: variants.py SRC DST [PROBES [FORMS]]
        (default ab_store,ab_load,sm_load,block_sched,warp_occupancy and gpu,weak)
 """
@@ -384,13 +393,21 @@ def main(src, dst, probes, forms):
         for form in forms:
             subs = FORMS[form]
             t = text
-            for sub in subs:
+            idle = []
+            for i, sub in enumerate(subs):
+                before = t
                 if callable(sub):
                     t = sub(t)
-                    continue
-                a, b = sub
-                t = a.sub(b, t) if isinstance(a, re.Pattern) else t.replace(a, b)
+                else:
+                    a, b = sub
+                    t = a.sub(b, t) if isinstance(a, re.Pattern) else t.replace(a, b)
+                if t == before:
+                    idle.append(i)
             if t == text:
+                continue
+            if idle:  # a combined form that quietly became one of its parts
+                print(f"variants.py: {form} on {v['ptx']}: substitution(s) {idle} matched nothing; not written",
+                      file=sys.stderr)
                 continue
             w = dict(v, name=f"{v['name']}~{form}", ptx=v["ptx"].replace(".ptx", f".{form}.ptx"))
             open(os.path.join(dst, w["ptx"]), "w").write(t)
