@@ -634,6 +634,14 @@ struct vecadd_args {
 	void *params[4];
 };
 
+/* lib_ptx loaded as a library, and its kernel LIB_NAME. */
+static void load_lib(struct run *r, CUlibrary *lib, CUkernel *kern)
+{
+	CU(r, CUDA_SUCCESS, cuLibraryLoadData, lib, lib_ptx, NULL, NULL, 0,
+	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, kern, *lib, LIB_NAME);
+}
+
 static void vecadd_args_init(struct vecadd_args *k)
 {
 	k->a = k->b = k->c = 0;
@@ -1885,9 +1893,7 @@ static void sc_inject(struct run *r)
 	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m4, sass_cubin);
 	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f4, m4, "sass_kernel");
 	/* a library, launched through its kernel's function */
-	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, lib_ptx, NULL, NULL, 0,
-	   NULL, NULL, 0);
-	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
+	load_lib(r, &lib, &kern);
 	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &kf, kern);
 
 	/* More than 48 KiB of dynamic shared memory for vecAdd (module 1) and
@@ -2066,9 +2072,7 @@ static void sc_inject_shared(struct run *r)
 	vecadd_args_init(&va);
 	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m, vecadd_ptx);
 	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f, m, KERNEL_NAME);
-	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, lib_ptx, NULL, NULL, 0,
-	   NULL, NULL, 0);
-	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
+	load_lib(r, &lib, &kern);
 	CU(r, CUDA_SUCCESS, cuFuncSetAttribute, f, 8, (int)all);
 	CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, (int)all, kern, 0);
 	for (phase = 0; phase < 3; phase++) {
@@ -2108,9 +2112,7 @@ static void sc_inject_contexts(struct run *r)
 	setup(r);
 	vecadd_args_init(&k);
 	CU(r, CUDA_SUCCESS, cuCtxGetCurrent, &primary);
-	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, lib_ptx, NULL, NULL, 0,
-	   NULL, NULL, 0);
-	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
+	load_lib(r, &lib, &kern);
 	for (i = 0; i < n; i++)
 		CU(r, CUDA_SUCCESS, cuLaunchKernel, (CUfunction)kern, 2, 1, 1,
 		   64, 1, 1, 0, NULL, k.params, NULL);
@@ -2212,9 +2214,7 @@ static void sc_inject_grid(struct run *r)
 	vecadd_args_init(&k);
 	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m, vecadd_ptx);
 	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &f, m, KERNEL_NAME);
-	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, lib_ptx, NULL, NULL, 0,
-	   NULL, NULL, 0);
-	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kern, lib, LIB_NAME);
+	load_lib(r, &lib, &kern);
 	CU(r, CUDA_SUCCESS, cuKernelGetFunction, &kf, kern);
 	CU(r, CUDA_SUCCESS, cuFuncSetAttribute, f, 8, 64 * 1024);
 	CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, 64 * 1024, kern, 0);
