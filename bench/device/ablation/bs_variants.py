@@ -9,11 +9,13 @@ that change only its ring, for the ablation's comparison (README.md):
   ab_bsnorec   its record not written: the claim and the count (the
                record's fields, folded into the exit's return value,
                which nothing uses, go dead: ptxas drops them)
+  ab_bsearly   every exit reads the end time before its count, not the
+               last one after it (the read off the last warp's path)
 
 Generated from the shipped source, so they follow it. Build (where clang
 is), from the repository root:
   python3 bench/device/ablation/bs_variants.py .device/ablation-gen
-  for v in ab_bs128 ab_bspad ab_bs128pad ab_bsnorec; do
+  for v in ab_bs128 ab_bspad ab_bs128pad ab_bsnorec ab_bsearly; do
     CPATH=$PWD/bpf/device DIR=.device/ablation-gen bpf/device/build.sh $v.bpf.c; done
 
 usage: bs_variants.py DIR
@@ -36,9 +38,15 @@ NOREC = ("gpuext_ring_output_at(&gx_block_ring, st->sm, st->index, &rec, sizeof(
          "\t\trec.grid_id ^ rec.grid_blocks ^ st->index) & 1;")
 
 
-def variant(src, shards=32, pad=False, norec=False):
+EARLY = [("\tif (__sync_fetch_and_add(&st->lanes_done", "\tend = bpf_get_globaltimer();\n\tif (__sync_fetch_and_add(&st->lanes_done"),
+         ("\trec.end_ns = bpf_get_globaltimer();", "\trec.end_ns = end;"),
+         ("\t__u64 threads = gpuext_block_threads();\n", "\t__u64 threads = gpuext_block_threads();\n\t__u64 end;\n")]
+
+
+def variant(src, shards=32, pad=False, norec=False, early=False):
     """src with its ring in shards shards, with pad 128-byte records, with
-    norec no record written."""
+    norec no record written, with early the end time read before the
+    count."""
     subs = [("__uint(map_extra, 32);", f"__uint(map_extra, {shards});")]
     if pad:
         subs += [("struct gpuext_dev_block rec = {};", "struct ab_padrec rec = {};"),
@@ -46,6 +54,8 @@ def variant(src, shards=32, pad=False, norec=False):
                  ('char LICENSE[] SEC("license")', PADREC + 'char LICENSE[] SEC("license")')]
     if norec:
         subs.append(NOREC)
+    if early:
+        subs += EARLY
     for a, b in subs:
         if src.count(a) != 1:
             sys.exit(f"bs_variants.py: block_sched.bpf.c no longer has one {a!r}: update the variants")
@@ -58,7 +68,8 @@ def main(dst):
     src = open(os.path.join(root, "bpf/device/block_sched.bpf.c")).read()
     os.makedirs(dst, exist_ok=True)
     for name, kw in (("ab_bs128", dict(shards=128)), ("ab_bspad", dict(pad=True)),
-                     ("ab_bs128pad", dict(shards=128, pad=True)), ("ab_bsnorec", dict(norec=True))):
+                     ("ab_bs128pad", dict(shards=128, pad=True)), ("ab_bsnorec", dict(norec=True)),
+                     ("ab_bsearly", dict(early=True))):
         open(os.path.join(dst, name + ".bpf.c"), "w").write(variant(src, **kw))
         print(os.path.join(dst, name + ".bpf.c"))
 
