@@ -141,6 +141,19 @@ func MountNS(procRoot string, pid int) (string, error) {
 	return os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "mnt"))
 }
 
+// HostMountNS is the mount namespace of the host (pid 1's), or, where
+// pid 1's cannot be read (a sandbox whose pid 1 is not ptrace-readable),
+// the reader's own (procRoot/self): "" only when neither can be read. A
+// caller that took "" for the host's would take every process for a
+// container's.
+func HostMountNS(procRoot string) string {
+	if ns, err := MountNS(procRoot, 1); err == nil {
+		return ns
+	}
+	ns, _ := os.Readlink(filepath.Join(procRoot, "self", "ns", "mnt"))
+	return ns
+}
+
 // NSPID is pid's pid in its own (innermost) pid namespace: the last field
 // of NSpid in /proc/<pid>/status, what getpid() returns there.
 func NSPID(procRoot string, pid int) (uint32, error) {

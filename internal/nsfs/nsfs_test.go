@@ -130,3 +130,28 @@ func TestParseNSPID(t *testing.T) {
 		require.Equal(t, tt.want, got)
 	}
 }
+
+// TestHostMountNS: pid 1's namespace where it can be read, the reader's
+// own (self) where it cannot, "" where neither can.
+func TestHostMountNS(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		pid1, slf string // "": no link
+		want      string
+	}{
+		{"pid 1 readable", "mnt:[1]", "mnt:[2]", "mnt:[1]"},
+		{"pid 1 hidden", "", "mnt:[2]", "mnt:[2]"},
+		{"neither", "", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for dir, target := range map[string]string{"1": tt.pid1, "self": tt.slf} {
+				require.NoError(t, os.MkdirAll(filepath.Join(root, dir, "ns"), 0o755))
+				if target != "" {
+					require.NoError(t, os.Symlink(target, filepath.Join(root, dir, "ns", "mnt")))
+				}
+			}
+			require.Equal(t, tt.want, HostMountNS(root))
+		})
+	}
+}

@@ -153,11 +153,7 @@ func (s *Source) discovery() *discovery {
 			open: map[string]openFile{}, refused: map[refusal]bool{}, orphans: map[fileKey]*orphan{},
 			procs: map[int]*containerProc{}, isDevrt: procmaps.LibraryMatcher(devrtLibrary)}
 		if s.opts.ProcRoot != "" {
-			var err error
-			if d.hostMnt, err = nsfs.MountNS(s.opts.ProcRoot, 1); err != nil {
-				// pid 1's hidden (a sandbox): the collector's own
-				d.hostMnt, _ = os.Readlink(filepath.Join(s.opts.ProcRoot, "self", "ns", "mnt"))
-			}
+			d.hostMnt = nsfs.HostMountNS(s.opts.ProcRoot)
 		}
 	}
 	return d

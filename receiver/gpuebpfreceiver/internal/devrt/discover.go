@@ -121,7 +121,21 @@ func (s *Source) candidatesOf(pid int) []candidate {
 	// A process gone already (its first uprobe events read late) is
 	// looked for in the host's directories.
 	if mnt, err := nsfs.MountNS(s.opts.ProcRoot, pid); err == nil && mnt != s.hostMnt {
-		return s.containerCandidates(pid) // the caller closes their directories
+		// The uprobes saw it call the driver: its root's directories are
+		// listed whatever its maps say (empty while it exits, or read
+		// and cached before the loader mapped devrt).
+		if s.opts.Resolve == nil {
+			return nil
+		}
+		info, err := s.opts.Resolve(pid)
+		if err != nil {
+			return nil
+		}
+		nsPID, err := nsfs.NSPID(s.opts.ProcRoot, pid)
+		if err != nil || nsPID == 0 {
+			return nil
+		}
+		return s.rootCandidates(pid, nsPID, info.StartTime) // the caller closes their directories
 	}
 	var out []candidate
 	for _, dir := range s.cfg.Directories {
@@ -169,6 +183,13 @@ func (s *Source) containerCandidates(pid int) []candidate {
 	if !cp.devrt || cp.nsPID == 0 {
 		return nil
 	}
+	return s.rootCandidates(pid, cp.nsPID, cp.start)
+}
+
+// rootCandidates returns the ring files of devrt pid nsPID in the
+// directories under the root of pid (started at start), each with a
+// descriptor of its directory the caller closes.
+func (s *Source) rootCandidates(pid int, nsPID uint32, start uint64) []candidate {
 	root := filepath.Join(s.opts.ProcRoot, strconv.Itoa(pid), "root")
 	var out []candidate
 	for _, dir := range s.cfg.Directories {
@@ -176,7 +197,7 @@ func (s *Source) containerCandidates(pid int) []candidate {
 		if err != nil {
 			continue
 		}
-		names, _ := listRings(fd, cp.nsPID)
+		names, _ := listRings(fd, nsPID)
 		if len(names) == 0 {
 			_ = unix.Close(fd)
 			continue
@@ -188,7 +209,7 @@ func (s *Source) containerCandidates(pid int) []candidate {
 					continue
 				}
 			}
-			out = append(out, candidate{dirfd: dfd, name: n, path: filepath.Join(root, dir, n), hostPID: uint32(pid), start: cp.start})
+			out = append(out, candidate{dirfd: dfd, name: n, path: filepath.Join(root, dir, n), hostPID: uint32(pid), start: start})
 		}
 	}
 	return out

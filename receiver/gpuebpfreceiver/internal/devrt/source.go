@@ -92,7 +92,7 @@ type Source struct {
 	log      *zap.Logger
 	ctl      devring.Control
 	hostRoot string // "" or <proc_root>/1/root: where the host's directories are
-	hostMnt  string // pid 1's mount namespace
+	hostMnt  string // pid 1's mount namespace (the collector's when pid 1's is hidden)
 
 	// Shared by the discovery goroutine and the event goroutine.
 	mu        sync.Mutex
@@ -180,7 +180,7 @@ func New(cfg Config, opts Options) *Source {
 	if filepath.Clean(opts.ProcRoot) != "/proc" {
 		s.hostRoot = filepath.Join(opts.ProcRoot, "1", "root")
 	}
-	s.hostMnt, _ = nsfs.MountNS(opts.ProcRoot, 1)
+	s.hostMnt = nsfs.HostMountNS(opts.ProcRoot)
 	return s
 }
 

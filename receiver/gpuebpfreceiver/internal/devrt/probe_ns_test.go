@@ -1,0 +1,88 @@
+package devrt
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+)
+
+// These cover Probe where the uprobes' first event of a process is read
+// late, while the process exits: its /proc/<pid>/maps is empty by then
+// (the kernel releases the memory before the namespaces), or was read and
+// cached before the loader mapped devrt. Probe must find the ring all the
+// same: a process probed once is not probed again, so a ring it misses
+// leaves every uprobe event of the process reported beside devrt's record
+// of the same call (TestEndToEndDevrtWithUprobes/copies: 40 spans for 20).
+
+// exiting empties pid's maps, as while it exits.
+func (f *fakeProc) exiting(pid int) {
+	require.NoError(f.t, os.WriteFile(filepath.Join(f.root, u(uint32(pid)), "maps"), nil, 0o644))
+}
+
+// TestProbeHostProcessWithPID1Hidden: pid 1's mount namespace cannot be
+// read (a sandbox; the CI machine's pid 1 is not ptrace-readable): the
+// collector's own namespace is the host's, and a process in it is looked
+// for in the host's directories, not through its maps.
+func TestProbeHostProcessWithPID1Hidden(t *testing.T) {
+	fp := newFakeProc(t)
+	require.NoError(t, os.Remove(filepath.Join(fp.root, "1", "ns", "mnt")))
+	require.NoError(t, os.MkdirAll(filepath.Join(fp.root, "self", "ns"), 0o755))
+	require.NoError(t, os.Symlink("mnt:[1]", filepath.Join(fp.root, "self", "ns", "mnt")))
+	fp.add(100, 100, 7, "mnt:[1]") // the collector's namespace
+	fp.exiting(100)
+	w := newWorldWith(t, nil, func(o *Options) {
+		o.ProcRoot = fp.root
+		o.Resolve = fp.resolve
+	})
+	require.Equal(t, "mnt:[1]", w.src.hostMnt)
+	w.alive(100, 7)
+	p, _ := w.ring(100, 5000)
+	write(t, p, 1)
+	w.src.Probe(100)
+	require.Equal(t, []string{"attach 100 5000"}, w.log, "its calls are devrt's: the uprobes' are dropped")
+	w.src.Poll()
+	require.Equal(t, []got{{100, 1}}, w.take())
+}
+
+// TestProbeContainerProcessMapsGone: a container process's maps no longer
+// name devrt (it is exiting), or were cached before devrt was mapped; the
+// uprobes saw it call the driver, so Probe lists its root's directories.
+func TestProbeContainerProcessMapsGone(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(fp *fakeProc, w *world)
+	}{
+		{"exiting", func(fp *fakeProc, _ *world) { fp.exiting(500) }},
+		{"cached before devrt was mapped", func(fp *fakeProc, w *world) {
+			fp.exiting(500) // no devrt yet: the scan caches that
+			w.src.scanContainers()
+			require.Zero(t, w.src.Rings())
+			require.NoError(t, os.WriteFile(filepath.Join(fp.root, "500", "maps"),
+				[]byte("7f0000000000-7f0000001000 r-xp 00000000 08:01 4242 /opt/lib/libgpuext-devrt.so\n"), 0o644))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fp := newFakeProc(t)
+			fp.add(500, 1, 7, "mnt:[2]")
+			w := newWorldWith(t, nil, func(o *Options) {
+				o.ProcRoot = fp.root
+				o.Resolve = fp.resolve
+			})
+			w.alive(500, 7)
+			p, err := devring.Create(filepath.Join(w.dir, "gpuext-devrt-1-5000.ring"),
+				devring.Header{Capacity: 64, PID: 1, StartTime: 7, CreatedNS: 5000, Version: "test"})
+			require.NoError(t, err)
+			t.Cleanup(func() { p.Close() })
+			write(t, p, 1)
+			tt.setup(fp, w)
+			w.src.Probe(500)
+			require.Equal(t, []string{"attach 500 5000"}, w.log)
+			w.src.Poll()
+			require.Equal(t, []got{{500, 1}}, w.take(), "read under the host pid")
+		})
+	}
+}
