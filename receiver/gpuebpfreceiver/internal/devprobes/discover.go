@@ -103,10 +103,8 @@ type orphan struct {
 // containerProc is what discovery learnt of a process in another mount
 // namespace: whether it maps devrt, and its pid in its own namespace.
 type containerProc struct {
-	start uint64
-	exe   string // what /proc/<pid>/exe named (execve keeps pid and start)
-	devrt bool
-	nsPID uint32
+	procmaps.Verdict // does its program map devrt
+	nsPID            uint32
 }
 
 // discovery is Poll's state for finding regions (under s.mu).
@@ -401,19 +399,24 @@ func (s *Source) scanProcess(pid int, now time.Time) bool {
 	exe, _ := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "exe"))
 	cp := d.procs[pid]
 	var mapped regionMaps // read before the directories were listed
-	if cp == nil || cp.start != info.StartTime || cp.exe != exe {
+	var before *procmaps.Verdict
+	if cp != nil {
+		before = &cp.Verdict
+	}
+	if before.Stale(info.StartTime, exe) {
 		if d.reads == 0 {
 			return false
 		}
 		d.reads--
-		cp = &containerProc{start: info.StartTime, exe: exe}
-		if devrt, m, err := d.readMaps(procRoot, pid); err == nil && devrt {
-			cp.devrt, mapped = true, m
+		devrt, m, err := d.readMaps(procRoot, pid)
+		cp = &containerProc{Verdict: before.Read(info.StartTime, exe, err == nil && devrt)}
+		if cp.Maps {
+			mapped = m
 			cp.nsPID, _ = nsfs.NSPID(procRoot, pid)
 		}
 		d.procs[pid] = cp
 	}
-	if !cp.devrt || cp.nsPID == 0 {
+	if !cp.Maps || cp.nsPID == 0 {
 		return true
 	}
 	root := filepath.Join(procRoot, strconv.Itoa(pid), "root")

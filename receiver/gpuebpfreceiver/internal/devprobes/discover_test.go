@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
 	"github.com/otelcol-gpu/otelcol-gpu/receiver/gpuebpfreceiver/internal/devprobes/internal/metadata"
 )
 
@@ -331,4 +332,38 @@ func TestDiscoveryWorkBounded(t *testing.T) {
 		found = append(found, len(s.regions))
 	}
 	require.Equal(t, []int{maxMapsReads, 2 * maxMapsReads, 20, 20}, found)
+}
+
+// TestContainerRegionMapsLate: a scan that reads a container process's
+// maps before the loader mapped devrt (between its execve and LD_PRELOAD)
+// does not look into its root; the next scan reads its maps again and
+// finds its region. After procmaps.NegativeReads scans without devrt the
+// maps are not read again.
+func TestContainerRegionMapsLate(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		misses int // scans before devrt and the region show in the maps
+		want   map[string]uint32
+	}{
+		{"mapped after one scan", 1, map[string]uint32{"root of 500 gpuext-devmaps-1-100.maps": 500}},
+		{"mapped after NegativeReads scans", procmaps.NegativeReads, map[string]uint32{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newFakeHost(t, 0)
+			h.size = int64((h.source().Set().Layout().Size + 4095) &^ 4095)
+			r := h.root("a")
+			f := h.region(filepath.Join(r, h.dir), "gpuext-devmaps-1-100.maps")
+			h.add(fakeProcess{pid: 500, nsPID: "500 1", mnt: "mnt:[2]", root: r})
+			s := h.source()
+			for range tt.misses {
+				s.Poll()
+				require.Empty(t, h.regions(s))
+				h.now = h.now.Add(containerScanInterval)
+			}
+			h.exit(500)
+			h.add(fakeProcess{pid: 500, nsPID: "500 1", mnt: "mnt:[2]", root: r, devrt: true, maps: []string{f}})
+			s.Poll()
+			require.Equal(t, tt.want, h.regions(s))
+		})
+	}
 }

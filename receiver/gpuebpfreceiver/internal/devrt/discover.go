@@ -153,7 +153,8 @@ func (s *Source) candidatesOf(pid int) []candidate {
 
 // containerCandidates returns the ring files of a process outside the
 // host's mount namespace that maps devrt, each with a descriptor of its
-// directory the caller closes. The maps are read once per process.
+// directory the caller closes. The maps are read once per program
+// (procmaps.Verdict: again when they did not name devrt).
 func (s *Source) containerCandidates(pid int) []candidate {
 	mnt, err := nsfs.MountNS(s.opts.ProcRoot, pid)
 	if err != nil || mnt == s.hostMnt || s.opts.Resolve == nil {
@@ -163,27 +164,28 @@ func (s *Source) containerCandidates(pid int) []candidate {
 	if err != nil {
 		return nil
 	}
-	// execve keeps the pid and the start time: the executable tells a
-	// program that has replaced the one whose maps were read.
 	exe, _ := os.Readlink(filepath.Join(s.opts.ProcRoot, strconv.Itoa(pid), "exe"))
 	s.mu.Lock()
 	cp, ok := s.procs[pid]
 	s.mu.Unlock()
-	if !ok || cp.start != info.StartTime || cp.exe != exe {
-		cp = containerProc{start: info.StartTime, exe: exe}
+	var before *procmaps.Verdict
+	if ok {
+		before = &cp.Verdict
+	}
+	if before.Stale(info.StartTime, exe) {
 		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, procmaps.LibraryMatcher(devrtLibrary))
-		if err == nil && len(libs) > 0 {
-			cp.devrt = true
+		cp = containerProc{Verdict: before.Read(info.StartTime, exe, err == nil && len(libs) > 0)}
+		if cp.Maps {
 			cp.nsPID, _ = nsfs.NSPID(s.opts.ProcRoot, pid)
 		}
 		s.mu.Lock()
 		s.procs[pid] = cp
 		s.mu.Unlock()
 	}
-	if !cp.devrt || cp.nsPID == 0 {
+	if !cp.Maps || cp.nsPID == 0 {
 		return nil
 	}
-	return s.rootCandidates(pid, cp.nsPID, cp.start)
+	return s.rootCandidates(pid, cp.nsPID, cp.Start)
 }
 
 // rootCandidates returns the ring files of devrt pid nsPID in the

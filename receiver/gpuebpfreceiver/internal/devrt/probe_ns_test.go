@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
 )
 
 // These cover Probe where the uprobes' first event of a process is read
@@ -48,6 +49,24 @@ func TestProbeHostProcessWithPID1Hidden(t *testing.T) {
 	require.Equal(t, []got{{100, 1}}, w.take())
 }
 
+// containerWithRing is a fake /proc with container process 500 (pid 1 in
+// its namespace, started at 7, mapping devrt) and its ring, created at
+// 5000, in the ring directory, and a world reading them.
+func containerWithRing(t *testing.T) (*fakeProc, *world, *devring.Producer) {
+	fp := newFakeProc(t)
+	fp.add(500, 1, 7, "mnt:[2]")
+	w := newWorldWith(t, nil, func(o *Options) {
+		o.ProcRoot = fp.root
+		o.Resolve = fp.resolve
+	})
+	w.alive(500, 7)
+	p, err := devring.Create(filepath.Join(w.dir, "gpuext-devrt-1-5000.ring"),
+		devring.Header{Capacity: 64, PID: 1, StartTime: 7, CreatedNS: 5000, Version: "test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	return fp, w, p
+}
+
 // TestProbeContainerProcessMapsGone: a container process's maps no longer
 // name devrt (it is exiting), or were cached before devrt was mapped; the
 // uprobes saw it call the driver, so Probe lists its root's directories.
@@ -66,23 +85,47 @@ func TestProbeContainerProcessMapsGone(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fp := newFakeProc(t)
-			fp.add(500, 1, 7, "mnt:[2]")
-			w := newWorldWith(t, nil, func(o *Options) {
-				o.ProcRoot = fp.root
-				o.Resolve = fp.resolve
-			})
-			w.alive(500, 7)
-			p, err := devring.Create(filepath.Join(w.dir, "gpuext-devrt-1-5000.ring"),
-				devring.Header{Capacity: 64, PID: 1, StartTime: 7, CreatedNS: 5000, Version: "test"})
-			require.NoError(t, err)
-			t.Cleanup(func() { p.Close() })
+			fp, w, p := containerWithRing(t)
 			write(t, p, 1)
 			tt.setup(fp, w)
 			w.src.Probe(500)
 			require.Equal(t, []string{"attach 500 5000"}, w.log)
 			w.src.Poll()
 			require.Equal(t, []got{{500, 1}}, w.take(), "read under the host pid")
+		})
+	}
+}
+
+// TestScanContainersMapsLate: a scan that reads a container process's maps
+// before the loader mapped devrt (between its execve and LD_PRELOAD) finds
+// no ring; the next scan reads them again and finds it. After
+// procmaps.NegativeReads scans without devrt the answer is kept: maps
+// that name devrt later are not read.
+func TestScanContainersMapsLate(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		misses int // scans before devrt shows in the maps
+		want   int // rings after the scan that follows
+	}{
+		{"mapped before the first scan", 0, 1},
+		{"mapped after one scan", 1, 1},
+		{"mapped after procmaps.NegativeReads scans", procmaps.NegativeReads, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fp, w, _ := containerWithRing(t)
+			maps := filepath.Join(fp.root, "500", "maps")
+			devrtMaps, err := os.ReadFile(maps)
+			require.NoError(t, err)
+			fp.exiting(500) // maps without devrt
+			for range tt.misses {
+				w.src.scanContainers()
+				w.src.Poll()
+				require.Zero(t, w.src.Rings())
+			}
+			require.NoError(t, os.WriteFile(maps, devrtMaps, 0o644))
+			w.src.scanContainers()
+			w.src.Poll()
+			require.Equal(t, tt.want, w.src.Rings())
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/otelcol-gpu/otelcol-gpu/internal/devring"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs"
 	"github.com/otelcol-gpu/otelcol-gpu/internal/procattr"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/procmaps"
 )
 
 // Options connect the source to the receiver. Handle, Attached and
@@ -148,10 +149,8 @@ const (
 // containerProc is what discovery learnt of a process outside the host's
 // mount namespace.
 type containerProc struct {
-	start uint64
-	exe   string // what /proc/<pid>/exe named
-	devrt bool   // maps the library
-	nsPID uint32 // its pid in its own namespace
+	procmaps.Verdict        // does its program map devrt
+	nsPID            uint32 // its pid in its own namespace
 }
 
 // New returns a source; Start begins discovery.
