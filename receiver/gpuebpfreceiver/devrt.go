@@ -36,7 +36,7 @@ type coverage struct{ since, until uint64 }
 func (r *gpuReceiver) startDevrt(ctx context.Context) {
 	r.devrtCover = map[uint32]coverage{}
 	r.devrtProbed = map[uint32]struct{}{}
-	r.devrt = devrt.New(r.cfg.DevRT, devrt.Options{
+	opts := devrt.Options{
 		ProcRoot: r.cfg.ProcRoot,
 		Logger:   r.log.With(zap.String("source", "devrt")),
 		Handle:   r.handleDevrt,
@@ -44,7 +44,14 @@ func (r *gpuReceiver) startDevrt(ctx context.Context) {
 		Alive:    r.resolver.Alive,
 		Attached: r.devrtAttached,
 		Detached: r.devrtDetached,
-	})
+	}
+	if r.execRecords {
+		// A ring's program may have exited by the time its ring is
+		// drained, and then only its exec record names it (for the
+		// selection rules): that record is read first.
+		opts.ReadUpTo = func() uint64 { return r.read.upTo }
+	}
+	r.devrt = devrt.New(r.cfg.DevRT, opts)
 	r.devrt.Start(ctx)
 }
 

@@ -2,6 +2,7 @@ package gpuebpfreceiver
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -383,4 +384,75 @@ func devrtReceiver(t *testing.T, cfg *Config) *gpuReceiver {
 	r.startDevrt(t.Context())
 	t.Cleanup(r.devrt.Shutdown)
 	return r
+}
+
+// TestDevrtRingWaitsForExecRecord: a short program under devrt and the
+// uprobes, with include rules. It exec'd (the exec record, with its name,
+// is in the uprobes' ring buffer), made its ring, called and exited before
+// the receiver read that record; discovery found the ring meanwhile. A
+// drain then would judge the program by nothing (/proc has no trace of it,
+// the translator no exec name yet): excluded, its records dropped, and its
+// uprobe calls dropped too as devrt's, so no span at all. The ring waits
+// until the ring buffer has been read up to when the ring was found.
+func TestDevrtRingWaitsForExecRecord(t *testing.T) {
+	dir := t.TempDir()
+	const pid = 4_000_002 // above any pid_max: never a live process
+	created := translate.Monotonic()
+	path := filepath.Join(dir, "gpuext-devrt-"+strconv.Itoa(pid)+"-"+strconv.FormatUint(created, 10)+".ring")
+	p, err := devring.Create(path, devring.Header{Capacity: 64, PID: pid, StartTime: 7, CreatedNS: created, Version: "go-test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	for i := uint64(0); i < 3; i++ {
+		require.True(t, p.Write(devrtRecord(ev.Event{Kind: ev.KindCall, API: ev.APICuCtxSynchronize, Corr: uint32(i + 1),
+			Start: created + 1000*(i+1), End: created + 1000*(i+1) + 10})))
+	}
+	p.SetState(devring.StateClosed, 0) // devrt at exit
+
+	cfg := devrtConfig(dir)
+	cfg.CUDA.Include = []ProcessRule{{Executable: "workload"}}
+	r := newReceiver(cfg, receivertest.NewNopSettings(metadata.Type), nil)
+	r.resolver, err = procattr.NewResolver("/proc")
+	require.NoError(t, err)
+	r.tr = translate.New(translate.Config{Spans: true, Metrics: cfg.MetricsBuilderConfig}, r.set, r.resolver, nil, translate.Hooks{
+		Select: cfg.CUDA.selector(), Skipped: r.skip, Released: r.released, Holding: r.devrtHolding})
+	r.execRecords = true      // what Start sets with the uprobe source on
+	r.startDevrt(t.Context()) // its first scan finds the ring
+	t.Cleanup(r.devrt.Shutdown)
+	handle := func(e ev.Event) {
+		e.Source, e.PID, e.TID = ev.SourceUprobe, pid, pid
+		var out ev.Event
+		r.handle(ev.AppendRecord(nil, &e), &out)
+	}
+
+	r.devrt.Poll()                                         // the loop polls devrt before it reads the exec record
+	comm := binary.LittleEndian.Uint64([]byte("workload")) // the new program's comm, NUL-padded in args[0..1]
+	handle(ev.Event{Kind: ev.KindExec, Start: created - 1000, End: created - 1000, Args: [9]uint64{comm}})
+	r.read.mark(translate.Monotonic(), 0) // then it has read the ring buffer to its end
+	r.devrt.Poll()
+	handle(ev.Event{Kind: ev.KindCall, API: ev.APICuCtxSynchronize, Start: created + 1000, End: created + 1010})
+	td, n := r.tr.TakeSpans()
+	require.Equal(t, 3, n, "devrt's records, once each")
+	require.Equal(t, uint64(1), r.devrtDups.Load(), "the uprobe call is devrt's")
+	exe, _ := td.ResourceSpans().At(0).Resource().Attributes().Get("process.executable.name")
+	require.Equal(t, "workload", exe.Str())
+}
+
+// TestReadMark: the ring buffer is read up to a mark's time once its
+// backlog has been read, or the ring was seen empty; a mark outstanding is
+// kept (under a flood a newer one would never be passed).
+func TestReadMark(t *testing.T) {
+	var m readMark
+	m.mark(100, 0)
+	require.Equal(t, uint64(100), m.upTo, "nothing unread")
+	m.mark(200, 64)
+	m.took(32)
+	m.mark(300, 512) // kept: the first is not passed yet
+	require.Equal(t, uint64(100), m.upTo)
+	m.took(32)
+	require.Equal(t, uint64(200), m.upTo)
+	m.mark(400, 64)
+	m.emptied()
+	require.Equal(t, uint64(400), m.upTo)
+	m.took(8)
+	require.Equal(t, uint64(400), m.upTo)
 }

@@ -86,6 +86,11 @@ type gpuReceiver struct {
 	devrtCover  map[uint32]coverage
 	devrtProbed map[uint32]struct{}
 	devrtDups   atomic.Uint64 // uprobe calls dropped as devrt's (tests)
+	// execRecords: the uprobes' ring buffer brings exec records, and devrt
+	// takes a ring in only once the ring buffer was read up to when the
+	// ring was found (read, event goroutine only; see devrt's ReadUpTo).
+	execRecords bool
+	read        readMark
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, release func()) *gpuReceiver {
@@ -152,6 +157,7 @@ func (r *gpuReceiver) Start(_ context.Context, host component.Host) error {
 			componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
 		} else {
 			r.tracer = t
+			r.execRecords = true
 		}
 	}
 
@@ -323,6 +329,9 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 	)
 	tick := func(now time.Time) {
 		if !now.Before(nextDrain) {
+			if r.tracer != nil {
+				r.read.mark(translate.Monotonic(), r.tracer.Backlog())
+			}
 			r.devrt.Poll()
 			if r.probes != nil {
 				r.probes.Poll() // after the rings: launch calls before the blocks they started
@@ -377,6 +386,7 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 		switch {
 		case err == nil:
 			r.handle(rec.RawSample, &e)
+			r.read.took(cudaprobe.RecordSize(&rec))
 			n++
 			if left >= 0 {
 				if left -= cudaprobe.RecordSize(&rec); left <= 0 {
@@ -393,6 +403,7 @@ func (r *gpuReceiver) loop(ctx context.Context) {
 				tick(time.Now())
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			r.read.emptied()
 			tick(time.Now())
 		case errors.Is(err, ringbuf.ErrFlushed):
 			return // Shutdown's: the ring has been read to its end
@@ -765,6 +776,36 @@ func (q *pidQueue) drain() []uint32 {
 	q.pids = nil
 	return out
 }
+
+// readMark tracks how far the uprobes' ring buffer has been read, as a
+// time: every record committed before upTo has been handled. A mark is
+// the time and the ring's backlog then; it is passed once that many bytes
+// were read, or the ring was seen empty.
+type readMark struct {
+	upTo uint64
+	at   uint64
+	left int // bytes of the outstanding mark still unread; 0: none
+}
+
+func (m *readMark) mark(now uint64, backlog int) {
+	switch {
+	case m.left > 0: // the last one first: under a flood a new one would never be passed
+	case backlog <= 0:
+		m.upTo = now
+	default:
+		m.at, m.left = now, backlog
+	}
+}
+
+func (m *readMark) took(n int) {
+	if m.left > 0 {
+		if m.left -= n; m.left <= 0 {
+			m.upTo, m.left = m.at, 0
+		}
+	}
+}
+
+func (m *readMark) emptied() { m.took(m.left) }
 
 func trySend(ch chan uint32, v uint32) {
 	select {

@@ -220,6 +220,7 @@ func (s *Source) rootCandidates(pid int, nsPID uint32, start uint64) []candidate
 // consider opens a ring file not seen before and queues it for reading,
 // or remembers why not.
 func (s *Source) consider(c candidate) {
+	found := monotonic() // the file was listed before: it existed by now
 	var st unix.Stat_t
 	if err := unix.Fstatat(c.dirfd, c.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return
@@ -264,6 +265,9 @@ func (s *Source) consider(c candidate) {
 	}
 
 	e, err := s.open(c, key)
+	if err == nil {
+		e.found = found
+	}
 	if err == nil && c.hostPID != 0 && e.start != c.start {
 		// Another process's of the same pid in its own namespace (another
 		// container sharing the directory, or one that has ended): not

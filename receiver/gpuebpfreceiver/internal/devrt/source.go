@@ -41,6 +41,13 @@ type Options struct {
 	Detached func(pid uint32, until uint64)
 	// Now is CLOCK_MONOTONIC in ns, written as the heartbeat.
 	Now func() uint64
+	// ReadUpTo, when set, is the CLOCK_MONOTONIC time before which every
+	// record the uprobes' ring buffer took has been handled. A ring found
+	// after it waits (Poll leaves it pending): the exec record of the
+	// program that made it, written before the ring existed, is handled
+	// before the ring's records, so the program is known by its name even
+	// when it has exited by then. Probe takes the pid's rings at once.
+	ReadUpTo func() uint64
 }
 
 // Timing of discovery; rings are drained every poll_interval.
@@ -69,6 +76,7 @@ type entry struct {
 	pid     uint32 // in the collector's pid namespace
 	start   uint64
 	created uint64
+	found   uint64      // CLOCK_MONOTONIC when discovery saw the file: it existed before
 	final   bool        // drain once more and remove: superseded, exec'd, orphaned
 	orphan  bool        // no live process claimed it: never stands for a pid
 	discard bool        // an orphan whose pid is another process's now: its records are counted, not handed over
@@ -204,7 +212,7 @@ func (s *Source) Start(ctx context.Context) {
 // Poll drains every ring, writes heartbeats and retires rings whose
 // process has gone. Called every poll_interval on the event goroutine.
 func (s *Source) Poll() {
-	s.adoptPending()
+	s.adoptPending(nil)
 	now := s.opts.Now()
 	for i := 0; i < len(s.rings); {
 		if e := s.rings[i]; s.drain(e, now) {
@@ -323,11 +331,25 @@ func (s *Source) retire(e *entry) {
 	s.updateAttached(e.pid, until)
 }
 
-// adoptPending takes the rings discovery opened into the read set.
-func (s *Source) adoptPending() {
+// adoptPending takes the rings discovery opened into the read set: those
+// found before ReadUpTo, and those take (nil: none) picks.
+func (s *Source) adoptPending(take func(*entry) bool) {
+	upTo := Forever
+	if s.opts.ReadUpTo != nil {
+		upTo = s.opts.ReadUpTo()
+	}
 	s.mu.Lock()
-	pending := s.pending
-	s.pending = nil
+	var pending []*entry
+	wait := s.pending[:0]
+	for _, e := range s.pending {
+		if e.found < upTo || (take != nil && take(e)) {
+			pending = append(pending, e)
+		} else {
+			wait = append(wait, e)
+		}
+	}
+	clear(s.pending[len(wait):])
+	s.pending = wait
 	s.mu.Unlock()
 	if len(pending) == 0 {
 		return
@@ -403,7 +425,10 @@ func (s *Source) control(pid uint32) devring.Control {
 // can end, and its ring be read to the end, before the uprobes' events of
 // it are read.
 func (s *Source) Probe(pid uint32) {
-	s.adoptPending()
+	// The uprobes' records of pid are read up to this call, its exec
+	// record included: its rings need not wait.
+	mine := func(e *entry) bool { return e.pid == pid }
+	s.adoptPending(mine)
 	found := false
 	for _, e := range s.rings {
 		found = found || e.pid == pid
@@ -416,7 +441,7 @@ func (s *Source) Probe(pid uint32) {
 				_ = unix.Close(c.dirfd)
 			}
 		}
-		s.adoptPending()
+		s.adoptPending(mine)
 	}
 	sure := false
 	for _, e := range s.rings {
@@ -462,7 +487,9 @@ func (s *Source) Exec(pid uint32, at uint64) {
 	if at > s.execs[pid] {
 		s.execs[pid] = at
 	}
-	s.adoptPending()
+	// The old program's rings, to retire now; the new program's wait for
+	// Poll, after the receiver has taken in this exec record.
+	s.adoptPending(func(e *entry) bool { return e.pid == pid && e.created < at })
 	var old []*entry
 	for _, e := range s.rings {
 		if e.pid == pid && e.created < at {
@@ -540,7 +567,7 @@ func (s *Source) Shutdown() {
 		s.cancel()
 	}
 	s.wg.Wait()
-	s.adoptPending()
+	s.adoptPending(func(*entry) bool { return true })
 	for _, e := range s.rings {
 		s.drainOnce(e)
 		ctl := s.control(e.pid)

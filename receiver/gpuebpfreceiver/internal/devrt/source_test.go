@@ -711,3 +711,27 @@ func TestSourceManyInvalidFiles(t *testing.T) {
 	}
 	require.Len(t, w.src.bad, maxBad+5, "the files there now")
 }
+
+// TestSourceRingWaitsForReadUpTo: a ring found after the time the uprobes'
+// ring buffer was read up to waits in Poll (its program's exec record may
+// be unread); Probe of its pid takes it at once; then Poll takes the rest.
+func TestSourceRingWaitsForReadUpTo(t *testing.T) {
+	var upTo uint64
+	w := newWorldWith(t, nil, func(o *Options) { o.ReadUpTo = func() uint64 { return upTo } })
+	w.alive(100, 7)
+	w.alive(200, 7)
+	p1, _ := w.ring(100, 5000)
+	p2, _ := w.ring(200, 6000)
+	write(t, p1, 1)
+	write(t, p2, 2)
+	w.poll()
+	require.Empty(t, w.take(), "found after the ring buffer was read")
+	require.Empty(t, w.log)
+	w.src.Probe(200)
+	w.src.Poll()
+	require.Equal(t, []got{{200, 2}}, w.take(), "the uprobes' records of 200 are read: its ring is taken")
+	upTo = monotonic()
+	w.src.Poll()
+	require.Equal(t, []got{{100, 1}}, w.take())
+	require.Equal(t, []string{"attach 200 6000", "attach 100 5000"}, w.log)
+}
