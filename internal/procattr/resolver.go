@@ -54,7 +54,11 @@ func WithCacheSize(n int) Option {
 // detected: a different start time means a different process.
 //
 // A process that calls execve keeps its pid and start time but changes its
-// executable; callers that observe exec events should call Forget.
+// executable; callers that observe exec events should call Forget. Where
+// they do not (no exec events, or a process resolved between its fork and
+// its exec, whose exec came before any state of it), the comm the stat
+// read shows tells: execve sets it to the new program's name, and a
+// remembered process whose comm has changed is read again.
 //
 // A Resolver is safe for concurrent use.
 type Resolver struct {
@@ -62,7 +66,7 @@ type Resolver struct {
 	maxEntries int
 
 	mu sync.Mutex
-	// entries indexes lru by pid; lru holds Process values, most recently
+	// entries indexes lru by pid; lru holds cached values, most recently
 	// used first, so the back is the entry to evict.
 	entries map[int]*list.Element
 	lru     *list.List
@@ -103,18 +107,18 @@ func (r *Resolver) Resolve(pid int) (Process, error) {
 	if err != nil {
 		return Process{}, procError(pid, err)
 	}
-	_, start, err := parseStat(stat)
+	comm, start, err := parseStat(stat)
 	if err != nil {
 		return Process{}, procError(pid, err)
 	}
-	if p, ok := r.lookup(pid, start); ok {
+	if p, ok := r.lookup(pid, start, comm); ok {
 		return p, nil
 	}
-	p, err := readProcess(dir, pid)
+	p, comm, err := readProcess(dir, pid)
 	if err != nil {
 		return Process{}, err
 	}
-	r.store(p)
+	r.store(cached{p, comm})
 	return p, nil
 }
 
@@ -165,60 +169,67 @@ func (r *Resolver) Len() int {
 	return len(r.entries)
 }
 
+// cached is a remembered process and the comm its stat showed then.
+type cached struct {
+	p    Process
+	comm string
+}
+
 // lookup returns the remembered process pid if it is the one that started
-// at start.
-func (r *Resolver) lookup(pid int, start uint64) (Process, bool) {
+// at start and its comm is still comm (no exec since).
+func (r *Resolver) lookup(pid int, start uint64, comm string) (Process, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.entries[pid]
 	if !ok {
 		return Process{}, false
 	}
-	p := e.Value.(Process)
-	if p.StartTime != start {
+	c := e.Value.(cached)
+	if c.p.StartTime != start || c.comm != comm {
 		return Process{}, false
 	}
 	r.lru.MoveToFront(e)
-	return p, true
+	return c.p, true
 }
 
-// store remembers p, replacing an earlier process with the same pid and
+// store remembers c, replacing an earlier process with the same pid and
 // evicting the least recently used entry when the cache is full.
-func (r *Resolver) store(p Process) {
+func (r *Resolver) store(c cached) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e, ok := r.entries[p.PID]; ok {
-		e.Value = p
+	if e, ok := r.entries[c.p.PID]; ok {
+		e.Value = c
 		r.lru.MoveToFront(e)
 		return
 	}
 	for r.lru.Len() >= r.maxEntries {
 		oldest := r.lru.Back()
 		r.lru.Remove(oldest)
-		delete(r.entries, oldest.Value.(Process).PID)
+		delete(r.entries, oldest.Value.(cached).p.PID)
 	}
-	r.entries[p.PID] = r.lru.PushFront(p)
+	r.entries[c.p.PID] = r.lru.PushFront(c)
 }
 
 // readProcess reads everything about one process through a handle on its
 // /proc/<pid> directory. Such a handle stays bound to the process it was
 // opened for: once that process is gone, reads through it fail instead of
 // returning the files of a new process that got the same pid. So stat, exe,
-// comm and cgroup always describe the same process.
-func readProcess(dir string, pid int) (Process, error) {
+// comm and cgroup always describe the same process. It also returns the
+// comm of the stat it read.
+func readProcess(dir string, pid int) (Process, string, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return Process{}, procError(pid, err)
+		return Process{}, "", procError(pid, err)
 	}
 	defer root.Close()
 
 	stat, err := root.ReadFile("stat")
 	if err != nil {
-		return Process{}, procError(pid, err)
+		return Process{}, "", procError(pid, err)
 	}
 	comm, start, err := parseStat(stat)
 	if err != nil {
-		return Process{}, procError(pid, err)
+		return Process{}, "", procError(pid, err)
 	}
 	p := Process{PID: pid, StartTime: start}
 
@@ -235,12 +246,12 @@ func readProcess(dir string, pid int) (Process, error) {
 
 	cg, err := root.ReadFile("cgroup")
 	if err != nil {
-		return Process{}, procError(pid, err)
+		return Process{}, "", procError(pid, err)
 	}
 	if p.Cgroup, err = ParseCgroup(cg); err != nil {
-		return Process{}, procError(pid, err)
+		return Process{}, "", procError(pid, err)
 	}
-	return p, nil
+	return p, comm, nil
 }
 
 // procError names the process in err. A process that exits while its files

@@ -171,6 +171,29 @@ func TestResolveCaches(t *testing.T) {
 	assert.Equal(t, 1, r.Len())
 }
 
+// TestResolveAfterExec: a process resolved between its fork and its exec
+// (its parent's program) keeps its pid and start time across the exec;
+// the new comm its stat shows makes the next Resolve read it again,
+// without a Forget.
+func TestResolveAfterExec(t *testing.T) {
+	root := t.TempDir()
+	p := fakeProc{pid: 100, comm: "bash", start: 500, exe: "/usr/bin/bash", cgroup: hostCgroup}
+	p.write(t, root)
+	r := newTestResolver(t, root)
+	got, err := r.Resolve(100)
+	require.NoError(t, err)
+	assert.Equal(t, "bash", got.ExeName)
+
+	execd := p
+	execd.comm, execd.exe = "workload", "/opt/bin/workload"
+	execd.write(t, root)
+	got, err = r.Resolve(100)
+	require.NoError(t, err)
+	assert.Equal(t, Process{PID: 100, StartTime: 500, ExeName: "workload", ExePath: "/opt/bin/workload",
+		Cgroup: got.Cgroup}, got)
+	assert.Equal(t, 1, r.Len())
+}
+
 func TestResolveEvictsLeastRecentlyUsed(t *testing.T) {
 	root := t.TempDir()
 	for pid := 1; pid <= 3; pid++ {
