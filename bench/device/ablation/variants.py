@@ -86,6 +86,10 @@ use another PTX form, so one jit_ablation run compares them:
         (clz of nctaid.x - 1 plus log2 256, at least 16)
   x1dmin: x1d clamping nctaid.x - 1 (min) before the clz instead of the
         shift after it
+  d<b>c<n> (d0c1000, d0c2000, d0c4000, d1c2000, d8c2000): an uninstrumented
+        module (PROBES with an empty name: ",empty") whose block b spins n
+        cycles of %clock64 at its start, nothing else (timing only: what
+        one block's late start alone does to a kernel's time)
 onestore, red4, coop, vec, lean, seqchk and pchk were written for
 block_sched's 64-byte record (before it named its launch's blocks: 80
 bytes since): onestore and red4 leave the +64 store, coop's registers are
@@ -378,6 +382,29 @@ X1DMIN = """\tmov.u32 \t%gx_r0, %ctaid.x;
 """
 FORMS["x1d"] = [(TEST, lambda m: X1D)]
 FORMS["x1dmin"] = [(TEST, lambda m: X1DMIN)]
+
+
+def delay(block, cycles):
+    """A form of an uninstrumented module (probe "": pass PROBES with an
+    empty name, e.g. ",empty"): block `block` (ctaid.x) of its first entry
+    spins `cycles` cycles of %clock64 before its own code, no probe, no
+    memory: what a delay of one block's start alone does to the kernel's
+    time (timing only)."""
+    spin = (f"\t{{\n\t.reg .b64 %dly<3>;\n\t.reg .pred %dlq;\n\t.reg .b32 %dlb;\n"
+            f"\tmov.u32 %dlb, %ctaid.x;\n\tsetp.ne.u32 %dlq, %dlb, {block};\n\t@%dlq bra $DLY_DONE;\n"
+            f"\tmov.u64 %dly0, %clock64;\n$DLY_LOOP:\n\tmov.u64 %dly1, %clock64;\n"
+            f"\tsub.s64 %dly2, %dly1, %dly0;\n\tsetp.lt.s64 %dlq, %dly2, {cycles};\n\t@%dlq bra $DLY_LOOP;\n"
+            f"$DLY_DONE:\n\t}}\n")
+
+    def sub(t):
+        m = re.search(r"\.entry [^{]*\{\n(?:\t\.reg [^\n]*\n)*", t)
+        return t if not m else t[:m.end()] + spin + t[m.end():]
+    return [sub]
+
+
+# d<block>c<cycles>: that block's start delayed by that many cycles
+for _b, _c in ((0, 1000), (0, 2000), (0, 4000), (1, 2000), (8, 2000)):
+    FORMS[f"d{_b}c{_c}"] = delay(_b, _c)
 
 
 def main(src, dst, probes, forms):
