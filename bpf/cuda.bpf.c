@@ -45,7 +45,9 @@ struct {
 	__type(value, struct gpuext_event);
 } inflight SEC(".maps");
 
-/* Completed calls and process events, to the collector. Sized from userspace. */
+/* Completed calls and process events, to the collector. Sized from userspace.
+ * Every reservation is submitted, never discarded: the receiver counts the
+ * bytes it reads against the backlog it saw (readMark in receiver.go). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20);

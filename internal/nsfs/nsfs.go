@@ -141,13 +141,21 @@ func MountNS(procRoot string, pid int) (string, error) {
 	return os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "mnt"))
 }
 
-// HostMountNS is the mount namespace of the host (pid 1's), or, where
-// pid 1's cannot be read (a sandbox whose pid 1 is not ptrace-readable),
-// the reader's own (procRoot/self): "" only when neither can be read. A
-// caller that took "" for the host's would take every process for a
-// container's.
+// HostMountNS is the mount namespace of the host (pid 1's). Where pid 1's
+// cannot be read (a sandbox whose pid 1 is not ptrace-readable) and
+// procRoot is the reader's own /proc, it is the reader's own: a collector
+// that reads its own /proc runs on the host or sees no host processes
+// anyway. Otherwise "" (a collector in a container reading the host's
+// /proc without access to pid 1: its own namespace is its container's),
+// with which the caller takes every process for a container's and looks
+// for its files through /proc/<pid>/root.
 func HostMountNS(procRoot string) string {
-	if ns, err := MountNS(procRoot, 1); err == nil {
+	return hostMountNS(procRoot, filepath.Clean(procRoot) == "/proc")
+}
+
+// hostMountNS is HostMountNS, falling back to procRoot/self when own.
+func hostMountNS(procRoot string, own bool) string {
+	if ns, err := MountNS(procRoot, 1); err == nil || !own {
 		return ns
 	}
 	ns, _ := os.Readlink(filepath.Join(procRoot, "self", "ns", "mnt"))

@@ -131,17 +131,21 @@ func TestParseNSPID(t *testing.T) {
 	}
 }
 
-// TestHostMountNS: pid 1's namespace where it can be read, the reader's
-// own (self) where it cannot, "" where neither can.
+// TestHostMountNS: pid 1's namespace where it can be read; where it
+// cannot, the reader's own (self) when the proc is the reader's own, else
+// ""; "" where neither can be read.
 func TestHostMountNS(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		pid1, slf string // "": no link
+		own       bool
 		want      string
 	}{
-		{"pid 1 readable", "mnt:[1]", "mnt:[2]", "mnt:[1]"},
-		{"pid 1 hidden", "", "mnt:[2]", "mnt:[2]"},
-		{"neither", "", "", ""},
+		{"pid 1 readable", "mnt:[1]", "mnt:[2]", true, "mnt:[1]"},
+		{"pid 1 readable, another proc", "mnt:[1]", "mnt:[2]", false, "mnt:[1]"},
+		{"pid 1 hidden", "", "mnt:[2]", true, "mnt:[2]"},
+		{"pid 1 hidden, another proc (the host's, in a container)", "", "mnt:[2]", false, ""},
+		{"neither", "", "", true, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -151,7 +155,10 @@ func TestHostMountNS(t *testing.T) {
 					require.NoError(t, os.Symlink(target, filepath.Join(root, dir, "ns", "mnt")))
 				}
 			}
-			require.Equal(t, tt.want, HostMountNS(root))
+			require.Equal(t, tt.want, hostMountNS(root, tt.own))
+			if !tt.own {
+				require.Equal(t, tt.want, HostMountNS(root), "a root that is not /proc is not the reader's own")
+			}
 		})
 	}
 }

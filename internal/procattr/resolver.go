@@ -57,8 +57,10 @@ func WithCacheSize(n int) Option {
 // executable; callers that observe exec events should call Forget. Where
 // they do not (no exec events, or a process resolved between its fork and
 // its exec, whose exec came before any state of it), the comm the stat
-// read shows tells: execve sets it to the new program's name, and a
-// remembered process whose comm has changed is read again.
+// read shows usually tells: execve sets it to the new program's name, and
+// a remembered process whose comm has changed is read again (also after a
+// program renames itself, PR_SET_NAME; an exec of a program of the same
+// name is missed).
 //
 // A Resolver is safe for concurrent use.
 type Resolver struct {

@@ -10,7 +10,8 @@ package procmaps
 // maps were read. A "no" is read again until NegativeReads reads agree: a
 // read between a process's execve and the loader mapping its LD_PRELOAD
 // libraries sees the new executable without them, and the read after (the
-// next scan, a second later) sees them.
+// next scan: a second later, 100 ms while a ring file has no owner) sees
+// them.
 type Verdict struct {
 	Start  uint64
 	Exe    string

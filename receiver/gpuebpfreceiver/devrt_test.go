@@ -396,7 +396,7 @@ func devrtReceiver(t *testing.T, cfg *Config) *gpuReceiver {
 // until the ring buffer has been read up to when the ring was found.
 func TestDevrtRingWaitsForExecRecord(t *testing.T) {
 	dir := t.TempDir()
-	const pid = 4_000_002 // above any pid_max: never a live process
+	const pid = 4_194_305 // above PID_MAX_LIMIT (4194304): never a live process
 	created := translate.Monotonic()
 	path := filepath.Join(dir, "gpuext-devrt-"+strconv.Itoa(pid)+"-"+strconv.FormatUint(created, 10)+".ring")
 	p, err := devring.Create(path, devring.Header{Capacity: 64, PID: pid, StartTime: 7, CreatedNS: created, Version: "go-test"})

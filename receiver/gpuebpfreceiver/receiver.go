@@ -780,7 +780,10 @@ func (q *pidQueue) drain() []uint32 {
 // readMark tracks how far the uprobes' ring buffer has been read, as a
 // time: every record committed before upTo has been handled. A mark is
 // the time and the ring's backlog then; it is passed once that many bytes
-// were read, or the ring was seen empty.
+// were read, or the ring was seen empty. Only records handed back count:
+// the programs writing that ring never discard a reservation
+// (bpf/cuda.bpf.c), which would keep a mark from passing until the ring
+// empties (devrt's readWaitMax bounds the wait all the same).
 type readMark struct {
 	upTo uint64
 	at   uint64

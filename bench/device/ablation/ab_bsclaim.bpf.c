@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //go:build ignore
 /* ab_bsclaim: ab_bsreg with block_sched's claim at entry instead of the
- * start time: thread 0 takes a ring index (its atomic not waited for)
- * and returns it, and its exit stores that as the start time (timing
- * only: the records' times are wrong, their index still the block's):
- * what the claim alone costs an entry that stores nothing. */
+ * start time: thread 0 takes a ring index (its atomic not waited for at
+ * entry) and returns it, and its exit stores that as the start time, so
+ * waits for it there, as shipped (timing only: the records' times are
+ * wrong, their index still the block's): what the claim alone costs an
+ * entry that stores nothing. */
 #include "ab_bsvar.h"
 
 SEC("gpu/entry_thread/*")

@@ -121,10 +121,17 @@ func (s *Source) candidatesOf(pid int) []candidate {
 	// A process gone already (its first uprobe events read late) is
 	// looked for in the host's directories.
 	if mnt, err := nsfs.MountNS(s.opts.ProcRoot, pid); err == nil && mnt != s.hostMnt {
-		// The uprobes saw it call the driver: its root's directories are
-		// listed whatever its maps say (empty while it exits, or read
-		// and cached before the loader mapped devrt).
-		if s.opts.Resolve == nil {
+		// The uprobes saw it call the driver. Its maps are read afresh
+		// (not the scans' verdict, which may predate the loader mapping
+		// devrt): a live program that does not map devrt has no ring,
+		// whatever a ring of its pid in its namespace (another
+		// container's pid 1, in a shared directory) says; maps that are
+		// empty or gone (it is exiting) do not tell, and its root's
+		// directories are listed.
+		seen := false
+		isDevrt := procmaps.LibraryMatcher(devrtLibrary)
+		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, func(p string) bool { seen = true; return isDevrt(p) })
+		if err == nil && seen && len(libs) == 0 || s.opts.Resolve == nil {
 			return nil
 		}
 		info, err := s.opts.Resolve(pid)

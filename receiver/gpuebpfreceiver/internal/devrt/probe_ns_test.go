@@ -25,9 +25,11 @@ func (f *fakeProc) exiting(pid int) {
 }
 
 // TestProbeHostProcessWithPID1Hidden: pid 1's mount namespace cannot be
-// read (a sandbox; the CI machine's pid 1 is not ptrace-readable): the
-// collector's own namespace is the host's, and a process in it is looked
-// for in the host's directories, not through its maps.
+// read (a sandbox; the CI machine's pid 1 is not ptrace-readable). With a
+// proc that is not the collector's own (this fake one) nothing stands for
+// the host's namespace: the process, exiting (its maps empty), is looked
+// for under its root, and found (nsfs.HostMountNS falls back to the
+// collector's namespace only for its own /proc).
 func TestProbeHostProcessWithPID1Hidden(t *testing.T) {
 	fp := newFakeProc(t)
 	require.NoError(t, os.Remove(filepath.Join(fp.root, "1", "ns", "mnt")))
@@ -39,7 +41,7 @@ func TestProbeHostProcessWithPID1Hidden(t *testing.T) {
 		o.ProcRoot = fp.root
 		o.Resolve = fp.resolve
 	})
-	require.Equal(t, "mnt:[1]", w.src.hostMnt)
+	require.Equal(t, "", w.src.hostMnt)
 	w.alive(100, 7)
 	p, _ := w.ring(100, 5000)
 	write(t, p, 1)
@@ -76,6 +78,9 @@ func TestProbeContainerProcessMapsGone(t *testing.T) {
 		setup func(fp *fakeProc, w *world)
 	}{
 		{"exiting", func(fp *fakeProc, _ *world) { fp.exiting(500) }},
+		{"maps unreadable", func(fp *fakeProc, _ *world) {
+			require.NoError(t, os.Remove(filepath.Join(fp.root, "500", "maps")))
+		}},
 		{"cached before devrt was mapped", func(fp *fakeProc, w *world) {
 			fp.exiting(500) // no devrt yet: the scan caches that
 			w.src.scanContainers()
@@ -128,4 +133,19 @@ func TestScanContainersMapsLate(t *testing.T) {
 			require.Equal(t, tt.want, w.src.Rings())
 		})
 	}
+}
+
+// TestProbeContainerProcessWithoutDevrt: a live container process whose
+// maps do not name devrt gets no ring, though a ring of its pid in its
+// namespace (another container's pid 1 in a shared directory, started in
+// the same clock tick) is there.
+func TestProbeContainerProcessWithoutDevrt(t *testing.T) {
+	fp, w, p := containerWithRing(t)
+	write(t, p, 1)
+	require.NoError(t, os.WriteFile(filepath.Join(fp.root, "500", "maps"),
+		[]byte("55d000000000-55d000001000 r-xp 00000000 08:01 77 /usr/bin/app\n"), 0o644))
+	w.src.Probe(500)
+	require.Empty(t, w.log)
+	w.src.Poll()
+	require.Empty(t, w.take())
 }

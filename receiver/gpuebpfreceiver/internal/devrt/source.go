@@ -46,7 +46,8 @@ type Options struct {
 	// after it waits (Poll leaves it pending): the exec record of the
 	// program that made it, written before the ring existed, is handled
 	// before the ring's records, so the program is known by its name even
-	// when it has exited by then. Probe takes the pid's rings at once.
+	// when it has exited by then. Probe takes the pid's rings at once, and
+	// Poll any ring that has waited readWaitMax.
 	ReadUpTo func() uint64
 }
 
@@ -96,6 +97,10 @@ type Stats struct {
 
 // Source reads every devrt ring. See the package comment.
 type Source struct {
+	// waitMax is how long a ring found may wait for ReadUpTo (readWaitMax;
+	// tests set it).
+	waitMax uint64
+
 	cfg      Config
 	opts     Options
 	log      *zap.Logger
@@ -171,6 +176,7 @@ func New(cfg Config, opts Options) *Source {
 	}
 	s := &Source{
 		cfg: cfg, opts: opts, log: opts.Logger,
+		waitMax:  readWaitMax(cfg.PollInterval),
 		ctl:      cfg.Control(uint32(os.Getpid())),
 		known:    map[fileKey]bool{},
 		bad:      map[fileKey]time.Time{},
@@ -331,18 +337,31 @@ func (s *Source) retire(e *entry) {
 	s.updateAttached(e.pid, until)
 }
 
+// readWaitMax bounds how long a ring found waits for the uprobes' ring
+// buffer to be read up to when it was found (Options.ReadUpTo): a loop
+// that lags further (a starved CPU, a flood of events, a ring buffer that
+// fails to read) would leave the ring undrained, its process filling it
+// and devrt dropping, for as long. Past it the ring is taken; a program
+// that exited before its exec record was read is then judged without its
+// name, as before ReadUpTo. Two drain intervals, at least 250 ms.
+func readWaitMax(poll time.Duration) uint64 {
+	return uint64(max(2*poll, 250*time.Millisecond))
+}
+
 // adoptPending takes the rings discovery opened into the read set: those
-// found before ReadUpTo, and those take (nil: none) picks.
+// found before ReadUpTo or readWaitMax ago, and those take (nil: none)
+// picks.
 func (s *Source) adoptPending(take func(*entry) bool) {
 	upTo := Forever
 	if s.opts.ReadUpTo != nil {
 		upTo = s.opts.ReadUpTo()
 	}
+	mono := monotonic()
 	s.mu.Lock()
 	var pending []*entry
 	wait := s.pending[:0]
 	for _, e := range s.pending {
-		if e.found < upTo || (take != nil && take(e)) {
+		if e.found < upTo || mono-e.found >= s.waitMax || (take != nil && take(e)) {
 			pending = append(pending, e)
 		} else {
 			wait = append(wait, e)

@@ -714,10 +714,14 @@ func TestSourceManyInvalidFiles(t *testing.T) {
 
 // TestSourceRingWaitsForReadUpTo: a ring found after the time the uprobes'
 // ring buffer was read up to waits in Poll (its program's exec record may
-// be unread); Probe of its pid takes it at once; then Poll takes the rest.
+// be unread); Probe of its pid takes it at once; then Poll takes the rest;
+// a ring that has waited readWaitMax is taken though the buffer was not
+// read that far.
 func TestSourceRingWaitsForReadUpTo(t *testing.T) {
 	var upTo uint64
 	w := newWorldWith(t, nil, func(o *Options) { o.ReadUpTo = func() uint64 { return upTo } })
+	require.Equal(t, uint64(250*time.Millisecond), w.src.waitMax, "2 x 10 ms, at least 250 ms")
+	w.src.waitMax = uint64(time.Hour) // no test machine stalls that long
 	w.alive(100, 7)
 	w.alive(200, 7)
 	p1, _ := w.ring(100, 5000)
@@ -734,4 +738,35 @@ func TestSourceRingWaitsForReadUpTo(t *testing.T) {
 	w.src.Poll()
 	require.Equal(t, []got{{100, 1}}, w.take())
 	require.Equal(t, []string{"attach 200 6000", "attach 100 5000"}, w.log)
+
+	w.alive(300, 7)
+	p3, _ := w.ring(300, 7000)
+	write(t, p3, 3)
+	w.poll()
+	require.Empty(t, w.take(), "found after the ring buffer was read")
+	w.src.waitMax = 0 // as if it had waited readWaitMax
+	w.src.Poll()
+	require.Equal(t, []got{{300, 3}}, w.take())
+}
+
+// TestSourceExecTakesOldRingsOnly: an exec record read while rings of its
+// pid wait for ReadUpTo takes the old program's (made before the exec: to
+// drain to the end and retire) at once; the new program's waits for the
+// ring buffer to be read past when it was found, as any other.
+func TestSourceExecTakesOldRingsOnly(t *testing.T) {
+	var upTo uint64
+	w := newWorldWith(t, nil, func(o *Options) { o.ReadUpTo = func() uint64 { return upTo } })
+	w.src.waitMax = uint64(time.Hour)
+	w.alive(100, 7)
+	old, _ := w.ring(100, 5000)
+	write(t, old, 1)
+	young, _ := w.ring(100, 7000)
+	write(t, young, 2)
+	w.src.scanHostDirs()
+	w.src.Exec(100, 6000)
+	w.src.Poll()
+	require.Equal(t, []got{{100, 1}}, w.take(), "the old program's ring, at once")
+	upTo = monotonic()
+	w.src.Poll()
+	require.Equal(t, []got{{100, 2}}, w.take(), "the new program's, once the ring buffer was read")
 }
