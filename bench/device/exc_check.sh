@@ -3,18 +3,26 @@
 # named: a short PyTorch loop under the collector, spans by API and how many
 # carry gpu.cuda.kernel.name. MODE=uprobes (default): the collector's
 # uprobes; MODE=devrt: the program under LD_PRELOAD=libgpuext-devrt.so, the
-# collector reading its ring with its uprobes off. Needs
-# .device/otelcol-gpu.xz (and .device/devrt/ for devrt).
+# collector reading its ring with its uprobes off; MODE=both: devrt and the
+# uprobes (include rule: executable python*), whose spans must be devrt's
+# once each: the same counts as MODE=devrt, under the program's name.
+# MODES="devrt both" runs several in turn.
+# Needs .device/otelcol-gpu.xz (and .device/devrt/ for devrt and both).
 source "$(dirname "$0")/lib.sh"
-MODE=${MODE:-uprobes}
+for MODE in ${MODES:-${MODE:-uprobes}}; do
+echo "== MODE=$MODE"
 rm -f $OUT/otel*.jsonl
 pre=""
-if [ "$MODE" = devrt ]; then
+case "$MODE" in
+devrt | both)
 	pre=$PWD/.device/devrt/libgpuext-devrt.so
-	CUDA_ENABLED=false DEVRT_SAMPLE=32 RUN_NAME=devrt $bin --config bench/device/devrt_overhead.yaml > $OUT/collector.log 2>&1 &
-else
+	CUDA_ENABLED=$([ "$MODE" = both ] && echo true || echo false) DEVRT_SAMPLE=32 RUN_NAME=$MODE \
+		$bin --config bench/device/devrt_overhead.yaml > $OUT/collector.log 2>&1 &
+	;;
+*)
 	$bin --config bench/device/collector.yaml > $OUT/collector.log 2>&1 &
-fi
+	;;
+esac
 col=$!
 wait_ready "$OUT/collector.log"
 LD_PRELOAD=$pre python3 -c "
@@ -28,15 +36,20 @@ kill -TERM $col; wait $col
 python3 - $OUT/otel*.jsonl <<'PY'
 import json, sys, collections
 n, named = collections.Counter(), collections.Counter()
+exe = collections.Counter()
 for line in open(sys.argv[1]):
     d = json.loads(line)
     for rs in d.get("resourceSpans", []):
+        res = {a["key"]: a["value"].get("stringValue") for a in rs.get("resource", {}).get("attributes", [])}
         for ss in rs["scopeSpans"]:
             for s in ss["spans"]:
                 n[s["name"]] += 1
                 if any(a["key"] == "gpu.cuda.kernel.name" for a in s.get("attributes", [])):
                     named[s["name"]] += 1
+                exe[res.get("process.executable.name") or "?"] += 1
 for k, v in n.most_common(12):
     print(f"{k:28} {v:6} spans, {named[k]:6} with a kernel name")
+print("spans by process.executable.name:", dict(exe))
 PY
 gzip -f $OUT/otel*.jsonl
+done
