@@ -131,7 +131,7 @@ func (s *Source) candidatesOf(pid int) []candidate {
 		seen := false
 		isDevrt := procmaps.LibraryMatcher(devrtLibrary)
 		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, func(p string) bool { seen = true; return isDevrt(p) })
-		if err == nil && seen && len(libs) == 0 || s.opts.Resolve == nil {
+		if (err == nil && seen && len(libs) == 0) || s.opts.Resolve == nil {
 			return nil
 		}
 		info, err := s.opts.Resolve(pid)

@@ -106,7 +106,7 @@ type Source struct {
 	log      *zap.Logger
 	ctl      devring.Control
 	hostRoot string // "" or <proc_root>/1/root: where the host's directories are
-	hostMnt  string // pid 1's mount namespace (the collector's when pid 1's is hidden)
+	hostMnt  string // the host's mount namespace (nsfs.HostMountNS; "": none known)
 
 	// Shared by the discovery goroutine and the event goroutine.
 	mu        sync.Mutex
