@@ -87,9 +87,11 @@ use another PTX form, so one jit_ablation run compares them:
   x1dmin: x1d clamping nctaid.x - 1 (min) before the clz instead of the
         shift after it
   d<b>c<n> (d0c1000, d0c2000, d0c4000, d1c2000, d8c2000): an uninstrumented
-        module (PROBES with an empty name: ",empty") whose block b spins n
-        cycles of %clock64 at its start, nothing else (timing only: what
-        one block's late start alone does to a kernel's time)
+        module (PROBES ",": the empty probe name of the originals) whose
+        block b spins n cycles of %clock64 at its start, nothing else
+        (timing only: what one block's late start alone does to a
+        kernel's time; on a patched module it would delay its first entry,
+        not the 1-D one jit_bench launches)
 onestore, red4, coop, vec, lean, seqchk and pchk were written for
 block_sched's 64-byte record (before it named its launch's blocks: 80
 bytes since): onestore and red4 leave the +64 store, coop's registers are
@@ -385,8 +387,8 @@ FORMS["x1dmin"] = [(TEST, lambda m: X1DMIN)]
 
 
 def delay(block, cycles):
-    """A form of an uninstrumented module (probe "": pass PROBES with an
-    empty name, e.g. ",empty"): block `block` (ctaid.x) of its first entry
+    """A form of an uninstrumented module (probe "": pass PROBES ","):
+    block `block` (ctaid.x) of its first entry
     spins `cycles` cycles of %clock64 before its own code, no probe, no
     memory: what a delay of one block's start alone does to the kernel's
     time (timing only)."""
