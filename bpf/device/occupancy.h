@@ -63,6 +63,19 @@ static __always_inline void occ_enter(__u64 now, __u64 threads)
 	}
 }
 
+/* occ_entry_time is warp_occupancy's entry: thread 0 counts its block's
+ * threads (weighed) in its bucket's slot, and every warp gets the time,
+ * which the kernel keeps in a register for its exit (ctx->entry_ret): no
+ * per-warp slot in memory. */
+static __always_inline __u64 occ_entry_time(void)
+{
+	__u64 now = bpf_get_globaltimer();
+
+	if (gpuext_first_thread())
+		occ_enter(now, gpuext_block_weight() * gpuext_block_threads());
+	return now;
+}
+
 /* occ_exit_slot returns the slot a warp that entered at start and exits at
  * now counts its exit in (NULL: none). */
 static __always_inline struct gpuext_dev_occ *occ_exit_slot(__u64 now, __u64 start)

@@ -27,16 +27,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #include "occupancy.h"
 
-/* Returns the entry time, which the kernel keeps in a register for
- * occ_exit (ctx->entry_ret): no per-warp slot in memory. */
 SEC("gpu/entry/*")
 __u64 occ_entry(const struct gpuext_dev_ctx *ctx)
 {
-	__u64 now = bpf_get_globaltimer();
-
-	if (gpuext_first_thread())
-		occ_enter(now, gpuext_block_weight() * gpuext_block_threads());
-	return now;
+	return occ_entry_time();
 }
 
 SEC("gpu/exit/*")
