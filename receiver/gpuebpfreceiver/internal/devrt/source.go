@@ -128,6 +128,7 @@ type Source struct {
 	ringsOf   map[uint32]int      // pid → rings read
 	attached  map[uint32]uint64   // pid → created_ns of the ring that counts
 	gone      map[uint32]goneRing // pid → a ring retired without standing for it
+	missed    map[uint32]uint64   // pid → Now() of a Probe that found no ring of it
 	silenced  map[uint32]bool
 	execs     map[uint32]uint64 // pid → when it last called execve (Now() ns)
 	removed   devring.Counters  // drop counters of rings already removed
@@ -186,6 +187,7 @@ func New(cfg Config, opts Options) *Source {
 		procs:    map[int]containerProc{},
 		attached: map[uint32]uint64{},
 		gone:     map[uint32]goneRing{},
+		missed:   map[uint32]uint64{},
 		ringsOf:  map[uint32]int{},
 		silenced: map[uint32]bool{},
 		execs:    map[uint32]uint64{},
@@ -375,6 +377,15 @@ func (s *Source) adoptPending(take func(*entry) bool) {
 	}
 	now := s.opts.Now()
 	for _, e := range pending {
+		if t, ok := s.missed[e.pid]; ok && !e.sure && !e.orphan {
+			// A Probe of this pid found no ring (its directory not
+			// readable then, the process's files gone as it exited): the
+			// uprobes saw the pid, so a ring of it found since stands for
+			// it, unless too late or the pid is another live process's.
+			// The uprobe calls reported before stay reported (twice).
+			delete(s.missed, e.pid)
+			e.sure = now-t < goneGrace && !s.reused(e.pid, e.start)
+		}
 		if at, ok := s.execs[e.pid]; ok && e.created < at {
 			// Made by a program the pid has replaced since (its exec was
 			// read before the ring was found): the old program's to the
@@ -442,7 +453,8 @@ func (s *Source) control(pid uint32) devring.Control {
 // process ended (which alone would not be taken to stand for it) is its,
 // even when it was already drained and removed (gone): a short process
 // can end, and its ring be read to the end, before the uprobes' events of
-// it are read.
+// it are read. And when Probe finds none, a ring of pid found later
+// within goneGrace stands for it too (missed).
 func (s *Source) Probe(pid uint32) {
 	// The uprobes' records of pid are read up to this call, its exec
 	// record included: its rings need not wait.
@@ -462,11 +474,18 @@ func (s *Source) Probe(pid uint32) {
 		}
 		s.adoptPending(mine)
 	}
-	sure := false
+	sure, has := false, false
 	for _, e := range s.rings {
+		has = has || e.pid == pid && !e.orphan
 		if e.pid == pid && !e.orphan && !e.sure {
 			e.sure, sure = true, true
 		}
+	}
+	if _, gone := s.gone[pid]; !has && !gone {
+		if len(s.missed) >= maxGone {
+			clear(s.missed)
+		}
+		s.missed[pid] = s.opts.Now()
 	}
 	if sure {
 		s.updateAttached(pid, s.opts.Now())
@@ -492,6 +511,7 @@ func (s *Source) Exec(pid uint32, at uint64) {
 	s.mu.Lock()
 	delete(s.procs, int(pid)) // a new program: read its maps again
 	s.mu.Unlock()
+	delete(s.missed, pid)
 	if len(s.execs) >= maxGone {
 		now := s.opts.Now()
 		for p, t := range s.execs {

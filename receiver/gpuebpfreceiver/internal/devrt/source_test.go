@@ -508,6 +508,39 @@ func TestSourceProbeAfterRetire(t *testing.T) {
 	require.Len(t, w.log, 2)
 }
 
+// TestSourceProbeMissedThenFound: a Probe found no ring of its pid (its
+// files not readable then); the ring, found later with its process gone,
+// stands for the pid all the same (its uprobe calls read since are
+// devrt's), within goneGrace and not after an exec of the pid. When the
+// pid is another live process's by then, the ring is an orphan, as
+// without the Probe.
+func TestSourceProbeMissedThenFound(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		before func(w *world)
+		recs   []got
+		want   []string
+	}{
+		{"found later", func(*world) {}, []got{{100, 1}}, []string{"attach 100 5000", "detach 100 forever"}},
+		{"too late", func(w *world) { w.now += goneGrace }, []got{{100, 1}}, nil},
+		{"exec'd since", func(w *world) { w.src.Exec(100, 4000) }, []got{{100, 1}}, nil},
+		{"the pid another live process's", func(w *world) { w.alive(100, 99) }, nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, nil)
+			w.src.Probe(100)
+			require.Empty(t, w.log)
+			tt.before(w)
+			p, _ := w.ring(100, 5000)
+			write(t, p, 1)
+			p.SetState(devring.StateClosed, 0)
+			w.poll()
+			require.Equal(t, tt.recs, w.take())
+			require.Equal(t, tt.want, w.log)
+		})
+	}
+}
+
 // TestSourceProbeClaimsOrphan: a killed process left its ring active; the
 // uprobes' first event of its pid, read late, claims it from the orphans.
 func TestSourceProbeClaimsOrphan(t *testing.T) {
