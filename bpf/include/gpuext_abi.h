@@ -338,6 +338,10 @@ struct gpuext_ring_hdr {
 	__u32 state;        /* GPUEXT_RING_* */
 	__u32 disabled_reason; /* devrt's internal error code when DISABLED */
 	char version[16];   /* devrt's version, NUL-terminated */
+	__u64 pidns_ino;    /* devrt's pid namespace (the number of /proc/self/ns/pid's
+	                     * "pid:[N]"): which process of the file name's pid the ring
+	                     * is, among containers sharing the directory; 0: unknown
+	                     * (an older devrt, or the link unreadable) */
 	__u64 head __attribute__((aligned(64))); /* producers' next position */
 	__u64 tail __attribute__((aligned(64))); /* consumer's next position */
 	__u64 drops[GPUEXT_RDROP_MAX] __attribute__((aligned(64)));

@@ -1,11 +1,13 @@
 package devrttest
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	ev "github.com/otelcol-gpu/otelcol-gpu/internal/gpuevent"
+	"github.com/otelcol-gpu/otelcol-gpu/internal/nsfs"
 )
 
 // noTiming turns GPU execution timing off: devrt then makes no driver call
@@ -119,6 +121,9 @@ func TestEveryAPI(t *testing.T) {
 func TestLaunchStorm(t *testing.T) {
 	h := newHarness(t)
 	_, rg := checkRun(t, h, "launch-storm", "300")
+	ns, err := nsfs.PIDNS("/proc", os.Getpid())
+	require.NoError(t, err)
+	require.Equal(t, ns, rg.hdr.PIDNS, "the ring names devrt's pid namespace, this test's")
 	load := one(t, rg, ev.APICuModuleLoadData)
 	fn := one(t, rg, ev.APICuModuleGetFunction)
 	require.Equal(t, ev.KindCallNamed, fn.Kind)

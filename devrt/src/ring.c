@@ -30,6 +30,23 @@
 #define CLAIM_ROUNDS 100000
 
 /* Field 22 of /proc/self/stat: the start time in clock ticks after boot. */
+/* pidns_ino - N of /proc/self/ns/pid's "pid:[N]": the collector tells by
+ * it which process of the file name's pid the ring is, where containers
+ * share the directory (each has a pid 1). 0 when unreadable. */
+static __u64 pidns_ino(void)
+{
+	char buf[64];
+	ssize_t n = readlink("/proc/self/ns/pid", buf, sizeof(buf) - 1);
+	unsigned long long v;
+	char *end;
+
+	if (n <= 6 || strncmp(buf, "pid:[", 5) != 0)
+		return 0;
+	buf[n] = '\0';
+	v = strtoull(buf + 5, &end, 10);
+	return end[0] == ']' && end[1] == '\0' ? v : 0;
+}
+
 static __u64 start_time(void)
 {
 	char buf[1024], *p;
@@ -110,6 +127,7 @@ int devrt_ring_create(void)
 	h->capacity = c->ring_slots;
 	h->pid = (__u32)devrt.pid;
 	h->start_time = start_time();
+	h->pidns_ino = pidns_ino();
 	h->created_ns = created;
 	h->ctl_offset = GPUEXT_RING_PAGE;
 	h->data_offset = 2 * GPUEXT_RING_PAGE;

@@ -38,7 +38,7 @@ func TestLayoutMatchesBTF(t *testing.T) {
 			"magic": hdrMagic, "abi_version": hdrABIVersion, "slot_size": hdrSlotSize, "capacity": hdrCapacity,
 			"pid": hdrPID, "start_time": hdrStartTime, "created_ns": hdrCreated, "ctl_offset": hdrCtlOffset,
 			"data_offset": hdrDataOffset, "state": hdrState, "disabled_reason": hdrDisabledReason,
-			"version": hdrVersion, "head": hdrHead, "tail": hdrTail, "drops": hdrDrops,
+			"version": hdrVersion, "pidns_ino": hdrPIDNS, "head": hdrHead, "tail": hdrTail, "drops": hdrDrops,
 			"records": hdrRecords, "timed": hdrTimed}},
 		{"gpuext_slot", SlotSize, map[string]uint32{"seq": slotSeq, "len": slotLen, "nslots": slotNSlots, "data": slotData}},
 		{"gpuext_ctl", ctlSize, map[string]uint32{

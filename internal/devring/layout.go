@@ -43,6 +43,7 @@ const (
 	hdrDisabledReason = 52
 	hdrVersion        = 56
 	versionLen        = 16
+	hdrPIDNS          = 72
 	hdrHead           = 128
 	hdrTail           = 192
 	hdrDrops          = 256

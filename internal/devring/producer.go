@@ -76,6 +76,7 @@ func (p *Producer) init(h Header) {
 	le.PutUint32(b[hdrDataOffset:], DataOffset)
 	le.PutUint32(b[hdrState:], StateActive)
 	copy(b[hdrVersion:hdrVersion+versionLen-1], h.Version)
+	le.PutUint64(b[hdrPIDNS:], h.PIDNS)
 	le.PutUint32(b[CtlOffset+ctlClasses:], ClassAll)
 	le.PutUint32(b[CtlOffset+ctlSampleEvery:], 32)
 	le.PutUint32(b[CtlOffset+ctlSampleGap:], 50000)

@@ -35,6 +35,10 @@ type Header struct {
 	StartTime uint64 // process start, clock ticks after boot (/proc/pid/stat #22)
 	CreatedNS uint64 // CLOCK_MONOTONIC: devrt reports every call from here on
 	Version   string // devrt's version
+	// PIDNS is devrt's pid namespace (the N of /proc/self/ns/pid's
+	// "pid:[N]"), 0 when unknown: which of the processes of the file
+	// name's pid the ring is, where containers share a directory.
+	PIDNS uint64
 }
 
 // Ring is one mapped ring file, read by one goroutine.
@@ -169,6 +173,7 @@ func parseHeader(b []byte, ctlMagicValue uint64, size int64) (Header, error) {
 		StartTime: le.Uint64(b[hdrStartTime:]),
 		CreatedNS: le.Uint64(b[hdrCreated:]),
 		Version:   cString(b[hdrVersion : hdrVersion+versionLen]),
+		PIDNS:     le.Uint64(b[hdrPIDNS:]),
 	}
 	if h.PID == 0 {
 		bad = append(bad, "pid 0")

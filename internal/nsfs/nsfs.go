@@ -162,6 +162,26 @@ func hostMountNS(procRoot string, own bool) string {
 	return ns
 }
 
+// PIDNS is the number of pid's pid namespace (N of /proc/<pid>/ns/pid's
+// "pid:[N]", the namespace's inode): what devrt writes in its ring's
+// header.
+func PIDNS(procRoot string, pid int) (uint64, error) {
+	l, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "pid"))
+	if err != nil {
+		return 0, err
+	}
+	return ParseNSLink(l, "pid")
+}
+
+// ParseNSLink returns N of a namespace link's target "<kind>:[N]".
+func ParseNSLink(target, kind string) (uint64, error) {
+	rest, ok := strings.CutPrefix(target, kind+":[")
+	if n, err := strconv.ParseUint(strings.TrimSuffix(rest, "]"), 10, 64); ok && strings.HasSuffix(rest, "]") && err == nil {
+		return n, nil
+	}
+	return 0, fmt.Errorf("namespace link %q: want %s:[N]", target, kind)
+}
+
 // NSPID is pid's pid in its own (innermost) pid namespace: the last field
 // of NSpid in /proc/<pid>/status, what getpid() returns there.
 func NSPID(procRoot string, pid int) (uint32, error) {

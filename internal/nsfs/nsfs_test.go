@@ -1,9 +1,12 @@
 package nsfs
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -161,4 +164,68 @@ func TestHostMountNS(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseNSLink(t *testing.T) {
+	for _, tt := range []struct {
+		target, kind string
+		want         uint64
+		err          bool
+	}{
+		{"pid:[4026531836]", "pid", 4026531836, false},
+		{"mnt:[4026531841]", "mnt", 4026531841, false},
+		{"pid:[0]", "pid", 0, false},
+		{"mnt:[4026531841]", "pid", 0, true},
+		{"pid:[4026531836", "pid", 0, true},
+		{"pid:[]", "pid", 0, true},
+		{"pid:[-1]", "pid", 0, true},
+		{"pid:[12]x", "pid", 0, true},
+		{"pid:[18446744073709551616]", "pid", 0, true},
+		{"", "pid", 0, true},
+	} {
+		got, err := ParseNSLink(tt.target, tt.kind)
+		if tt.err {
+			require.EqualError(t, err, fmt.Sprintf("namespace link %q: want %s:[N]", tt.target, tt.kind), tt.target)
+			continue
+		}
+		require.NoError(t, err, tt.target)
+		require.Equal(t, tt.want, got, tt.target)
+	}
+}
+
+// TestPIDNS: the number of a process's pid namespace link; an error where
+// the link cannot be read.
+func TestPIDNS(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "7", "ns"), 0o755))
+	require.NoError(t, os.Symlink("pid:[4026532001]", filepath.Join(root, "7", "ns", "pid")))
+	got, err := PIDNS(root, 7)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4026532001), got)
+	_, err = PIDNS(root, 8)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	self, err := PIDNS("/proc", os.Getpid())
+	require.NoError(t, err, "this process's own")
+	require.NotZero(t, self)
+}
+
+// FuzzParseNSLink: any target parses or is refused without a panic; one
+// that parses is "<kind>:[digits]", and every number round-trips.
+func FuzzParseNSLink(f *testing.F) {
+	f.Add("pid:[4026531836]", uint64(4026531836))
+	f.Add("pid:[", uint64(0))
+	f.Add("pid:[1]]", uint64(1))
+	f.Fuzz(func(t *testing.T, target string, n uint64) {
+		if v, err := ParseNSLink(target, "pid"); err == nil {
+			require.True(t, strings.HasPrefix(target, "pid:[") && strings.HasSuffix(target, "]"), target)
+			digits := target[len("pid:[") : len(target)-1]
+			require.NotEmpty(t, digits)
+			require.Equal(t, -1, strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }), target)
+			w, _ := strconv.ParseUint(digits, 10, 64)
+			require.Equal(t, w, v)
+		}
+		v, err := ParseNSLink("pid:["+strconv.FormatUint(n, 10)+"]", "pid")
+		require.NoError(t, err)
+		require.Equal(t, n, v)
+	})
 }

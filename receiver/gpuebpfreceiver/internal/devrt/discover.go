@@ -246,7 +246,11 @@ func (s *Source) consider(c candidate) {
 	if o, ok := s.orphans[key]; ok {
 		// Found again inside a process's root, or for a pid the uprobes
 		// just saw (and not another process's by now): that process owns it.
-		if (c.hostPID != 0 && o.e.start == c.start) || (c.seen && !s.reused(o.e.pid, o.e.start)) {
+		owner := o.e.pid
+		if c.hostPID != 0 {
+			owner = c.hostPID
+		}
+		if ((c.hostPID != 0 && o.e.start == c.start) || (c.seen && !s.reused(o.e.pid, o.e.start))) && s.samePIDNS(o.e, owner) {
 			delete(s.orphans, key)
 			if c.hostPID != 0 {
 				o.e.pid = c.hostPID
@@ -275,10 +279,12 @@ func (s *Source) consider(c candidate) {
 	if err == nil {
 		e.found = found
 	}
-	if err == nil && c.hostPID != 0 && e.start != c.start {
+	if err == nil && c.hostPID != 0 && (e.start != c.start || !s.samePIDNS(e, c.hostPID)) {
 		// Another process's of the same pid in its own namespace (another
 		// container sharing the directory, or one that has ended): not
-		// this one's. Its own process, or the host's scan, takes it.
+		// this one's. Its own process, or the host's scan, takes it. The
+		// start time (clock ticks) can agree by chance; the pid
+		// namespace, where the header names it, cannot.
 		_ = e.ring.Close()
 		_ = unix.Close(e.dirfd)
 		return
@@ -313,6 +319,14 @@ func (s *Source) consider(c candidate) {
 		_ = unix.Close(e.dirfd)
 		return
 	}
+	if c.hostPID == 0 && !s.samePIDNS(e, e.pid) {
+		// The host process of the name's pid is in another pid namespace
+		// than devrt was: a container's ring in a shared directory. An
+		// orphan, for its own process's scan to claim (or removed).
+		s.orphans[key] = &orphan{e: e, first: time.Now()}
+		s.newOrphan = true
+		return
+	}
 	if c.hostPID == 0 && !s.alive(e.pid, e.start) {
 		if st, err := e.ring.Counters(); err == nil && st.State == devring.StateClosed && !s.reused(e.pid, e.start) {
 			// devrt closed it at exit: whoever it was, drain it now. It
@@ -338,6 +352,18 @@ func (s *Source) consider(c candidate) {
 	e.sure = true
 	s.known[key] = true
 	s.pending = append(s.pending, e)
+}
+
+// samePIDNS reports whether ring e can be host process pid's: its header
+// names devrt's pid namespace (0: an older devrt, or unknown), which must
+// be pid's. A namespace that cannot be read (the process gone, no access)
+// does not decide: the start time does.
+func (s *Source) samePIDNS(e *entry, pid uint32) bool {
+	if e.pidns == 0 {
+		return true
+	}
+	ns, err := nsfs.PIDNS(s.opts.ProcRoot, int(pid))
+	return err != nil || ns == e.pidns
 }
 
 // open maps the ring and checks it belongs where it was found.
@@ -370,7 +396,7 @@ func (s *Source) open(c candidate, key fileKey) (*entry, error) {
 		pid = c.hostPID
 	}
 	return &entry{ring: r, dirfd: dirfd, name: c.name, path: c.path, key: key, pid: pid,
-		start: h.StartTime, created: h.CreatedNS}, nil
+		start: h.StartTime, created: h.CreatedNS, pidns: h.PIDNS}, nil
 }
 
 func (s *Source) rejectLocked(key fileKey, path string, err error) {

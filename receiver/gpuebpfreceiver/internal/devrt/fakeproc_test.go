@@ -42,6 +42,11 @@ func (f *fakeProc) add(pid int, nsPID uint32, start uint64, mnt string) {
 	f.start[pid] = start
 }
 
+// pidNS gives process pid the pid namespace n (its ns/pid link).
+func (f *fakeProc) pidNS(pid int, n uint64) {
+	require.NoError(f.t, os.Symlink("pid:["+u64(n)+"]", filepath.Join(f.root, strconv.Itoa(pid), "ns", "pid")))
+}
+
 func (f *fakeProc) resolve(pid int) (procattr.Process, error) {
 	s, ok := f.start[pid]
 	if !ok {
@@ -103,6 +108,65 @@ func TestContainerRingOfAnotherProcess(t *testing.T) {
 			require.True(t, exists(pathA))
 			require.True(t, exists(pathB), "a live process's ring is not removed")
 			require.Equal(t, 2, w.src.Rings())
+		})
+	}
+}
+
+// TestContainerRingSameStartTick: two containers share the ring directory,
+// each runs devrt as pid 1 of its own pid namespace, and both started in
+// the same clock tick, so the start time cannot tell their rings apart;
+// the pid namespace each ring's header names does, whichever scan finds
+// them first, also when the host's pid 1 started in that tick too (the
+// host's scan leaves them orphans for their processes, not the host pid
+// 1's).
+func TestContainerRingSameStartTick(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		hostFirst bool
+		hostTick  bool // the host's pid 1 started at 7 too
+	}{
+		{"container scan first", false, false},
+		{"host scan first", true, false},
+		{"host scan first, host pid 1 in the same tick", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fp := newFakeProc(t)
+			fp.add(500, 1, 7, "mnt:[2]")
+			fp.add(600, 1, 7, "mnt:[3]")
+			fp.pidNS(500, 4026532101)
+			fp.pidNS(600, 4026532202)
+			w := newWorldWith(t, nil, func(o *Options) {
+				o.ProcRoot = fp.root
+				o.Resolve = fp.resolve
+			})
+			w.alive(500, 7)
+			w.alive(600, 7)
+			if tt.hostTick {
+				fp.start[1] = 7
+				fp.pidNS(1, 4026531836)
+				w.alive(1, 7)
+			}
+			for _, r := range []struct {
+				created uint64
+				ns      uint64
+				seq     uint32
+			}{{5000, 4026532101, 1}, {6000, 4026532202, 2}} {
+				p, err := devring.Create(filepath.Join(w.dir, "gpuext-devrt-1-"+u64(r.created)+".ring"),
+					devring.Header{Capacity: 64, PID: 1, StartTime: 7, CreatedNS: r.created, Version: "test", PIDNS: r.ns})
+				require.NoError(t, err)
+				t.Cleanup(func() { p.Close() })
+				write(t, p, r.seq)
+			}
+			if tt.hostFirst {
+				w.poll()
+				require.Len(t, w.src.orphans, 2)
+				require.Empty(t, w.take(), "not the host pid 1's")
+			}
+			w.src.scanContainers()
+			w.src.Poll()
+			require.ElementsMatch(t, []got{{500, 1}, {600, 2}}, w.take())
+			require.ElementsMatch(t, []string{"attach 500 5000", "attach 600 6000"}, w.log)
+			require.Empty(t, w.src.orphans)
 		})
 	}
 }

@@ -78,6 +78,7 @@ type entry struct {
 	start   uint64
 	created uint64
 	found   uint64      // CLOCK_MONOTONIC when discovery saw the file: it existed before
+	pidns   uint64      // devrt's pid namespace, from the header (0: unknown)
 	final   bool        // drain once more and remove: superseded, exec'd, orphaned
 	orphan  bool        // no live process claimed it: never stands for a pid
 	discard bool        // an orphan whose pid is another process's now: its records are counted, not handed over
