@@ -7,7 +7,9 @@
  *  - fixed-width types only, explicit padding, no pointers: the same bytes are
  *    written by BPF (x86-64 kernel), by devrt (x86-64 user space) and read by Go;
  *  - append-only: new fields go into reserved space or new record kinds, and
- *    GPUEXT_ABI_VERSION changes when a layout does;
+ *    GPUEXT_ABI_VERSION changes when a layout does; a field put into padding
+ *    where 0 means unknown (gpuext_ring_hdr.pidns_ino) keeps the version, which
+ *    readers require equal;
  *  - the Go side (internal/gpuevent) checks every size and offset in tests.
  */
 #ifndef GPUEXT_ABI_H

@@ -29,7 +29,6 @@
  * consumer that broke the protocol keeps sequence numbers from settling. */
 #define CLAIM_ROUNDS 100000
 
-/* Field 22 of /proc/self/stat: the start time in clock ticks after boot. */
 /* pidns_ino - N of /proc/self/ns/pid's "pid:[N]": the collector tells by
  * it which process of the file name's pid the ring is, where containers
  * share the directory (each has a pid 1). 0 when unreadable. */
@@ -40,13 +39,14 @@ static __u64 pidns_ino(void)
 	unsigned long long v;
 	char *end;
 
-	if (n <= 6 || strncmp(buf, "pid:[", 5) != 0)
+	if (n <= 6 || strncmp(buf, "pid:[", 5) != 0 || buf[5] < '0' || buf[5] > '9')
 		return 0;
 	buf[n] = '\0';
 	v = strtoull(buf + 5, &end, 10);
 	return end[0] == ']' && end[1] == '\0' ? v : 0;
 }
 
+/* Field 22 of /proc/self/stat: the start time in clock ticks after boot. */
 static __u64 start_time(void)
 {
 	char buf[1024], *p;

@@ -456,7 +456,10 @@ func (s *Source) expireOrphans(now time.Time) {
 		}
 		delete(s.orphans, key)
 		o.e.final, o.e.orphan = true, true
-		o.e.discard = s.reused(o.e.pid, o.e.start)
+		// Another process's by now, or a pid namespace the host
+		// process of its pid is not in (a container's pid 1 that
+		// exited unclaimed): counted, not handed over as that pid's.
+		o.e.discard = s.reused(o.e.pid, o.e.start) || !s.samePIDNS(o.e, o.e.pid)
 		s.stale++
 		s.known[key] = true
 		s.pending = append(s.pending, o.e)

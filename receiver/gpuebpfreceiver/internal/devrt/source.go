@@ -378,20 +378,21 @@ func (s *Source) adoptPending(take func(*entry) bool) {
 	}
 	now := s.opts.Now()
 	for _, e := range pending {
-		if t, ok := s.missed[e.pid]; ok && !e.sure && !e.orphan {
-			// A Probe of this pid found no ring (its directory not
-			// readable then, the process's files gone as it exited): the
-			// uprobes saw the pid, so a ring of it found since stands for
-			// it, unless too late or the pid is another live process's.
-			// The uprobe calls reported before stay reported (twice).
-			delete(s.missed, e.pid)
-			e.sure = now-t < goneGrace && !s.reused(e.pid, e.start)
-		}
-		if at, ok := s.execs[e.pid]; ok && e.created < at {
+		at, execd := s.execs[e.pid]
+		if execd && e.created < at {
 			// Made by a program the pid has replaced since (its exec was
 			// read before the ring was found): the old program's to the
 			// end, never the new one's.
 			e.final, e.until = true, at
+		} else if t, ok := s.missed[e.pid]; ok && !e.sure && !e.orphan && e.created < t {
+			// A Probe of this pid found no ring (its directory not
+			// readable then, the process's files gone as it exited): the
+			// uprobes saw the pid, so a ring of it made before that
+			// Probe and found since stands for it, unless too late or
+			// the pid is another live process's. The uprobe calls
+			// reported before stay reported (twice).
+			delete(s.missed, e.pid)
+			e.sure = now-t < goneGrace && !s.reused(e.pid, e.start)
 		}
 		_ = e.ring.WriteControl(s.control(e.pid))
 		_ = e.ring.Heartbeat(now)
@@ -483,10 +484,18 @@ func (s *Source) Probe(pid uint32) {
 		}
 	}
 	if _, gone := s.gone[pid]; !has && !gone {
+		now := s.opts.Now()
 		if len(s.missed) >= maxGone {
-			clear(s.missed)
+			for p, t := range s.missed {
+				if now-t >= goneGrace {
+					delete(s.missed, p)
+				}
+			}
+			if len(s.missed) >= maxGone {
+				clear(s.missed)
+			}
 		}
-		s.missed[pid] = s.opts.Now()
+		s.missed[pid] = now
 	}
 	if sure {
 		s.updateAttached(pid, s.opts.Now())

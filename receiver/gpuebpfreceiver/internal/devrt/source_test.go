@@ -541,6 +541,37 @@ func TestSourceProbeMissedThenFound(t *testing.T) {
 	}
 }
 
+// TestSourceProbeMissedAfterExec: the pid exec'd, then a Probe of the new
+// program found no ring; the old program's closed ring and the new one's,
+// found together later, go each their way: the old one retired as the old
+// program's, the new one standing for the pid. A ring made after the
+// Probe was not what the probed call was reported by: not taken for it.
+func TestSourceProbeMissedAfterExec(t *testing.T) {
+	w := newWorld(t, nil)
+	w.src.Exec(100, 4000)
+	w.src.Probe(100)
+	require.Empty(t, w.log)
+	for _, r := range []struct {
+		created uint64
+		seq     uint32
+	}{{3000, 1}, {5000, 2}} {
+		p, _ := w.ring(100, r.created)
+		write(t, p, r.seq)
+		p.SetState(devring.StateClosed, 0)
+	}
+	w.poll()
+	require.ElementsMatch(t, []got{{100, 1}, {100, 2}}, w.take())
+	require.Equal(t, []string{"attach 100 5000", "detach 100 forever"}, w.log)
+
+	w.src.Probe(101)
+	p, _ := w.ring(101, w.now+1)
+	write(t, p, 3)
+	p.SetState(devring.StateClosed, 0)
+	w.poll()
+	require.Equal(t, []got{{101, 3}}, w.take())
+	require.Len(t, w.log, 2, "made after the Probe: not 101's calls")
+}
+
 // TestSourceProbeClaimsOrphan: a killed process left its ring active; the
 // uprobes' first event of its pid, read late, claims it from the orphans.
 func TestSourceProbeClaimsOrphan(t *testing.T) {
