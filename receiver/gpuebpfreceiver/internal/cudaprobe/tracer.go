@@ -201,7 +201,8 @@ func (t *Tracer) AttachLibrary(path string) (*Library, error) {
 
 // attachMulti attaches all targets with one return and one entry link.
 // The return link goes first: a call entering between the two is then seen
-// whole or not at all.
+// whole or not at all (not at all: its return finds no entry and counts as
+// an unmatched drop), never left as an entry that no return takes.
 func (t *Tracer) attachMulti(ex *link.Executable, tgts []target) (links []link.Link, functions, points int, err error) {
 	entry, ret := &link.UprobeMultiOptions{}, &link.UprobeMultiOptions{}
 	for _, tg := range tgts {
