@@ -71,6 +71,7 @@ unit: fakecuda devrt
 
 test: deps check-generated vet unit build kernel-test
 	bin/otelcol-gpu validate --config deploy/config/default.yaml
+	scripts/shutdown-check.sh
 	DAEMONSET_CONFIG_OUT=$(CURDIR)/build/daemonset-config.yaml $(GO) test -count=1 -run TestDaemonSetManifest ./deploy/kubernetes/
 	POD_IP=127.0.0.1 OTLP_ENDPOINT=localhost:4317 K8S_NODE_NAME=node \
 		bin/otelcol-gpu validate --config build/daemonset-config.yaml

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # make demo: the collector traces the fake CUDA driver while its workload runs
 # every scenario, then this prints what was recorded. No GPU needed; root is
-# (BPF). Full output: build/demo.jsonl (OTLP JSON) and build/demo-collector.log.
+# (BPF). Full output: build/demo-traces.jsonl and build/demo-metrics.jsonl (OTLP
+# JSON) and build/demo-collector.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export FAKECUDA_LIB=$PWD/build/fakecuda/libcuda.so.1 FAKECUDA_RT=$PWD/build/fakecuda/libcudart.so.12
-rm -f build/demo.jsonl
+rm -f build/demo-traces.jsonl build/demo-metrics.jsonl
 bin/otelcol-gpu --config deploy/config/demo.yaml > build/demo-collector.log 2>&1 &
 col=$!
 trap 'kill $col 2>/dev/null || true' EXIT
@@ -25,7 +26,7 @@ python3 - <<'PY'
 import collections, json
 spans = collections.Counter(); kernels = collections.Counter(); errors = collections.Counter()
 metrics = {}
-for line in open("build/demo.jsonl"):
+for line in (l for f in ("build/demo-traces.jsonl", "build/demo-metrics.jsonl") for l in open(f)):
     d = json.loads(line)
     for rs in d.get("resourceSpans", []):
         for ss in rs["scopeSpans"]:
@@ -59,4 +60,4 @@ for key, (v, who) in sorted(metrics.items()):
         print(f"  {key[0]}{{{attrs}}} = {v}  [{who}]")
 PY
 echo
-echo "full output: build/demo.jsonl, build/demo-collector.log"
+echo "full output: build/demo-traces.jsonl, build/demo-metrics.jsonl, build/demo-collector.log"
