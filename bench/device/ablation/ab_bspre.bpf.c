@@ -22,11 +22,7 @@ struct {
 	__type(value, struct ab_pre);
 } ab_pre SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 80 << 18);
-	__uint(map_extra, 32);
-} ab_ring SEC(".maps");
+AB_RING;
 
 SEC("gpu/entry_thread/*")
 __u64 ab_entry(const struct gpuext_dev_ctx *ctx)

@@ -7,11 +7,7 @@
  * word after the record. */
 #include "ablation.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 80 << 18);
-	__uint(map_extra, 32);
-} ab_ring SEC(".maps");
+AB_RING;
 
 SEC("gpu/exit/*")
 int ab_exit(const struct gpuext_dev_ctx *ctx)

@@ -61,6 +61,17 @@ static __always_inline void ab_sm_count_block(void)
 	__sync_fetch_and_add(&sm->threads, gpuext_block_threads());
 }
 
+/* block_sched's ring (bpf/device/block_sched.bpf.c: 80-byte records, 32
+ * shards) as ab_ring, for the ab_bs* probes that write its record their
+ * own way; a macro, declared by those alone, so the other probes' regions
+ * do not carry its 20 MiB. */
+#define AB_RING \
+	struct { \
+		__uint(type, BPF_MAP_TYPE_RINGBUF); \
+		__uint(max_entries, 80 << 18); \
+		__uint(map_extra, 32); \
+	} ab_ring SEC(".maps")
+
 #define AB_NOP_ENTRY \
 	SEC("gpu/entry/*") int ab_entry(const struct gpuext_dev_ctx *ctx) { return 0; }
 #define AB_NOP_EXIT \

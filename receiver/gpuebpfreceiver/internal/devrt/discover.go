@@ -129,8 +129,7 @@ func (s *Source) candidatesOf(pid int) []candidate {
 		// empty or gone (it is exiting) do not tell, and its root's
 		// directories are listed.
 		seen := false
-		isDevrt := procmaps.LibraryMatcher(devrtLibrary)
-		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, func(p string) bool { seen = true; return isDevrt(p) })
+		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, func(p string) bool { seen = true; return s.isDevrt(p) })
 		if (err == nil && seen && len(libs) == 0) || s.opts.Resolve == nil {
 			return nil
 		}
@@ -180,7 +179,7 @@ func (s *Source) containerCandidates(pid int) []candidate {
 		before = &cp.Verdict
 	}
 	if before.Stale(info.StartTime, exe) {
-		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, procmaps.LibraryMatcher(devrtLibrary))
+		libs, err := procmaps.Scan(s.opts.ProcRoot, pid, s.isDevrt)
 		cp = containerProc{Verdict: before.Read(info.StartTime, exe, err == nil && len(libs) > 0)}
 		if cp.Maps {
 			cp.nsPID, _ = nsfs.NSPID(s.opts.ProcRoot, pid)

@@ -106,8 +106,9 @@ type Source struct {
 	opts     Options
 	log      *zap.Logger
 	ctl      devring.Control
-	hostRoot string // "" or <proc_root>/1/root: where the host's directories are
-	hostMnt  string // the host's mount namespace (nsfs.HostMountNS; "": none known)
+	hostRoot string                 // "" or <proc_root>/1/root: where the host's directories are
+	hostMnt  string                 // the host's mount namespace (nsfs.HostMountNS; "": none known)
+	isDevrt  func(path string) bool // devrt's library in a process's maps
 
 	// Shared by the discovery goroutine and the event goroutine.
 	mu        sync.Mutex
@@ -179,6 +180,7 @@ func New(cfg Config, opts Options) *Source {
 	s := &Source{
 		cfg: cfg, opts: opts, log: opts.Logger,
 		waitMax:  readWaitMax(cfg.PollInterval),
+		isDevrt:  procmaps.LibraryMatcher(devrtLibrary),
 		ctl:      cfg.Control(uint32(os.Getpid())),
 		known:    map[fileKey]bool{},
 		bad:      map[fileKey]time.Time{},
