@@ -283,3 +283,51 @@ func ParseInt(text string) (uint64, bool) {
 	}
 	return v, true
 }
+
+// Variables sorts the variables m defines at module scope. own are those
+// the program can reach by name from the host (.global and .const, not
+// .extern: CUDA's __device__ and __constant__ variables, which it reads and
+// writes with cuModuleGetGlobal, cudaMemcpyToSymbol and the like) and
+// which a second module loaded from m's PTX would hold copies of: a
+// patched twin must own them (devrtinject.Result.Vars). unsupported are
+// those a twin cannot take over at all, each with what it is: __managed__
+// variables (the runtime maps the original's into the host's address
+// space) and texture, surface and sampler references (bound by the host to
+// the original's symbols). Names the compiler makes with a leading '$'
+// (nvcc's printf format strings) are neither: nothing outside the module
+// names them. In source order, once each.
+func (m *Module) Variables() (own, unsupported []string) {
+	seen := map[string]bool{}
+	for _, it := range m.Items {
+		v, ok := it.(*Var)
+		if !ok || v.Linkage == ".extern" || seen[v.Name] || strings.HasPrefix(v.Name, "$") {
+			continue
+		}
+		switch {
+		case v.Space == ".tex" || refKinds[v.Type] != "":
+			unsupported = append(unsupported, v.Name+" (a "+refKinds[v.Type]+refKinds[v.Space]+" reference)")
+		case v.Space != ".global" && v.Space != ".const":
+			continue
+		case managed(v):
+			unsupported = append(unsupported, v.Name+" (a managed variable)")
+		default:
+			own = append(own, v.Name)
+		}
+		seen[v.Name] = true
+	}
+	return own, unsupported
+}
+
+// refKinds names the opaque reference types (and .tex, the old texture
+// state space).
+var refKinds = map[string]string{".texref": "texture", ".surfref": "surface", ".samplerref": "sampler", ".tex": "texture"}
+
+// managed tells whether v is declared .attribute(.managed).
+func managed(v *Var) bool {
+	for _, a := range v.Attrs {
+		if n, ok := a.(*Name); ok && n.Text == ".managed" {
+			return true
+		}
+	}
+	return false
+}
