@@ -865,8 +865,26 @@ enum gpuext_inj_image {
 	GPUEXT_INJ_IMAGE_TRITON = 3, /* a cubin's PTX, from Triton's cache beside it */
 };
 
+/* struct gpuext_inj_req.flags: what this devrt can do */
+#define GPUEXT_INJ_QF_VARS (1U << 0) /* it honours GPUEXT_INJ_RF_VARS */
+
 /* struct gpuext_inj_resp.flags */
 #define GPUEXT_INJ_RF_CACHED (1U << 0) /* answered from the collector's cache */
+/*
+ * The module declares variables of its own (.global or .const at module
+ * scope: __device__ and __constant__ variables, which the program reads and
+ * writes by name with cuModuleGetGlobal / cuLibraryGetGlobal, through
+ * cudaMemcpyToSymbol and the like). The patched module has copies of its
+ * own, so its twin must own them: the names list every kernel of the
+ * module, patched or not, and devrt redirects them all, hands the program
+ * the twin's variables (cuModuleGetGlobal, cuLibraryGetGlobal,
+ * cuLibraryGetModule) and never falls back to the original once the module
+ * is patched (a launch the twin refuses fails with the twin's error; a
+ * library context the twin cannot be bound in runs it without a region).
+ * Sent only to a devrt that set GPUEXT_INJ_QF_VARS; any other is answered
+ * REJECTED for such a module.
+ */
+#define GPUEXT_INJ_RF_VARS (1U << 1)
 
 /* The request header. 80 bytes. */
 struct gpuext_inj_req {
@@ -880,7 +898,7 @@ struct gpuext_inj_req {
 	__u32 nkernels;
 	__u16 api;         /* enum gpuext_api of the load call */
 	__u16 image;       /* enum gpuext_inj_image */
-	__u32 flags;       /* none defined: 0 */
+	__u32 flags;       /* GPUEXT_INJ_QF_* */
 	__u8 sha256[32];   /* SHA-256 of the ptx_len bytes of PTX */
 	__u64 _reserved;
 };
@@ -980,9 +998,14 @@ enum gpuext_inj_reason {
 	GPUEXT_INJ_R_REFUSED = 16,     /* later: the twin refused a setting or a launch
 	                                * the original took; the module's redirects are
 	                                * dropped (a record of its own, api 0); with
-	                                * GPUEXT_IF_GRID1D only one kernel's 1-D twin */
+	                                * GPUEXT_IF_GRID1D only one kernel's 1-D twin;
+	                                * with GPUEXT_IF_VARS none (see that flag) */
 	GPUEXT_INJ_R_FILE = 17,        /* the file a module was loaded from could not
 	                                * be read again (cuModuleLoad, cuLibraryLoadFromFile) */
+	GPUEXT_INJ_R_VARS_LIMITS = 18, /* the module's variables are the twin's, and a
+	                                * twin's kernel takes fewer threads a block than
+	                                * its original (cuFuncGetAttribute): launches the
+	                                * original takes would fail (GPUEXT_INJ_RF_VARS) */
 };
 
 /* struct gpuext_inject_event.flags */
@@ -996,6 +1019,11 @@ enum gpuext_inj_reason {
                                              * refused what its twin took; that kernel runs
                                              * its twin for every grid, the module stays
                                              * patched */
+#define GPUEXT_IF_VARS (1U << 5)            /* the twin owns the module's variables
+                                             * (GPUEXT_INJ_RF_VARS): every kernel is
+                                             * redirected; with R_REFUSED, the module stays
+                                             * patched and the launch failed with the twin's
+                                             * error (cuda_result) */
 
 struct gpuext_inject_event {
 	__u16 kind;        /* GPUEXT_KIND_INJECT */

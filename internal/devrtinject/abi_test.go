@@ -141,11 +141,14 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"GPUEXT_INJ_GRID1D_SUFFIX":    `"` + Grid1DSuffix + `"`,
 		"GPUEXT_KIND_INJECT":          "8",
 		"GPUEXT_INJ_RF_CACHED":        "(1U << 0)",
+		"GPUEXT_INJ_RF_VARS":          "(1U << 1)",
+		"GPUEXT_INJ_QF_VARS":          "(1U << 0)",
 		"GPUEXT_IF_COLLECTOR_CACHE":   "(1U << 0)",
 		"GPUEXT_IF_LIBRARY":           "(1U << 1)",
 		"GPUEXT_IF_REGION_SHARED":     "(1U << 2)",
 		"GPUEXT_IF_OTHER_CONTEXT":     "(1U << 3)",
 		"GPUEXT_IF_GRID1D":            "(1U << 4)",
+		"GPUEXT_IF_VARS":              "(1U << 5)",
 		"GPUEXT_DEVMAPS_INFO_MAGIC":   "0x4f464e49U",
 		"GPUEXT_DEVMAPS_INFO_VERSION": "1",
 		"GPUEXT_DEVMAPS_INFO_SIZE":    "64",
@@ -174,6 +177,9 @@ func TestConstantsMatchHeader(t *testing.T) {
 	require.Equal(t, 1, FlagCollectorCache)
 	require.Equal(t, 2, FlagLibrary)
 	require.Equal(t, 16, FlagGrid1D)
+	require.Equal(t, 32, FlagVars)
+	require.Equal(t, 2, RespVars)
+	require.Equal(t, 1, ReqVars)
 	// The rewriter names the 1-D entries devrt looks up by the header's
 	// suffix.
 	require.Equal(t, Grid1DSuffix, ptx.Grid1DSuffix)

@@ -41,6 +41,9 @@ func size(r *Result) int64 {
 	for _, k := range r.Kernels {
 		n += int64(len(k)) + 1
 	}
+	for _, v := range r.Vars {
+		n += int64(len(v)) + 1
+	}
 	return n
 }
 

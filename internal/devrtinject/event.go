@@ -58,11 +58,15 @@ const (
 	ReasonTableFull   Reason = 15
 	ReasonRefused     Reason = 16 // later: the twin refused what the original took
 	ReasonFile        Reason = 17 // the file a module was loaded from could not be read again
+	// ReasonVarsLimits: the twin owns the module's variables (RespVars)
+	// and one of its kernels takes fewer threads a block than its
+	// original, so launches the original takes would fail.
+	ReasonVarsLimits Reason = 18
 )
 
 var reasonNames = [...]string{"none", "sass_only", "compressed", "bad_image", "too_large",
 	"connect", "timeout", "io", "bad_response", "server", "load", "shared", "function",
-	"no_memory", "driver", "table_full", "refused", "file"}
+	"no_memory", "driver", "table_full", "refused", "file", "vars_limits"}
 
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
@@ -83,6 +87,10 @@ const (
 	// twin took (ReasonRefused): the kernel runs its twin for every grid,
 	// the module stays patched.
 	FlagGrid1D = 1 << 4
+	// FlagVars: the twin owns the module's variables (RespVars), so every
+	// kernel is redirected; with ReasonRefused the module stays patched
+	// and the refused launch failed with the twin's error.
+	FlagVars = 1 << 5
 )
 
 // Event is struct gpuext_inject_event: what devrt did with one module load.

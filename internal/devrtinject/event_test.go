@@ -54,7 +54,7 @@ func TestDecodeEvent(t *testing.T) {
 		{"short", eventBytes(&full)[:EventSize-1], Event{}, ErrEventSize},
 		{"outcome 0", eventBytes(&Event{}), Event{}, ErrEventBad},
 		{"outcome 6", eventBytes(&Event{Outcome: 6}), Event{}, ErrEventBad},
-		{"reason 18", eventBytes(&Event{Outcome: OutFailed, Reason: 18}), Event{}, ErrEventBad},
+		{"reason 19", eventBytes(&Event{Outcome: OutFailed, Reason: 19}), Event{}, ErrEventBad},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +75,8 @@ func TestOutcomeAndReasonNames(t *testing.T) {
 	require.Equal(t, "table_full", ReasonTableFull.String())
 	require.Equal(t, "refused", ReasonRefused.String())
 	require.Equal(t, "file", ReasonFile.String())
-	require.Equal(t, "reason(18)", Reason(18).String())
+	require.Equal(t, "vars_limits", ReasonVarsLimits.String())
+	require.Equal(t, "reason(19)", Reason(19).String())
 }
 
 func FuzzDecodeEvent(f *testing.F) {

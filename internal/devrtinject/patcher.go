@@ -22,8 +22,15 @@ type Result struct {
 	// declare the .u64 __gpuext_shared (constant memory) if SharedSize > 0.
 	PTX []byte
 	// Kernels are the .entry names of the patched kernels (Patched):
-	// launches of these are redirected; others run the original.
+	// launches of these are redirected; others run the original. With
+	// Vars, every kernel of the module.
 	Kernels []string
+	// Vars names the module's own variables (.global and .const at module
+	// scope) when it has any (Patched): the twin must own them, so every
+	// kernel is redirected and devrt hands the program the twin's
+	// variables (RespVars). A devrt that cannot (no ReqVars) is answered
+	// REJECTED.
+	Vars []string
 	// SharedSize is the bytes of the shared region the probes' maps need
 	// (0: none).
 	SharedSize uint64

@@ -67,8 +67,17 @@ const (
 	ImageTriton Image = 3
 )
 
-// RespCached is GPUEXT_INJ_RF_CACHED: answered from the cache.
-const RespCached = 1
+// Response flags (GPUEXT_INJ_RF_*).
+const (
+	// RespCached: answered from the cache.
+	RespCached = 1 << 0
+	// RespVars: the module declares variables of its own, which its twin
+	// must own (Result.Vars; GPUEXT_INJ_RF_VARS in gpuext_abi.h).
+	RespVars = 1 << 1
+)
+
+// ReqVars is GPUEXT_INJ_QF_VARS: the asking devrt honours RespVars.
+const ReqVars = 1 << 0
 
 // Request is one module devrt asks about.
 type Request struct {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,8 +195,19 @@ func (s *Server) handle(c *net.UnixConn) {
 		p.Status, p.Reason = StatusError, truncate(err.Error())
 	default:
 		p.Status, p.Reason, p.SharedSize = res.Status, truncate(res.Reason), res.SharedSize
-		if res.Status == StatusPatched {
+		switch {
+		case res.Status == StatusPatched && len(res.Vars) > 0 && q.Flags&ReqVars == 0:
+			// a devrt that would fall back to the original, or hand
+			// the program the original's variables while the twin
+			// runs: the program's results would change
+			p.Status, p.SharedSize = StatusRejected, 0
+			p.Reason = truncate("the module declares variables (" + strings.Join(res.Vars, ", ") +
+				"), which this devrt cannot hand over to the patched module: update devrt")
+		case res.Status == StatusPatched:
 			p.PTX, p.Kernels, p.Init = res.PTX, res.Kernels, res.Init
+			if len(res.Vars) > 0 {
+				p.Flags |= RespVars
+			}
 		}
 		if cached {
 			p.Flags |= RespCached

@@ -237,3 +237,40 @@ func TestListenReplacesAStaleSocket(t *testing.T) {
 	require.True(t, strings.HasSuffix(path, devrtinject.SocketName))
 	require.Equal(t, devrtinject.StatusPatched, askReq(t, path, request(ptx, "k")).Status)
 }
+
+// TestServerVars: a module with variables of its own is answered PATCHED
+// with RespVars and every kernel, to a devrt that says it can hand them
+// over (ReqVars), and REJECTED to one that does not (an older devrt would
+// run some kernels in the original or give the program the original's
+// variables); the cache serves both.
+func TestServerVars(t *testing.T) {
+	p := &injecttest.Patcher{SharedSize: 4096, Vars: []string{"counter", "coeffs"}, Only: map[string]bool{"k": true}}
+	_, path := start(t, p, nil)
+	two := strings.Replace(ptx, ".visible .entry k(", ".visible .entry j(\n)\n{\n\tret;\n}\n.visible .entry k(", 1)
+
+	q := request(two, "j", "k")
+	q.Flags = devrtinject.ReqVars
+	r := askReq(t, path, q)
+	require.Equal(t, devrtinject.StatusPatched, r.Status)
+	require.Equal(t, uint32(devrtinject.RespVars), r.Flags)
+	require.Equal(t, []string{"j", "k"}, r.Kernels)
+	require.Equal(t, uint64(4096), r.SharedSize)
+
+	old := request(two, "j", "k")
+	r = askReq(t, path, old)
+	require.Equal(t, devrtinject.StatusRejected, r.Status)
+	require.Equal(t, uint32(devrtinject.RespCached), r.Flags)
+	require.Equal(t, "the module declares variables (counter, coeffs), which this devrt cannot hand over to the patched module: update devrt", r.Reason)
+	require.Empty(t, r.PTX)
+	require.Empty(t, r.Kernels)
+	require.Zero(t, r.SharedSize)
+	require.Equal(t, int64(1), p.Calls())
+
+	// Without variables the flag changes nothing.
+	p.Vars = nil
+	_, path = start(t, p, nil)
+	r = askReq(t, path, request(two, "j", "k"))
+	require.Equal(t, devrtinject.StatusPatched, r.Status)
+	require.Zero(t, r.Flags)
+	require.Equal(t, []string{"k"}, r.Kernels)
+}

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -92,6 +93,12 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	if !anyKernelMatches(mod.KernelNames(), p.probes.Probes) {
 		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no probe applies to its kernels"}, nil
 	}
+	// before Link: the fragment's own globals are not the program's
+	vars, unsupported := mod.Variables()
+	if len(unsupported) > 0 {
+		return rejected("the module declares %s, which a patched copy cannot take over", strings.Join(unsupported, ", ")), nil
+	}
+	all := mod.KernelNames()
 	frag, err := ptx.ParseFragment(p.probes.PTX)
 	if err != nil {
 		return devrtinject.Result{}, fmt.Errorf("probe fragment: %w", err)
@@ -120,10 +127,19 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		Kernels:    patched,
 		SharedSize: p.probes.Layout.Size,
 		Init:       p.init,
+		Vars:       vars,
 	}
+	var why []string
 	if len(refused) > 0 {
-		res.Reason = "not instrumented: " + strings.Join(refused, "; ")
+		why = append(why, "not instrumented: "+strings.Join(refused, "; "))
 	}
+	if len(vars) > 0 {
+		// the twin owns the variables: every kernel runs there, the
+		// ones no probe instruments as they were
+		res.Kernels = slices.Sorted(slices.Values(all))
+		why = append(why, "the patched module owns its variables ("+strings.Join(vars, ", ")+"): all its kernels run there")
+	}
+	res.Reason = strings.Join(why, "; ")
 	return res, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -136,13 +138,52 @@ func TestPatchSelectsKernels(t *testing.T) {
 		require.NoError(t, err)
 		return New(c, Options{})
 	}
-	// Only the kernel the section names; entry from one program, exit from another.
+	// Only the kernel the section names; entry from one program, exit
+	// from another. The module has variables (a __device__ counter and a
+	// __constant__ array), so the answer names every kernel: its twin
+	// owns them.
 	p := compile(program(t, "a", "gpu/entry/"+one), program(t, "b", "kretprobe/"+one))
 	res, err := p.Patch(context.Background(), &devrtinject.Module{PTX: src})
 	require.NoError(t, err)
 	require.Equal(t, devrtinject.StatusPatched, res.Status)
-	require.Equal(t, []string{one}, res.Kernels)
+	require.Equal(t, slices.Sorted(slices.Values(all)), res.Kernels)
+	require.Equal(t, []string{"dev_counter", "coeffs"}, res.Vars)
+	require.Equal(t, "the patched module owns its variables (dev_counter, coeffs): all its kernels run there", res.Reason)
 	require.Equal(t, uint64(0), res.SharedSize)
+	out, err := ptx.Parse(string(res.PTX))
+	require.NoError(t, err)
+	sites, err := Sites(res.PTX, p.probes.Probes)
+	require.NoError(t, err)
+	for _, k := range all {
+		require.Equal(t, k == one, len(sites[k]) > 0, "%s: %v", k, sites[k])
+		if k != one { // the others exactly as they were
+			f, _ := out.Lookup(k)
+			g, _ := m.Lookup(k)
+			require.Equal(t, ptx.Write(&ptx.Module{Items: []ptx.Item{g}}), ptx.Write(&ptx.Module{Items: []ptx.Item{f}}), k)
+		}
+	}
+
+	// Without variables, only the kernel the section names.
+	two := ".version 8.0\n.target sm_90\n.address_size 64\n" +
+		".visible .entry a()\n{\n\tret;\n}\n.visible .entry b()\n{\n\tret;\n}\n"
+	p = compile(program(t, "a", "gpu/entry/b"))
+	res, err = p.Patch(context.Background(), &devrtinject.Module{PTX: []byte(two)})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusPatched, res.Status)
+	require.Equal(t, []string{"b"}, res.Kernels)
+	require.Empty(t, res.Vars)
+	require.Empty(t, res.Reason)
+
+	// A managed variable or a texture reference: rejected, whatever the
+	// kernels.
+	for decl, why := range map[string]string{
+		".global .attribute(.managed) .align 4 .u32 mv;\n": "the module declares mv (a managed variable), which a patched copy cannot take over",
+		".global .texref tex0;\n":                          "the module declares tex0 (a texture reference), which a patched copy cannot take over",
+	} {
+		res, err = p.Patch(context.Background(), &devrtinject.Module{PTX: []byte(strings.Replace(two, ".visible", decl+".visible", 1))})
+		require.NoError(t, err)
+		require.Equal(t, devrtinject.Result{Status: devrtinject.StatusRejected, Reason: why}, res)
+	}
 
 	// Two groups: every kernel at entry, one kernel also at exits.
 	p = compile(program(t, "a", "gpu/entry/*"), program(t, "b", "gpu/exit/"+one))

@@ -90,6 +90,10 @@ type Patcher struct {
 	// Grid1DMark, with Mark, is what each copy stores instead of
 	// MarkValue: a GPU test's proof that the launch ran the 1-D twin.
 	Grid1DMark uint64
+	// Vars, if set, answers as for a module that declares these variables
+	// (Result.Vars): every kernel devrt named is redirected, Only or not
+	// (the twin owns the variables, as the collector answers then).
+	Vars []string
 
 	calls atomic.Int64
 	mu    sync.Mutex
@@ -202,8 +206,11 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		}
 		out.Write(copies.Bytes())
 	}
+	if len(p.Vars) > 0 {
+		kernels = slices.Clone(m.Kernels)
+	}
 	return devrtinject.Result{Status: devrtinject.StatusPatched, PTX: out.Bytes(),
-		Kernels: kernels, SharedSize: p.SharedSize, Init: p.Init}, nil
+		Kernels: kernels, SharedSize: p.SharedSize, Init: p.Init, Vars: p.Vars}, nil
 }
 
 // grid1D is the copy of kernel name's .entry in ptx (from the start of its

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -491,7 +492,7 @@ func TestServerPatchesCorpus(t *testing.T) {
 		require.NoError(t, err)
 		defer c.Close()
 		req, err := devrtinject.AppendRequest(nil, &devrtinject.Request{PID: pid, SMArch: 90, Image: devrtinject.ImagePTX,
-			Hash: sha256.Sum256(src), PTX: src, Kernels: kernels})
+			Hash: sha256.Sum256(src), PTX: src, Kernels: kernels, Flags: devrtinject.ReqVars})
 		require.NoError(t, err)
 		_, err = c.Write(req)
 		require.NoError(t, err)
@@ -507,6 +508,8 @@ func TestServerPatchesCorpus(t *testing.T) {
 		resp := ask(src, m.KernelNames())
 		require.Equal(t, devrtinject.StatusPatched, resp.Status, "%s: %s", f, resp.Reason)
 		require.ElementsMatch(t, m.KernelNames(), resp.Kernels, f)
+		// nvcc's kernels.cu has a __device__ and a __constant__ variable
+		require.Equal(t, strings.HasPrefix(filepath.Base(f), "nvcc_"), resp.Flags&devrtinject.RespVars != 0, f)
 		require.Equal(t, s.Set().Layout().Size, resp.SharedSize)
 		_, err = ptx.Parse(string(resp.PTX))
 		require.NoError(t, err, f)
