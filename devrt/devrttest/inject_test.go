@@ -68,6 +68,9 @@ type launched struct {
 		Shared   string `json:"shared"`
 		Launches int    `json:"launches"`
 	} `json:"contexts"`
+	// Vars: the module's variables and their device pointers (0x0:
+	// never asked for).
+	Vars map[string]string `json:"vars"`
 }
 
 // injectRun is one run of the inject scenario.
@@ -1100,5 +1103,142 @@ func TestInjectGrid1DNames(t *testing.T) {
 			require.Equal(t, ir.handles["m"], "0x"+strconv.FormatUint(ir.events[0].Module, 16))
 			require.Equal(t, ir.handles["lib"], "0x"+strconv.FormatUint(ir.events[1].Module, 16))
 		})
+	}
+}
+
+// TestInjectVars: a module and a library with variables of their own (a
+// __device__ counter and a __constant__ array). Answered with RespVars,
+// their twins own them: every kernel ran in the twin, the one no probe
+// patched (Only) too, and what the program asked by name
+// (cuModuleGetGlobal, cuLibraryGetGlobal, cuModuleGetGlobal on the
+// library's cuLibraryGetModule) was the twin's variable, so what it wrote
+// is what the kernels read. The original's variables were never handed
+// out. Without RespVars (an answer for a module without variables) the
+// unpatched kernel runs the original, as before.
+func TestInjectVars(t *testing.T) {
+	h := newHarness(t)
+	vars := func(raw string) map[string]string {
+		var m struct {
+			Vars map[string]string `json:"vars"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(raw), &m))
+		return m.Vars
+	}
+	same := func(raw string) map[string]any {
+		m := sameRun(t, raw)
+		delete(m, "vars")
+		return m
+	}
+	// twinVars: the variables of the twin of the module (lib: library)
+	// whose kernels ran in the other handles.
+	twinVars := func(ir *injectRun, lib bool) map[string]string {
+		mine := map[string]bool{}
+		for _, v := range ir.handles {
+			mine[v] = true
+		}
+		for _, l := range ir.launches {
+			if l.Name == "vk_a" && l.Lib == lib && !mine[l.Handle] {
+				return l.Vars
+			}
+		}
+		t.Fatalf("no twin of lib=%t", lib)
+		return nil
+	}
+	plain := runInjectScenario(t, h, false, "", "inject-vars")
+	pv := vars(plain.raw)
+	require.NotEqual(t, "0x0", pv["module_coeffs"])
+	require.Equal(t, map[string][2]int{"vk_a": {2 * injectN, 0}, "vk_b": {2 * injectN, 0}},
+		plain.launchesOfEach(map[string][2]int{"vk_a": {}, "vk_b": {}}))
+
+	dir := shortSocketDir(t)
+	serve(t, dir, &injecttest.Patcher{SharedSize: 64, Only: map[string]bool{"vk_a": true}, Vars: []string{"counter", "coeffs"}})
+	ir := runInjectScenario(t, h, true, dir, "inject-vars")
+	require.Equal(t, same(plain.raw), same(ir.raw))
+	require.Equal(t, map[string][2]int{"vk_a": {0, 2 * injectN}, "vk_b": {0, 2 * injectN}},
+		ir.launchesOfEach(map[string][2]int{"vk_a": {}, "vk_b": {}}))
+	got := vars(ir.raw)
+	mod, lib := twinVars(ir, false), twinVars(ir, true)
+	require.Equal(t, mod["coeffs"], got["module_coeffs"])
+	require.Equal(t, lib["coeffs"], got["library_coeffs"])
+	require.Equal(t, lib["counter"], got["library_counter"])
+	for _, v := range got {
+		require.NotEqual(t, "0x0", v)
+	}
+	for _, l := range ir.launches {
+		if ir.handles["fa"] == l.Handle || ir.handles["ka"] == l.Handle {
+			require.Equal(t, map[string]string{"counter": "0x0", "coeffs": "0x0"}, l.Vars, "the original's, never asked for")
+		}
+	}
+	require.Len(t, ir.events, 2)
+	for i, e := range ir.events {
+		require.Equal(t, devrtinject.OutPatched, e.Outcome, "%+v", e)
+		// (the second load's answer is the cache's, and shares the region)
+		require.Equal(t, uint16(devrtinject.FlagVars|[]uint16{0, devrtinject.FlagLibrary}[i]),
+			e.Flags&(devrtinject.FlagVars|devrtinject.FlagLibrary), "%+v", e)
+		require.Equal(t, uint32(2), e.Kernels)
+	}
+
+	// An answer without variables: the unpatched kernel runs the
+	// original, and the program gets the original's variables.
+	dir = shortSocketDir(t)
+	serve(t, dir, &injecttest.Patcher{SharedSize: 64, Only: map[string]bool{"vk_a": true}})
+	ir = runInjectScenario(t, h, true, dir, "inject-vars")
+	require.Equal(t, map[string][2]int{"vk_a": {0, 2 * injectN}, "vk_b": {2 * injectN, 0}},
+		ir.launchesOfEach(map[string][2]int{"vk_a": {}, "vk_b": {}}))
+	require.NotEqual(t, twinVars(ir, false)["coeffs"], vars(ir.raw)["module_coeffs"])
+}
+
+// TestInjectVarsNoFallback: a twin that owns the variables is never left.
+// One whose kernels take fewer threads a block than the originals (its
+// .maxntid) is not used at all (ReasonVarsLimits at the load: launches the
+// original takes would fail); one that refuses a launch at run time (the
+// dynamic shared memory its probes' static shared memory leaves) fails
+// that launch with its error, and a record says so once a module, where a
+// module without variables falls back to the original and drops its
+// redirects.
+func TestInjectVarsNoFallback(t *testing.T) {
+	h := newHarness(t)
+	all := map[string][2]int{"vk_a": {}, "vk_b": {}}
+	withVars := []string{"counter", "coeffs"}
+
+	dir := shortSocketDir(t)
+	serve(t, dir, &injecttest.Patcher{SharedSize: 64, MaxNTID: 16, Vars: withVars})
+	ir := runInjectScenario(t, h, true, dir, "inject-vars")
+	require.Equal(t, map[string][2]int{"vk_a": {2 * injectN, 0}, "vk_b": {2 * injectN, 0}}, ir.launchesOfEach(all))
+	require.Len(t, ir.events, 2)
+	for i, e := range ir.events {
+		require.Equal(t, devrtinject.OutFailed, e.Outcome, "%+v", e)
+		require.Equal(t, devrtinject.ReasonVarsLimits, e.Reason)
+		require.Equal(t, uint16(devrtinject.FlagVars|[]uint16{0, devrtinject.FlagLibrary}[i]),
+			e.Flags&(devrtinject.FlagVars|devrtinject.FlagLibrary), "%+v", e)
+		require.Equal(t, "twin: 16 of 1024 threads a block", e.Text)
+	}
+
+	const shmem = 227 * 1024 // all an sm_90 has: the twins' 1 KiB more is refused
+	for _, tc := range []struct {
+		vars   []string
+		expect int
+		runs   map[string][2]int
+	}{
+		{withVars, 1, map[string][2]int{"vk_a": {0, 0}, "vk_b": {0, 0}}}, // (refused launches are not counted)
+		{nil, 0, map[string][2]int{"vk_a": {2 * injectN, 0}, "vk_b": {2 * injectN, 0}}},
+	} {
+		dir := shortSocketDir(t)
+		serve(t, dir, &injecttest.Patcher{SharedSize: 64, StaticShared: 1024, Vars: tc.vars})
+		ir := runInjectScenario(t, h, true, dir, "inject-vars",
+			"WORKLOAD_VARS_SHMEM="+strconv.Itoa(shmem), "WORKLOAD_VARS_EXPECT="+strconv.Itoa(tc.expect))
+		require.Equal(t, tc.runs, ir.launchesOfEach(all), "vars %v", tc.vars)
+		var refused []devrtinject.Event
+		for _, e := range ir.events {
+			if e.Reason == devrtinject.ReasonRefused {
+				refused = append(refused, e)
+			}
+		}
+		require.Len(t, refused, 2, "one a module")
+		for _, e := range refused {
+			require.Equal(t, "launch", e.Text)
+			require.Equal(t, int32(1), e.CUDAResult)
+			require.Equal(t, tc.vars != nil, e.Flags&devrtinject.FlagVars != 0)
+		}
 	}
 }

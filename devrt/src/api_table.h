@@ -210,6 +210,10 @@
 	/* unloads: not reported; injection unloads the patched twin (inject.c) */ \
 	H(cuModuleUnload, NONE, 0, 0) \
 	H(cuLibraryUnload, NONE, 0, 0) \
+	/* variables: not reported; a patched module's twin may own them (inject.c) */ \
+	H(cuModuleGetGlobal_v2, NONE, 0, 0) \
+	H(cuLibraryGetGlobal, NONE, 0, 0) \
+	H(cuLibraryGetModule, NONE, 0, 0) \
 	/* settings: not reported; injection makes them on the twin too (inject.c) */ \
 	H(cuFuncSetAttribute, NONE, 0, 0) \
 	H(cuFuncSetCacheConfig, NONE, 0, 0) \

@@ -234,6 +234,8 @@ struct lib_bind {
 	__u64 size, version;    /* the probe set's region */
 	__u8 *init;             /* its initial contents (NULL once unloaded) */
 	size_t init_len;
+	int vars;               /* the twin owns the variables: it runs where
+				 * it is not bound too (without a region) */
 	__u32 n;                /* entries below, published (release) */
 	struct {
 		CUcontext ctx;
@@ -378,6 +380,9 @@ struct inj_mod {
 	struct rd_pair *pairs;  /* resolve's, until publish */
 	struct devrt_region *region; /* the shared region, or NULL */
 	struct lib_bind *lb;    /* a library with a region: its contexts */
+	int vars;               /* the twin owns the module's variables
+				 * (GPUEXT_INJ_RF_VARS): no fallback */
+	int vars_noted;         /* a refused launch was recorded (inj_lock) */
 };
 
 static struct inj_mod *mods;
@@ -633,6 +638,7 @@ static struct lib_bind *lib_bind_new(struct inj_mod *m,
 	b->orig = m->orig;
 	b->twin = m->patched;
 	b->size = a->shared_size;
+	b->vars = m->vars;
 	b->version = a->probe_version;
 	if (m->region) {
 		b->c[0].ctx = current_ctx();
@@ -667,13 +673,13 @@ static void *lib_bind_ctx(struct lib_bind *b, CUcontext ctx, void *orig,
 			ok = b->c[i].ok;
 			pthread_mutex_unlock(&inj_lock);
 			devrt_t.busy--;
-			return ok ? twin : orig;
+			return ok || b->vars ? twin : orig;
 		}
 	}
 	if (!b->twin || n == LIB_CTXS) {
 		pthread_mutex_unlock(&inj_lock);
 		devrt_t.busy--;
-		return orig;
+		return b->twin && b->vars ? twin : orig;
 	}
 	g = devrt_region_get(b->size, b->version, b->init, b->init_len,
 			     &shared, &r, &step);
@@ -706,13 +712,15 @@ static void *lib_bind_ctx(struct lib_bind *b, CUcontext ctx, void *orig,
 		emit(&x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_SHARED);
 	}
 	devrt_t.busy--;
-	return ok ? twin : orig;
+	return ok || b->vars ? twin : orig;
 }
 
 /*
  * The function a launch of a patched library's kernel runs in the current
- * context: its twin where the twin is bound, else the original.  One
- * driver call (cuCtxGetCurrent) and a scan of at most LIB_CTXS entries.
+ * context: its twin where the twin is bound, else the original (the twin
+ * all the same if it owns the library's variables: its probes find no
+ * region there and do nothing).  One driver call (cuCtxGetCurrent) and a
+ * scan of at most LIB_CTXS entries.
  */
 static void *lib_twin(struct lib_bind *b, void *orig, void *twin)
 {
@@ -724,7 +732,7 @@ static void *lib_twin(struct lib_bind *b, void *orig, void *twin)
 	n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
 	for (i = 0; i < n; i++)
 		if (b->c[i].ctx == ctx)
-			return b->c[i].ok ? twin : orig;
+			return b->c[i].ok || b->vars ? twin : orig;
 	return lib_bind_ctx(b, ctx, orig, twin);
 }
 
@@ -772,6 +780,8 @@ out:
 	devrt_t.busy--;
 }
 
+static int vars_limits(const struct inj_mod *m, char *why, size_t n);
+
 static int socket_present(void)
 {
 	struct stat st;
@@ -794,6 +804,9 @@ static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
 	}
 	m->orig = orig;
 	m->lib = lib;
+	m->vars = !!(a->flags & GPUEXT_INJ_RF_VARS);
+	if (m->vars)
+		e->flags |= GPUEXT_IF_VARS;
 	t = devrt_now();
 	if (lib) {
 		lib_ld_fn ld = (lib_ld_fn)devrt_real(DEVRT_SYM_cuLibraryLoadData);
@@ -841,6 +854,11 @@ static void patch(struct inj_try *x, struct devrt_inj_answer *a, void *orig,
 		e->cuda_result = r;
 		mod_free(m);
 		emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_FUNCTION);
+		return;
+	}
+	if (m->vars && vars_limits(m, e->text, sizeof(e->text))) {
+		mod_free(m);
+		emit(x, GPUEXT_INJ_OUT_FAILED, GPUEXT_INJ_R_VARS_LIMITS);
 		return;
 	}
 	if (lib && a->shared_size && !(m->lb = lib_bind_new(m, a))) {
@@ -966,6 +984,7 @@ void devrt_inject_module(__u16 api, void *mod, const void *image,
 	req.names_len = (__u32)nlen;
 	req.api = api;
 	req.image = px.image;
+	req.flags = GPUEXT_INJ_QF_VARS;
 	memcpy(req.sha256, sum, sizeof(sum));
 
 	ask = devrt_now();
@@ -1073,19 +1092,47 @@ static void drop(void *orig_key, CUresult twin, const char *what)
 {
 	struct inj_mod *m;
 	void *orig = NULL;
-	int lib = 0;
+	int lib = 0, vars = 0;
 	__u32 i;
 
 	pthread_mutex_lock(&inj_lock);
 	if ((m = mod_of_key(orig_key))) {
-		for (i = 0; i < m->nkeys; i++)
-			rd_set(m->keys[i], NULL, NULL, NULL);
+		/* a twin that owns the variables stays: the original's
+		 * kernels would read what the program never wrote */
+		if (!(vars = m->vars))
+			for (i = 0; i < m->nkeys; i++)
+				rd_set(m->keys[i], NULL, NULL, NULL);
 		orig = m->orig;
 		lib = m->lib;
 	}
 	pthread_mutex_unlock(&inj_lock);
 	if (m)
-		refused_record(orig, lib, 0, twin, what);
+		refused_record(orig, lib, vars ? GPUEXT_IF_VARS : 0, twin, what);
+}
+
+/*
+ * The twin of orig refused a launch (with twin): 1 if its module's twin
+ * owns the variables, so the launch fails with the twin's error instead of
+ * running the original (a record says so, at the module's first such
+ * launch); 0 to make it again with the original.  Cold path.
+ */
+int devrt_inject_keeps(void *orig_key, CUresult twin)
+{
+	struct inj_mod *m;
+	void *orig = NULL;
+	int lib = 0, note = 0, vars = 0;
+
+	pthread_mutex_lock(&inj_lock);
+	if ((m = mod_of_key(orig_key)) && (vars = m->vars)) {
+		note = !m->vars_noted;
+		m->vars_noted = 1;
+		orig = m->orig;
+		lib = m->lib;
+	}
+	pthread_mutex_unlock(&inj_lock);
+	if (note)
+		refused_record(orig, lib, GPUEXT_IF_VARS, twin, "launch");
+	return vars;
 }
 
 /*
@@ -1253,6 +1300,57 @@ DEVRT_EXPORT CUresult sym(type h)					\
 UNLOAD_WRAPPER(cuModuleUnload, CUmodule)
 UNLOAD_WRAPPER(cuLibraryUnload, CUlibrary)
 
+/*
+ * The program's variables.  A module that declares variables of its own
+ * (__device__, __constant__: GPUEXT_INJ_RF_VARS) has copies of them in its
+ * twin, and every kernel of it runs there; so the program must read and
+ * write the twin's, whatever it asks by name: a module's and a library's
+ * globals, and a library's module in the current context (on which the
+ * program may ask cuModuleGetGlobal, or cuModuleGetFunction: the twin's
+ * kernels, which run the probes where the twin is bound).  Anything else
+ * is the program's call as it is.  A lock and a walk of the patched
+ * modules: these are called at setup, not per launch.
+ */
+static void *vars_twin(void *orig)
+{
+	struct inj_mod *m;
+	void *twin = NULL;
+
+	if (!orig || !__atomic_load_n(&mods, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&inj_lock);
+	for (m = mods; m; m = m->next) {
+		if (m->orig == orig) {
+			twin = m->vars ? m->patched : NULL;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&inj_lock);
+	return twin;
+}
+
+#define VARS_WRAPPER(sym, params, h, args)				\
+DEVRT_EXPORT CUresult sym params					\
+{									\
+	__typeof__(&sym) real =						\
+		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
+	void *tw;							\
+									\
+	if (unlikely(!real))						\
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
+	if ((tw = vars_twin((void *)(h))))				\
+		h = (__typeof__(h))tw;					\
+	return real args;						\
+}
+
+VARS_WRAPPER(cuModuleGetGlobal_v2,
+	     (CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name),
+	     m, (dptr, bytes, m, name))
+VARS_WRAPPER(cuLibraryGetGlobal,
+	     (CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name),
+	     l, (dptr, bytes, l, name))
+VARS_WRAPPER(cuLibraryGetModule, (CUmodule *m, CUlibrary l), l, (m, l))
+
 #define ATTR_STATIC_SHARED 1	/* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
 #define ATTR_MAX_DYN_SHARED 8	/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 
@@ -1293,6 +1391,39 @@ static int static_shared(int kern, void *h, CUdevice dev, int *v)
 
 		return get && !get(v, ATTR_STATIC_SHARED, (CUfunction)h) ? 0 : -1;
 	}
+}
+
+#define ATTR_MAX_THREADS 0	/* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
+
+/*
+ * A twin that owns its module's variables is never fallen back from, so
+ * it must take every block its original takes: each kernel's twin (as a
+ * CUfunction: a module's, and a library's in the load's context) at least
+ * as many threads a block as the original (its registers decide).  0, or
+ * -1 with the kernels' limits in why.  A library loaded with no context
+ * current has no functions yet: unchecked (a launch the twin refuses then
+ * fails with the twin's error, devrt_inject_keeps).
+ */
+static int vars_limits(const struct inj_mod *m, char *why, size_t n)
+{
+	func_get_attr_fn get = (func_get_attr_fn)
+		devrt_driver_sym("cuFuncGetAttribute");
+	int o, t;
+	__u32 i;
+
+	for (i = 0; get && i < m->npairs; i++) {
+		const struct rd_pair *pr = &m->pairs[i];
+
+		if (pr->kernel)
+			continue;	/* a CUkernel: its function follows */
+		if (get(&o, ATTR_MAX_THREADS, (CUfunction)pr->orig) ||
+		    get(&t, ATTR_MAX_THREADS, (CUfunction)pr->twin) || t >= o)
+			continue;
+		snprintf(why, n, "twin: %u of %u threads a block",
+			 (unsigned)t & 0xffff, (unsigned)o & 0xffff);
+		return -1;
+	}
+	return 0;
 }
 
 /* The twin refused attrib = value with t: t, or the result of setting

@@ -49,6 +49,9 @@ void *devrt_inject_lookup(void *fn, int grid1d);
 void *devrt_inject_general(void *orig, void *ran);
 void devrt_inject_grid1d_refused(void *orig, void *g1, CUresult twin);
 void devrt_inject_refused(void *orig, CUresult twin, CUresult res);
+/* 1 if orig's twin owns its module's variables (GPUEXT_INJ_RF_VARS): the
+ * launch it refused with twin fails so, the original is not tried. */
+int devrt_inject_keeps(void *orig, CUresult twin);
 
 /* Names the device of a launch record while patched kernels are live. */
 void devrt_inject_launch_device(struct gpuext_event *e);
@@ -63,7 +66,9 @@ void devrt_inject_launch_device(struct gpuext_event *e);
  * it, devrt_inject_grid1d_refused clears that 1-D twin, and the module
  * stays patched.  A launch the twin refuses (or both) is made again with
  * the original (devrt_inject_refused drops the module's redirects if the
- * original takes it).  All of it on the failure path only.  For every
+ * original takes it), unless the twin owns the module's variables
+ * (devrt_inject_keeps): then it fails with the twin's error.  All of it on
+ * the failure path only.  For every
  * other row, just call.  A row is selected
  * by defining DEVRT_INJ_RD_<sym> as "~, 1", and DEVRT_INJ_1D_<sym> is its
  * launch's "the grid is one-dimensional" (gridDimY == gridDimZ == 1; a
@@ -119,7 +124,8 @@ void devrt_inject_launch_device(struct gpuext_event *e);
 				else					\
 					t_ = r_;			\
 			}						\
-			if (r_ != CUDA_SUCCESS) {			\
+			if (r_ != CUDA_SUCCESS &&			\
+			    !devrt_inject_keeps((void *)o_, t_)) {	\
 				f = o_;					\
 				r_ = (call);				\
 				devrt_inject_refused((void *)o_, t_, r_); \
@@ -148,6 +154,12 @@ CUresult cuLibraryLoadFromFile(CUlibrary *l, const char *fname,
 CUresult cuKernelGetFunction(CUfunction *f, CUkernel k);
 CUresult cuModuleUnload(CUmodule m);
 CUresult cuLibraryUnload(CUlibrary l);
+/* The program's variables: the twin's where it owns them (inject.c). */
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m,
+			      const char *name);
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l,
+			    const char *name);
+CUresult cuLibraryGetModule(CUmodule *m, CUlibrary l);
 /* Settings of an original, made on its twin too (inject.c). */
 CUresult cuFuncSetAttribute(CUfunction f, int attrib, int value);
 CUresult cuFuncSetCacheConfig(CUfunction f, int config);

@@ -48,6 +48,7 @@
 	D(cuKernelGetAttribute)		\
 	D(cuModuleGetGlobal_v2)		\
 	D(cuLibraryGetGlobal)			\
+	D(cuLibraryGetModule)			\
 	D(cuMemHostRegister_v2)		\
 	D(cuMemHostUnregister)			\
 	D(cuMemHostGetDevicePointer_v2)	\

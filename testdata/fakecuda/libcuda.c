@@ -1409,6 +1409,7 @@ struct fc_kernel {
 };
 
 #define FC_MAX_CTX_GLOBALS 8
+#define FC_MAX_VARS 8
 
 struct fc_mod {
 	void *handle;			/* CUmodule or CUlibrary */
@@ -1430,6 +1431,15 @@ struct fc_mod {
 		unsigned long long launches;	/* of the module's kernels there */
 	} g[FC_MAX_CTX_GLOBALS];
 	unsigned int ng;
+	/* the program's variables: module-scope .global / .const, not
+	 * .extern (one allocation each, at the first lookup) */
+	struct fc_var {
+		char *name;
+		size_t size;
+		CUdeviceptr dptr;
+	} vars[FC_MAX_VARS];
+	unsigned int nvars;
+	void *libmod;			/* a library's cuLibraryGetModule handle */
 };
 
 struct fc_hostreg {
@@ -1486,6 +1496,59 @@ static struct fc_kernel *kernel_at(struct fc_mod *m, const char *const *starts,
 	return k ? &m->kernels[k - 1] : NULL;
 }
 
+/* The bytes of a PTX type, ".u32" (1 for .b8 and anything unknown). */
+static size_t type_size(const char *t)
+{
+	size_t n = strcspn(t, " \t;[");
+
+	if (n >= 3 && n <= 4 && strchr("busf", t[1]))
+		return (size_t)atoi(t + 2) / 8 ? (size_t)atoi(t + 2) / 8 : 1;
+	return 1;
+}
+
+/*
+ * Module-scope variables before end (the first .entry): each line
+ * "[.visible|.weak] .global|.const [.align N] .<type> name[N]..." that is
+ * not .extern, and not the patched module's own __gpuext_* globals (its
+ * size: the type's times the dimensions).  Plain text, one declaration a
+ * line, as nvcc writes them.
+ */
+static void scan_vars(struct fc_mod *m, const char *ptx, const char *end)
+{
+	const char *l, *nl;
+
+	for (l = ptx; l < end && m->nvars < FC_MAX_VARS; l = nl + 1) {
+		const char *p = l, *t, *name;
+		struct fc_var *v = &m->vars[m->nvars];
+		size_t n;
+
+		if (!(nl = memchr(l, '\n', (size_t)(end - l))))
+			nl = end;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!strncmp(p, ".visible ", 9))
+			p += 9;
+		else if (!strncmp(p, ".weak ", 6))
+			p += 6;
+		if (strncmp(p, ".global ", 8) && strncmp(p, ".const ", 7))
+			continue;
+		p = strchr(p, ' ') + 1;
+		if (!strncmp(p, ".align ", 7) && (p = strchr(p + 7, ' ')))
+			p++;
+		if (!p || p >= nl || *p != '.' || !(t = strchr(p, ' ')) || t >= nl)
+			continue;
+		name = t + 1;
+		n = strcspn(name, "[;= \n");
+		if (!n || !strncmp(name, "__gpuext", 8))
+			continue;
+		v->size = type_size(p);
+		for (t = name + n; *t == '['; t = strchr(t, ']') + 1)
+			v->size *= strtoul(t + 1, NULL, 10);
+		if ((v->name = strndup(name, n)))
+			m->nvars++;
+	}
+}
+
 static void mod_register(void *handle, int lib, const void *image)
 {
 	const char *ptx = image_ptx(image), *s, *starts[FC_MAX_KERNELS];
@@ -1519,6 +1582,7 @@ static void mod_register(void *handle, int lib, const void *image)
 		}
 	}
 	m->has_shared = strstr(ptx, ".u64 " FC_SHARED_NAME ";") != NULL;
+	scan_vars(m, ptx, m->nkernels ? starts[0] : ptx + strlen(ptx));
 	/* ".shared ... <name>[N];": static shared memory, the kernel's or
 	 * every kernel's */
 	for (s = strstr(ptx, ".shared "); s; s = strstr(s + 8, ".shared ")) {
@@ -1630,11 +1694,29 @@ static CUresult mod_global(CUdeviceptr *dptr, size_t *bytes,
 	CUresult r = CUDA_ERROR_NOT_FOUND;
 	struct fc_mod *m;
 	CUdeviceptr g;
+	unsigned int i;
 
 	if (!dptr || !name)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&fc_mod_lock);
 	m = mod_find(handle);
+	for (i = 0; !m && i < fc_nmods; i++)
+		if (fc_mods[i]->libmod == handle && !fc_mods[i]->unloaded)
+			m = fc_mods[i];
+	for (i = 0; m && i < m->nvars; i++) {
+		struct fc_var *v = &m->vars[i];
+
+		if (strcmp(v->name, name))
+			continue;
+		if (!v->dptr && dev_alloc(&g, v->size, MK_DEVICE) == CUDA_SUCCESS)
+			v->dptr = g;
+		if (v->dptr) {
+			*dptr = v->dptr;
+			if (bytes)
+				*bytes = v->size;
+			r = CUDA_SUCCESS;
+		}
+	}
 	if (m && m->has_shared && !strcmp(name, FC_SHARED_NAME)) {
 		struct fc_global *x = mod_ctx_global(m, 1);
 
@@ -1841,7 +1923,12 @@ static void write_launches(void)
 					"\"launches\":%llu}", c ? "," : "",
 					(void *)m->g[c].ctx, m->g[c].val,
 					m->g[c].launches);
-			fprintf(f, "]}\n");
+			fprintf(f, "],\"vars\":{");
+			for (c = 0; c < m->nvars; c++)
+				fprintf(f, "%s\"%s\":\"0x%llx\"", c ? "," : "",
+					m->vars[c].name,
+					(unsigned long long)m->vars[c].dptr);
+			fprintf(f, "}}\n");
 		}
 	}
 	fclose(f);
@@ -1859,6 +1946,8 @@ static void mods_free(void)
 	for (i = 0; i < fc_nmods; i++) {
 		for (k = 0; k < fc_mods[i]->nkernels; k++)
 			free(fc_mods[i]->kernels[k].name);
+		for (k = 0; k < fc_mods[i]->nvars; k++)
+			free(fc_mods[i]->vars[k].name);
 		free(fc_mods[i]);
 	}
 	fc_nmods = 0;
@@ -1888,6 +1977,30 @@ FC_API CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
 	if (handle_kind(library) != HK_LIBRARY)
 		return CUDA_ERROR_INVALID_HANDLE;
 	return mod_global(dptr, bytes, library, name);
+}
+
+/* A library's module: one handle for the library's life, on which
+ * cuModuleGetGlobal finds the library's variables. */
+FC_API CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+	CUresult r = CUDA_ERROR_INVALID_HANDLE;
+	struct fc_mod *m;
+
+	ENTER(cuLibraryGetModule);
+	if ((r = need_ctx()))
+		return r;
+	if (!pMod || handle_kind(library) != HK_LIBRARY)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc_mod_lock);
+	if ((m = mod_find(library))) {
+		if (!m->libmod)
+			m->libmod = handle_new(HK_MODULE);
+		*pMod = m->libmod;
+	} else {
+		*pMod = handle_new(HK_MODULE);
+	}
+	pthread_mutex_unlock(&fc_mod_lock);
+	return CUDA_SUCCESS;
 }
 
 /* Host ranges registered for the device; with DEVICEMAP (0x02) their
@@ -2359,12 +2472,19 @@ FC_API CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val,
 	return (r = kernel_attr_fn(kernel, dev, &f)) ? r : func_set(f, attrib, val);
 }
 
-/* Static shared memory (1) and the dynamic shared memory set (8). */
+/* The most threads a block (0: its .maxntid, else 1024), static shared
+ * memory (1) and the dynamic shared memory set (8). */
 static CUresult func_get(int *pi, const void *f, CUfunction_attribute attrib)
 {
+	unsigned int v;
+
 	if (!pi)
 		return CUDA_ERROR_INVALID_VALUE;
 	switch (attrib) {
+	case 0:
+		v = kernel_maxntid(f);
+		*pi = (int)(v < 1024 ? v : 1024);
+		return CUDA_SUCCESS;
 	case 1:
 		*pi = (int)kernel_static_shared(f);
 		return CUDA_SUCCESS;
@@ -3645,6 +3765,7 @@ static const struct proc_entry fc_procs[] = {
 	PROC("cuKernelGetFunction", 12000, cuKernelGetFunction),
 	PROC("cuModuleGetGlobal", 3020, cuModuleGetGlobal_v2),
 	PROC("cuLibraryGetGlobal", 12000, cuLibraryGetGlobal),
+	PROC("cuLibraryGetModule", 12000, cuLibraryGetModule),
 	PROC("cuMemHostRegister", 6050, cuMemHostRegister_v2),
 	PROC("cuMemHostUnregister", 4000, cuMemHostUnregister),
 	PROC("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),

@@ -173,7 +173,7 @@
  *   cuMemFree_v2 3, cuMemAlloc_v2 2, cuEventCreate 2, cuEventDestroy_v2 2,
  *   cuMemFreeHost 2 (module 1 and the library load vecAdd with the
  *   __gpuext_shared global, which cuModuleGetGlobal_v2 and
- *   cuLibraryGetGlobal find).  The runtime part adds, at the driver, 3 each of
+ *   cuLibraryGetGlobal find; cuLibraryGetModule gives the library's module).  The runtime part adds, at the driver, 3 each of
  *   cuLaunchKernel and cuLaunchKernel_ptsz (cudaLaunchKernel[_ptsz],
  *   cudaLaunchKernelExC[_ptsz] and __cudaLaunchKernel[_ptsz]), 1 each of
  *   cuModuleLoadData,
@@ -274,6 +274,23 @@
  *   cuLibraryUnload 1, cuCtxDestroy_v2 1; teardown (24N launches, 9N of
  *   them 1-D).  "handles" has the module, library, kernel and the three
  *   functions.
+ *
+ * inject-vars [N=10]
+ *   A module with variables of its own (a __device__ counter and a
+ *   __constant__ array: GPUEXT_INJ_RF_VARS), whose twin must own them:
+ *   setup; cuModuleLoadData 1 (its PTX: kernels vk_a and vk_b),
+ *   cuModuleGetFunction 2, cuModuleGetGlobal_v2 1 (coeffs), cuMemcpyHtoD_v2
+ *   1 (16 bytes into it); cuLibraryLoadData 1 (the same PTX),
+ *   cuLibraryGetKernel 2, cuLibraryGetGlobal 1 (coeffs), cuLibraryGetModule
+ *   1, cuModuleGetGlobal_v2 1 (counter, on that module); N x
+ *   cuLaunchKernel of each of the four; cuCtxSynchronize 1; cuModuleUnload
+ *   1, cuLibraryUnload 1; teardown (4N launches).  The launches expect
+ *   $WORKLOAD_VARS_EXPECT (a CUresult, default 0); with
+ *   $WORKLOAD_VARS_SHMEM bytes, each kernel is set up for that much
+ *   dynamic shared memory first (cuFuncSetAttribute 2, cuKernelSetAttribute
+ *   2) and launched with it.  "handles" has the
+ *   module, library, its module, both functions and both kernels; "vars"
+ *   the three variables' device pointers the program got.
  *
  * inject-grid-names [N=10]
  *   A module whose own kernels are a kernel and one named as its 1-D twin
@@ -1508,6 +1525,12 @@ static void sc_every_api(struct run *r)
 	if (CU(r, CUDA_SUCCESS, cuLibraryGetGlobal, &gp, &gsize, lib,
 	       "__gpuext_shared"))
 		EXPECT(r, gsize == 8);
+	{
+		CUmodule lm = NULL;
+
+		if (CU(r, CUDA_SUCCESS, cuLibraryGetModule, &lm, lib))
+			EXPECT(r, lm != NULL);
+	}
 	CU(r, CUDA_SUCCESS, cuMemHostRegister_v2, (void *)host_reg,
 	   sizeof(host_reg), 0x02);
 	if (CU(r, CUDA_SUCCESS, cuMemHostGetDevicePointer_v2, &gp,
@@ -2307,6 +2330,84 @@ static void sc_inject_grid_names(struct run *r)
 	teardown(r);
 }
 
+/* A module with variables of its own: what the twin must own. */
+static const char vars_ptx[] =
+	"//\n// fakecuda workload: kernels reading the module's variables\n//\n"
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	".global .align 4 .u32 counter;\n"
+	".visible .const .align 4 .b8 coeffs[16];\n\n"
+	".visible .entry vk_a(\n\t.param .u64 x\n)\n{\n\tret;\n}\n\n"
+	".visible .entry vk_b(\n\t.param .u64 x\n)\n{\n\tret;\n}\n";
+
+/*
+ * inject-vars [N=10]: a module and a library with variables; the program
+ * writes one through cuModuleGetGlobal, asks for the library's by
+ * cuLibraryGetGlobal and through cuLibraryGetModule, and launches every
+ * kernel N times.
+ */
+static void sc_inject_vars(struct run *r)
+{
+	static const float coeffs[4] = { 1, 2, 3, 4 };
+	const char *ex = getenv("WORKLOAD_VARS_EXPECT");
+	const char *sh = getenv("WORKLOAD_VARS_SHMEM");
+	int expect = ex ? atoi(ex) : CUDA_SUCCESS;
+	unsigned int shmem = sh ? (unsigned int)atoi(sh) : 0;
+	CUdeviceptr mc = 0, lc = 0, lmc = 0;
+	size_t msz = 0, lsz = 0, lmsz = 0;
+	CUfunction fa = NULL, fb = NULL;
+	CUkernel ka = NULL, kb = NULL;
+	unsigned long i, n = r->args[0];
+	struct vecadd_args k;
+	CUlibrary lib = NULL;
+	CUmodule m = NULL, lm = NULL;
+
+	setup(r);
+	vecadd_args_init(&k);
+	CU(r, CUDA_SUCCESS, cuModuleLoadData, &m, vars_ptx);
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &fa, m, "vk_a");
+	CU(r, CUDA_SUCCESS, cuModuleGetFunction, &fb, m, "vk_b");
+	CU(r, CUDA_SUCCESS, cuModuleGetGlobal_v2, &mc, &msz, m, "coeffs");
+	CU(r, CUDA_SUCCESS, cuMemcpyHtoD_v2, mc, coeffs, sizeof(coeffs));
+	CU(r, CUDA_SUCCESS, cuLibraryLoadData, &lib, vars_ptx, NULL, NULL, 0,
+	   NULL, NULL, 0);
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &ka, lib, "vk_a");
+	CU(r, CUDA_SUCCESS, cuLibraryGetKernel, &kb, lib, "vk_b");
+	CU(r, CUDA_SUCCESS, cuLibraryGetGlobal, &lc, &lsz, lib, "coeffs");
+	CU(r, CUDA_SUCCESS, cuLibraryGetModule, &lm, lib);
+	CU(r, CUDA_SUCCESS, cuModuleGetGlobal_v2, &lmc, &lmsz, lm, "counter");
+	EXPECT(r, msz == 16 && lsz == 16 && lmsz == 4);
+	if (shmem) {
+		CU(r, CUDA_SUCCESS, cuFuncSetAttribute, fa, 8, (int)shmem);
+		CU(r, CUDA_SUCCESS, cuFuncSetAttribute, fb, 8, (int)shmem);
+		CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, (int)shmem, ka, 0);
+		CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, (int)shmem, kb, 0);
+	}
+	for (i = 0; i < n; i++) {
+		CU(r, expect, cuLaunchKernel, fa, 2, 1, 1, 64, 1, 1, shmem, NULL,
+		   k.params, NULL);
+		CU(r, expect, cuLaunchKernel, fb, 2, 1, 1, 64, 1, 1, shmem, NULL,
+		   k.params, NULL);
+		CU(r, expect, cuLaunchKernel, (CUfunction)ka, 2, 1, 1, 64, 1, 1,
+		   shmem, NULL, k.params, NULL);
+		CU(r, expect, cuLaunchKernel, (CUfunction)kb, 2, 1, 1, 64, 1, 1,
+		   shmem, NULL, k.params, NULL);
+	}
+	add(&r->launches, 4 * n);
+	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
+	CU(r, CUDA_SUCCESS, cuModuleUnload, m);
+	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
+	extra_appendf(r, ",\"handles\":{\"m\":\"%p\",\"lib\":\"%p\","
+		      "\"lm\":\"%p\",\"fa\":\"%p\",\"fb\":\"%p\","
+		      "\"ka\":\"%p\",\"kb\":\"%p\"},\"vars\":{"
+		      "\"module_coeffs\":\"0x%llx\",\"library_coeffs\":\"0x%llx\","
+		      "\"library_counter\":\"0x%llx\"}",
+		      (void *)m, (void *)lib, (void *)lm, (void *)fa,
+		      (void *)fb, (void *)ka, (void *)kb,
+		      (unsigned long long)mc, (unsigned long long)lc,
+		      (unsigned long long)lmc);
+	teardown(r);
+}
+
 static const struct scenario scenarios[] = {
 	{ "launch-storm", sc_launch_storm, 1, { 1000 } },
 	{ "alloc-leak", sc_alloc_leak, 0, { 0 } },
@@ -2331,6 +2432,7 @@ static const struct scenario scenarios[] = {
 	{ "inject-contexts", sc_inject_contexts, 1, { 10 } },
 	{ "inject-grid", sc_inject_grid, 1, { 10 } },
 	{ "inject-grid-names", sc_inject_grid_names, 1, { 10 } },
+	{ "inject-vars", sc_inject_vars, 1, { 10 } },
 };
 
 /* The parts of "all", with their arguments. */
