@@ -115,6 +115,7 @@ def run(kernels_ptx, triton_ptx):
                                         {"out": 4 * n, "s1": 64, "s2": 64},
                                         [("p", "x"), ("p", "y"), ("p", "out"), ("i", n), ("p", "s1"), ("p", "s2")])
     res["long_tail"] = long_tail(load, alloc, dtoh, e0, e1, nsm.value)
+    res["globals_use"] = globals_use(mods["nvcc"], alloc, dtoh)
     time.sleep(float(os.environ.get("PAUSE", 2)))
     # One block per SM; block b spins base*(b+1) iterations: SM load grows
     # with the SM's block, so max/mean tends to 2 (the ideal placement).
@@ -122,6 +123,38 @@ def run(kernels_ptx, triton_ptx):
                                         [("p", "out"), ("i", int(os.environ.get("BASE_ITERS", 2000)))])
     time.sleep(float(os.environ.get("PAUSE", 2)))
     print(json.dumps(res))
+
+
+def globals_use(mod, alloc, dtoh):
+    """The module's own variables (kernels.cu): coeffs (__constant__)
+    written through cuModuleGetGlobal, then globals_use launched 3 times
+    (each thread adds 1 to dev_counter, a __device__ int, and stores
+    coeffs[the count it got & 3]), dev_counter read back the same way. With
+    devrt the patched twin owns both, so the program must see what it would
+    without: the SHA-256 of the counter and of the set of values stored
+    (which thread got which count is the GPU's order)."""
+    from cudrv import check as ck, cu
+
+    def glob(name):
+        p, n = c.c_uint64(), c.c_size_t()
+        ck(cu.cuModuleGetGlobal_v2(c.byref(p), c.byref(n), mod, name.encode()), f"cuModuleGetGlobal {name}")
+        return p.value, n.value
+
+    cp, cn = glob("coeffs")
+    ck(cu.cuMemcpyHtoD_v2(c.c_uint64(cp), struct.pack("<4f", 1.5, -2.0, 3.25, 8.0), c.c_size_t(16)), "coeffs")
+    fn = c.c_void_p()
+    ck(cu.cuModuleGetFunction(c.byref(fn), mod, b"globals_use"), "cuModuleGetFunction globals_use")
+    out = alloc(b"\xab" * 4 * 256)
+    p = c.c_uint64(out)
+    params = (c.c_void_p * 1)(c.addressof(p))
+    for _ in range(3):
+        ck(cu.cuLaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, None, params, None), "launch globals_use")
+    ck(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+    dp, dn = glob("dev_counter")
+    counter = struct.unpack("<i", dtoh(dp, 4))[0]
+    vals = sorted(struct.unpack("<256f", dtoh(out, 4 * 256)))
+    h = hashlib.sha256(struct.pack("<i", counter) + struct.pack("<256f", *vals)).hexdigest()
+    return {"sha256": h, "counter": counter, "sizes": [cn, dn], "grid": 1, "launches": 3}
 
 
 # long_tail: block 0 spins LONG_TAIL_MS (%globaltimer), the others 1/1024
@@ -399,6 +432,9 @@ def analyze(otel_path, run_path, probe):
             lt = run_res["long_tail"]
             launches += 1 + lt["shorts"]
             want += (1 + lt["shorts"]) * len(picked(lt["grid"])) * weight(lt["grid"])
+            gu = run_res["globals_use"]
+            launches += gu["launches"]
+            want += gu["launches"] * len(picked(gu["grid"])) * weight(gu["grid"])
             print(f"INFO {probe}: blocks counted {total:.0f} (sampled x weight), {want} expected over {launches} launches")
             check(total == want, f"blocks counted {total:.0f} = sampled blocks x weight = {want}")
     if probe == "launch_latency":

@@ -15,6 +15,13 @@
 #     an axpy, an fp16 GEMM whose wgmma tiles live in dynamic shared memory
 #     and a flash-style attention forward), all patched (block_sched: a
 #     span per launch with every block);
+#   - the program's own variables, which the patched twin owns
+#     (GPUEXT_INJ_RF_VARS): globals_use (kernels.cu) after the program
+#     wrote its __constant__ coeffs through cuModuleGetGlobal, its
+#     __device__ dev_counter read back the same way; and, where nvcc is,
+#     vars_runtime.cu (cudaMemcpyToSymbol, cudaMemcpyFromSymbol, a kernel
+#     changing an initialized __device__ variable another reads) printing
+#     the same line as without devrt, its kernels run instrumented;
 #   - block_sched: one "<kernel> blocks" span per launch with every block,
 #     its first-block-start to last-block-end no longer than the CUDA-event
 #     time of the launches, the longest block inside it; imbalanced's
@@ -59,8 +66,10 @@ MODES=${MODES:-"warp thread"}
 export BLOCK_SAMPLE=${BLOCK_SAMPLE:-l256}
 
 KPTX=$ROOT/devrt/ptx/testdata/corpus/nvcc_kernels.ptx
+VARS=
 if command -v nvcc >/dev/null; then
 	nvcc -ptx -arch=sm_90 -o "$W/kernels.ptx" bench/device/ptx/kernels.cu && KPTX=$W/kernels.ptx
+	nvcc -arch=sm_90 -o "$W/vars_runtime" bench/device/vars_runtime.cu && VARS=$W/vars_runtime
 fi
 TPTX=$ROOT/devrt/ptx/testdata/corpus/triton_add.ptx
 
@@ -81,12 +90,26 @@ run_triton() { # NAME [env...]: the live Triton kernel, $OUT/triton-NAME.json
 		>"$OUT/triton-$name.json" 2>"$OUT/triton-$name.err" ||
 		{ echo "FAIL $name: the Triton program failed: $(tail -3 "$OUT/triton-$name.err")"; status=1; return 1; }
 }
+run_vars() { # NAME [env...]: the runtime program with variables of its own
+	# (vars_runtime.cu), its output line the same as without devrt
+	[ -n "$VARS" ] || return 0
+	local name=$1; shift
+	env "$@" "$VARS" >"$OUT/vars-$name.json" 2>"$OUT/vars-$name.err" ||
+		{ echo "FAIL vars $name: rc=$? $(cat "$OUT/vars-$name.json") $(tail -2 "$OUT/vars-$name.err")"; status=1; return 1; }
+	[ "$name" = base ] && return 0
+	if cmp -s "$OUT/vars-base.json" "$OUT/vars-$name.json"; then
+		echo "PASS $name: the runtime program's own variables (cudaMemcpyToSymbol, cudaMemcpyFromSymbol, device writes) as without devrt: $(cat "$OUT/vars-$name.json")"
+	else
+		echo "FAIL $name: vars_runtime printed $(cat "$OUT/vars-$name.json"), without devrt $(cat "$OUT/vars-base.json")"; status=1
+	fi
+}
 same_results() { # NAME: outputs identical to the uninstrumented run's
 	$PY - "$OUT/run-base.json" "$OUT/run-$1.json" "$1" <<'PYEOF' || status=1
 import json, sys
 ra, rb = (json.load(open(p)) for p in sys.argv[1:3])
 a, b = ra["kernels"], rb["kernels"]
 a["long_tail"], b["long_tail"] = ra["long_tail"], rb["long_tail"]
+a["globals_use"], b["globals_use"] = ra["globals_use"], rb["globals_use"]
 bad = [k for k in a if a[k]["sha256"] != b[k]["sha256"]]
 print(("FAIL " if bad else "PASS ") + sys.argv[3] + ": outputs identical to the uninstrumented run" + (f" except {bad}" if bad else ""))
 sys.exit(1 if bad else 0)
@@ -97,7 +120,9 @@ PYEOF
 	echo "kernels: $KPTX; triton: $TPTX"
 	run_program base
 	run_triton base
+	run_vars base
 	run_program devrt LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR" && same_results devrt
+	run_vars devrt LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR"
 	for probe in $PROBES; do
 		for mode in $MODES; do
 			name=$probe-$mode
@@ -112,7 +137,17 @@ PYEOF
 			run_program "$name" LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR" &&
 				same_results "$name"
 			run_triton "$name" LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR"
+			run_vars "$name" LD_PRELOAD="$D/devrt/libgpuext-devrt.so" GPUEXT_DEVRT_DIR="$DIR"
 			sleep 2 # the last reads, collection and file flush
+			# the runtime program's kernels ran in their twins (which own
+			# the variables), so block_sched saw them
+			if [ -n "$VARS" ] && [ "$probe" = block_sched ]; then
+				if grep -q '"take blocks"' "$OUT/otel-$name.jsonl"; then
+					echo "PASS $name: vars_runtime's take ran instrumented (\"take blocks\" spans)"
+				else
+					echo "FAIL $name: no \"take blocks\" span: vars_runtime's kernels did not run in the twin"; status=1
+				fi
+			fi
 			kill $COL; wait $COL; COL=
 			# What a collector of another probe set must not find (the
 			# collector removes regions of ended processes itself).

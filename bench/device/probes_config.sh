@@ -2,15 +2,15 @@
 # probes_torch.sh).
 #
 # probes_setup NAME: what a check starts with, in the repository root:
-# OUT (made), D (the binaries built for the GPU: missing ones end the
-# check), PY, DIR (devrt's directory, /dev/shm/gx<NAME>-<pid>, made), W (a
+# OUT (made), D (the binaries built for the GPU, .device/probes unless
+# set: missing ones end the check), PY, DIR (devrt's directory, /dev/shm/gx<NAME>-<pid>, made), W (a
 # scratch directory), COL (the collector's pid: killed at exit, and both
 # directories removed).
 probes_setup() {
 	ROOT=$(pwd)
 	OUT=${OUT:-/tmp/out}
 	mkdir -p "$OUT"
-	D=$ROOT/.device/probes
+	D=${D:-$ROOT/.device/probes}
 	PY=/opt/torch/.venv/bin/python; [ -x $PY ] || PY=python3
 	DIR=/dev/shm/gx$1-$$
 	W=$(mktemp -d)

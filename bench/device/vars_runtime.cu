@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// A CUDA runtime program with variables of its own, for devrt's injection
+// (GPUEXT_INJ_RF_VARS: the patched twin owns the module's variables): a
+// __constant__ array written with cudaMemcpyToSymbol, a __device__ counter
+// every thread adds to, an initialized __device__ float a second kernel
+// changes, all read back with cudaMemcpyFromSymbol. Its one line of output
+// must be the same with and without devrt and the collector's probes
+// (bench/device/probes_check.sh compares them).
+//
+//   nvcc -arch=sm_90 -o vars_runtime bench/device/vars_runtime.cu
+#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
+
+__constant__ float coeffs[4];
+__device__ unsigned int tickets;
+__device__ float bias = 0.25f;
+
+extern "C" __global__ void take(float *out, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n)
+		return;
+	atomicAdd(&tickets, 1u);
+	out[i] = coeffs[i & 3] * (float)((i % 1000) + 1) + bias;
+}
+
+extern "C" __global__ void bump(float by)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		bias += by;
+}
+
+#define CK(x)                                                                  \
+	do {                                                                   \
+		cudaError_t e_ = (x);                                          \
+		if (e_ != cudaSuccess) {                                       \
+			fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
+			exit(1);                                               \
+		}                                                              \
+	} while (0)
+
+int main(void)
+{
+	const int n = 1 << 20, rounds = 3;
+	const float c1[4] = {1.5f, -2.0f, 3.25f, 8.0f}, c2[4] = {0.5f, 4.0f, -1.0f, 2.0f};
+	static float host[1 << 20];
+	unsigned int t = 0;
+	uint64_t h = 1469598103934665603ULL; // FNV-1a over every output
+	float b = 0;
+	float *out;
+
+	CK(cudaMalloc(&out, n * sizeof(float)));
+	CK(cudaMemcpyToSymbol(coeffs, c1, sizeof(c1)));
+	for (int r = 0; r < 2 * rounds; r++) {
+		if (r == rounds) { // a second write, after launches read the first
+			CK(cudaMemcpyToSymbol(coeffs, c2, sizeof(c2)));
+			bump<<<1, 32>>>(1.0f);
+			CK(cudaGetLastError());
+		}
+		take<<<n / 256, 256>>>(out, n);
+		CK(cudaGetLastError());
+		CK(cudaMemcpy(host, out, n * sizeof(float), cudaMemcpyDeviceToHost));
+		for (int i = 0; i < n; i++) {
+			uint32_t v;
+
+			memcpy(&v, &host[i], 4);
+			h = (h ^ v) * 1099511628211ULL;
+		}
+	}
+	CK(cudaMemcpyFromSymbol(&t, tickets, sizeof(t)));
+	CK(cudaMemcpyFromSymbol(&b, bias, sizeof(b)));
+	printf("{\"tickets\":%u,\"bias\":%g,\"fnv\":\"%016llx\"}\n", t, b, (unsigned long long)h);
+	return t == (unsigned)(2 * rounds * n) && b == 1.25f ? 0 : 2;
+}
