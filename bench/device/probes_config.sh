@@ -33,7 +33,9 @@ probes_cleanup() {
 # says (n: block_sample n, every block for 1; lK: blocks_per_launch K, the
 # collector's default l256), 1 launch in 4 timed (launch latency's clock
 # offset), spans and metrics to FILE; the collector logs at LOG_LEVEL
-# (default info; debug: each launch latency).
+# (default info; debug: each launch latency). One file exporter serves both
+# pipelines: safe with no processor between (bench/device/collector.yaml
+# says why).
 probes_collector_config() {
 	local bs=$4 bpl=0
 	case $4 in l*) bs=1 bpl=${4#l} ;; esac
