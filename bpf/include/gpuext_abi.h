@@ -849,6 +849,13 @@ struct gpuext_sim_bench {
  * launches it for launches with gridDimY == gridDimZ == 1 only; a kernel
  * without one (optional, no protocol change) runs N's twin for every grid. */
 #define GPUEXT_INJ_GRID1D_SUFFIX "__gx1d"
+/* With GPUEXT_INJ_RF_VARS, a patched kernel N may come with a third .entry
+ * N GPUEXT_INJ_PLAIN_SUFFIX: N exactly as the program's module has it, in
+ * the twin (so with the twin's variables). A launch or a setting N's twin
+ * refuses goes to it from then on, where a module without variables would
+ * go back to the original (optional, no protocol change: a kernel without
+ * one fails such a launch with the twin's error). */
+#define GPUEXT_INJ_PLAIN_SUFFIX "__gxplain"
 
 /* What the collector did with a module (struct gpuext_inj_resp.status). */
 enum gpuext_inj_status {
@@ -878,9 +885,11 @@ enum gpuext_inj_image {
  * own, so its twin must own them: the names list every kernel of the
  * module, patched or not, and devrt redirects them all, hands the program
  * the twin's variables (cuModuleGetGlobal, cuLibraryGetGlobal,
- * cuLibraryGetModule) and never falls back to the original once the module
- * is patched (a launch the twin refuses fails with the twin's error; a
- * library context the twin cannot be bound in runs it without a region).
+ * cuLibraryGetModule, cuFuncGetModule) and never falls back to the
+ * original once the module is patched (a launch the twin refuses runs the
+ * kernel's plain copy, GPUEXT_INJ_PLAIN_SUFFIX, or fails with the twin's
+ * error if it has none; a library context the twin cannot be bound in
+ * runs it without a region).
  * Sent only to a devrt that set GPUEXT_INJ_QF_VARS; any other is answered
  * REJECTED for such a module.
  */
@@ -1021,8 +1030,11 @@ enum gpuext_inj_reason {
                                              * patched */
 #define GPUEXT_IF_VARS (1U << 5)            /* the twin owns the module's variables
                                              * (GPUEXT_INJ_RF_VARS): every kernel is
-                                             * redirected; with R_REFUSED, the module stays
-                                             * patched and the launch failed with the twin's
+                                             * redirected; with R_REFUSED (not a load) the
+                                             * twin refused a launch or a setting (text) and
+                                             * the module stays patched: the kernel runs its
+                                             * plain copy from then on ("... (plain copy
+                                             * now)"), or the launch failed with the twin's
                                              * error (cuda_result) */
 
 struct gpuext_inject_event {

@@ -293,14 +293,16 @@ func ParseInt(text string) (uint64, bool) {
 // those a twin cannot take over at all, each with what it is: __managed__
 // variables (the runtime maps the original's into the host's address
 // space) and texture, surface and sampler references (bound by the host to
-// the original's symbols). Names the compiler makes with a leading '$'
-// (nvcc's printf format strings) are neither: nothing outside the module
-// names them. In source order, once each.
+// the original's symbols). Names the compiler and its libraries make are
+// neither: a leading '$' (nvcc's printf format strings) or "__" (reserved
+// to the implementation in C and C++: libdevice's __cudart_i2opi_f table,
+// which sinf and cosf bring in): nothing outside the module names them.
+// In source order, once each.
 func (m *Module) Variables() (own, unsupported []string) {
 	seen := map[string]bool{}
 	for _, it := range m.Items {
 		v, ok := it.(*Var)
-		if !ok || v.Linkage == ".extern" || seen[v.Name] || strings.HasPrefix(v.Name, "$") {
+		if !ok || v.Linkage == ".extern" || seen[v.Name] || strings.HasPrefix(v.Name, "$") || strings.HasPrefix(v.Name, "__") {
 			continue
 		}
 		switch {

@@ -139,6 +139,7 @@ func TestConstantsMatchHeader(t *testing.T) {
 		"GPUEXT_INJ_SOCK_NAME":        `"` + SocketName + `"`,
 		"GPUEXT_INJ_SHARED_GLOBAL":    `"` + SharedGlobal + `"`,
 		"GPUEXT_INJ_GRID1D_SUFFIX":    `"` + Grid1DSuffix + `"`,
+		"GPUEXT_INJ_PLAIN_SUFFIX":     `"` + PlainSuffix + `"`,
 		"GPUEXT_KIND_INJECT":          "8",
 		"GPUEXT_INJ_RF_CACHED":        "(1U << 0)",
 		"GPUEXT_INJ_RF_VARS":          "(1U << 1)",

@@ -25,7 +25,11 @@ const (
 	SocketName     = "gpuext-inject.sock"
 	SharedGlobal   = "__gpuext_shared"
 	Grid1DSuffix   = "__gx1d" // GPUEXT_INJ_GRID1D_SUFFIX: a kernel's entry for 1-D grids
-	ReqHeaderSize  = 80       // sizeof(struct gpuext_inj_req)
+	// PlainSuffix (GPUEXT_INJ_PLAIN_SUFFIX) names a patched kernel's
+	// uninstrumented copy in a module whose twin owns its variables: what
+	// devrt runs where the twin refuses a launch.
+	PlainSuffix   = "__gxplain"
+	ReqHeaderSize = 80 // sizeof(struct gpuext_inj_req)
 	// RespHeaderSize is sizeof(struct gpuext_inj_resp).
 	RespHeaderSize = 88
 )

@@ -121,6 +121,11 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		return rejected("every kernel refused: %s", strings.Join(refused, "; ")), nil
 	}
 	sort.Strings(patched)
+	if len(vars) > 0 {
+		if err := addPlainCopies(mod, m.PTX, patched); err != nil {
+			return devrtinject.Result{}, err
+		}
+	}
 	res := devrtinject.Result{
 		Status:     devrtinject.StatusPatched,
 		PTX:        []byte(ptx.Write(mod)),
@@ -135,12 +140,40 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	}
 	if len(vars) > 0 {
 		// the twin owns the variables: every kernel runs there, the
-		// ones no probe instruments as they were
+		// ones no probe instruments as they were, and each patched one
+		// has its plain copy there too (what devrt falls back to)
 		res.Kernels = slices.Sorted(slices.Values(all))
 		why = append(why, "the patched module owns its variables ("+strings.Join(vars, ", ")+"): all its kernels run there")
 	}
 	res.Reason = strings.Join(why, "; ")
 	return res, nil
+}
+
+// addPlainCopies appends to mod, for each kernel of patched, that kernel
+// as src (the program's module) has it, named with devrtinject.PlainSuffix:
+// where the twin owns the module's variables, devrt runs it instead of a
+// patched kernel whose launch the twin refuses (the original would not see
+// the variables the program wrote). A kernel whose copy's name mod has
+// already gets none.
+func addPlainCopies(mod *ptx.Module, src []byte, patched []string) error {
+	orig, err := ptx.Parse(string(src))
+	if err != nil { // parsed once already
+		return fmt.Errorf("the module again: %w", err)
+	}
+	for _, k := range patched {
+		name := k + devrtinject.PlainSuffix
+		if it, _ := mod.Lookup(name); it != nil {
+			continue
+		}
+		it, _ := orig.Lookup(k)
+		f, ok := it.(*ptx.Function)
+		if !ok || !f.Entry || f.Body == nil {
+			return fmt.Errorf("kernel %s: not in the module as loaded", k)
+		}
+		f.Name = name
+		mod.Items = append(mod.Items, f)
+	}
+	return nil
 }
 
 func rejected(format string, args ...any) devrtinject.Result {

@@ -60,7 +60,7 @@ func TestPatchCorpus(t *testing.T) {
 		require.Equal(t, c.Layout.Size, res.SharedSize)
 		out, err := ptx.Parse(string(res.PTX))
 		require.NoError(t, err, f)
-		require.ElementsMatch(t, kernels, out.KernelNames())
+		require.ElementsMatch(t, append(slices.Clone(kernels), plainCopies(m)...), out.KernelNames())
 		require.Contains(t, string(res.PTX), ".visible .const .align 8 .u64 __gpuext_shared;")
 		// block_sched's per-block array: beside dynamic shared memory
 		// (Triton's softmax and GEMM) 1,024-aligned and padded, so that
@@ -93,6 +93,20 @@ func TestPatchCorpus(t *testing.T) {
 		}
 		require.Equal(t, n, probeCallCount(t, cres.PTX, c), f)
 	}
+}
+
+// plainCopies names the uninstrumented copies a module with variables
+// gets of its kernels (all instrumented here), in the order they are
+// appended; none for a module without.
+func plainCopies(m *ptx.Module) []string {
+	if own, _ := m.Variables(); len(own) == 0 {
+		return nil
+	}
+	var out []string
+	for _, k := range slices.Sorted(slices.Values(m.KernelNames())) {
+		out = append(out, k+devrtinject.PlainSuffix)
+	}
+	return out
 }
 
 // probeCallCount counts the calls of probe functions in src's kernels.
@@ -154,7 +168,16 @@ func TestPatchSelectsKernels(t *testing.T) {
 	require.NoError(t, err)
 	sites, err := Sites(res.PTX, p.probes.Probes)
 	require.NoError(t, err)
+	// the patched kernel's plain copy: the program's kernel, renamed
+	pc, _ := out.Lookup(one + devrtinject.PlainSuffix)
+	require.NotNil(t, pc)
+	g, _ := m.Lookup(one)
+	want := ptx.Write(&ptx.Module{Items: []ptx.Item{g}})
+	want = strings.Replace(want, ".entry "+one, ".entry "+one+devrtinject.PlainSuffix, 1)
+	require.Equal(t, want, ptx.Write(&ptx.Module{Items: []ptx.Item{pc}}))
 	for _, k := range all {
+		cp, _ := out.Lookup(k + devrtinject.PlainSuffix)
+		require.Equal(t, k == one, cp != nil, "%s: only the patched kernel has a copy", k)
 		require.Equal(t, k == one, len(sites[k]) > 0, "%s: %v", k, sites[k])
 		if k != one { // the others exactly as they were
 			f, _ := out.Lookup(k)
@@ -254,7 +277,7 @@ func TestPatchGrid1D(t *testing.T) {
 		require.ElementsMatch(t, m.KernelNames(), res.Kernels, f)
 		out, err := ptx.Parse(string(res.PTX))
 		require.NoError(t, err, f)
-		require.Equal(t, want, out.KernelNames(), f)
+		require.Equal(t, append(want, plainCopies(m)...), out.KernelNames(), f)
 		sites, err := Sites(res.PTX, c.Probes)
 		require.NoError(t, err)
 		for _, k := range m.KernelNames() {
@@ -262,12 +285,13 @@ func TestPatchGrid1D(t *testing.T) {
 				require.Equal(t, sites[k], tw, "%s: %s", f, k)
 				twins++
 			}
+			require.Empty(t, sites[k+devrtinject.PlainSuffix], "%s: %s's plain copy", f, k)
 		}
 		ores, err := off.Patch(context.Background(), &devrtinject.Module{PTX: src})
 		require.NoError(t, err, f)
 		out, err = ptx.Parse(string(ores.PTX))
 		require.NoError(t, err, f)
-		require.Equal(t, m.KernelNames(), out.KernelNames(), f)
+		require.Equal(t, append(m.KernelNames(), plainCopies(m)...), out.KernelNames(), f)
 	}
 	require.Greater(t, twins, 10)
 }

@@ -92,8 +92,12 @@ type Patcher struct {
 	Grid1DMark uint64
 	// Vars, if set, answers as for a module that declares these variables
 	// (Result.Vars): every kernel devrt named is redirected, Only or not
-	// (the twin owns the variables, as the collector answers then).
-	Vars []string
+	// (the twin owns the variables, as the collector answers then), and
+	// each kernel reported patched gets its plain copy: the program's
+	// .entry renamed with devrtinject.PlainSuffix (none for one whose
+	// copy's name the module has). NoPlain leaves the copies out.
+	Vars    []string
+	NoPlain bool
 
 	calls atomic.Int64
 	mu    sync.Mutex
@@ -207,38 +211,52 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		out.Write(copies.Bytes())
 	}
 	if len(p.Vars) > 0 {
+		// each reported kernel's plain copy, then every kernel
+		for _, k := range kernels {
+			if p.NoPlain {
+				break
+			}
+			if slices.Contains(m.Kernels, k+devrtinject.PlainSuffix) {
+				continue
+			}
+			e, ok := plainCopy(m.PTX, k)
+			if !ok {
+				return devrtinject.Result{}, fmt.Errorf("kernel %s: no .entry with a body", k)
+			}
+			out.WriteString("\n")
+			out.Write(e)
+		}
 		kernels = slices.Clone(m.Kernels)
 	}
 	return devrtinject.Result{Status: devrtinject.StatusPatched, PTX: out.Bytes(),
 		Kernels: kernels, SharedSize: p.SharedSize, Init: p.Init, Vars: p.Vars}, nil
 }
 
-// grid1D is the copy of kernel name's .entry in ptx (from the start of its
-// line to its body's closing brace) renamed name + devrtinject.Grid1DSuffix,
-// with Grid1DMaxNTID and Grid1DStaticShared declared; false if there is
-// none (plain text search: the name followed by "(" or white space, braces
-// counted).
-func (p *Patcher) grid1D(ptx []byte, name string) ([]byte, bool) {
-	at := -1
+// entrySpan finds kernel name's .entry in ptx: the start of its line, of
+// ".entry", of its body's opening brace and its closing brace; false if
+// there is none (plain text search: the name followed by "(" or white
+// space, braces counted).
+func entrySpan(ptx []byte, name string) (start, at, open, end int, ok bool) {
+	at = -1
 	for i := 0; at < 0; {
 		j := bytes.Index(ptx[i:], []byte(".entry "+name))
 		if j < 0 {
-			return nil, false
+			return 0, 0, 0, 0, false
 		}
 		i += j
-		if end := i + len(".entry "+name); end < len(ptx) && bytes.IndexByte([]byte("( \t\n"), ptx[end]) >= 0 {
+		if e := i + len(".entry "+name); e < len(ptx) && bytes.IndexByte([]byte("( \t\n"), ptx[e]) >= 0 {
 			at = i
 		}
 		i++
 	}
-	start := bytes.LastIndexByte(ptx[:at], '\n') + 1
-	open := bytes.IndexByte(ptx[at:], '{')
+	start = bytes.LastIndexByte(ptx[:at], '\n') + 1
+	open = bytes.IndexByte(ptx[at:], '{')
 	if open < 0 {
-		return nil, false
+		return 0, 0, 0, 0, false
 	}
 	open += at
-	end, depth := open, 0
-	for ; end < len(ptx); end++ {
+	depth := 0
+	for end = open; end < len(ptx); end++ {
 		if ptx[end] == '{' {
 			depth++
 		} else if ptx[end] == '}' {
@@ -247,19 +265,49 @@ func (p *Patcher) grid1D(ptx []byte, name string) ([]byte, bool) {
 			}
 		}
 	}
-	if end == len(ptx) {
+	return start, at, open, end, end < len(ptx)
+}
+
+// plainCopy is kernel name's .entry as the program's module src has it,
+// renamed name + devrtinject.PlainSuffix (what the collector adds where the
+// twin owns the module's variables); false if there is none.
+func plainCopy(src []byte, name string) ([]byte, bool) {
+	start, at, _, end, ok := entrySpan(src, name)
+	if !ok {
 		return nil, false
 	}
+	e := renamed(src, start, at, name+devrtinject.PlainSuffix)
+	e.Write(src[at+len(".entry "+name) : end+1])
+	e.WriteString("\n")
+	return e.Bytes(), true
+}
+
+// renamed starts a copy of the .entry at ptx[at:] (its line from start)
+// named name.
+func renamed(ptx []byte, start, at int, name string) *bytes.Buffer {
 	var e bytes.Buffer
 	e.Write(ptx[start:at])
-	e.WriteString(".entry " + name + devrtinject.Grid1DSuffix)
+	e.WriteString(".entry " + name)
+	return &e
+}
+
+// grid1D is the copy of kernel name's .entry in ptx (from the start of its
+// line to its body's closing brace) renamed name + devrtinject.Grid1DSuffix,
+// with Grid1DMaxNTID and Grid1DStaticShared declared; false if there is
+// none.
+func (p *Patcher) grid1D(ptx []byte, name string) ([]byte, bool) {
+	start, at, open, end, ok := entrySpan(ptx, name)
+	if !ok {
+		return nil, false
+	}
+	e := renamed(ptx, start, at, name+devrtinject.Grid1DSuffix)
 	e.Write(ptx[at+len(".entry "+name) : open])
 	if p.Grid1DMaxNTID > 0 {
-		fmt.Fprintf(&e, ".maxntid %d, 1, 1\n", p.Grid1DMaxNTID)
+		fmt.Fprintf(e, ".maxntid %d, 1, 1\n", p.Grid1DMaxNTID)
 	}
 	e.WriteByte('{')
 	if p.Grid1DStaticShared > 0 {
-		fmt.Fprintf(&e, "\n\t.shared .align 8 .b8 __gpuext_test_grid1d[%d];", p.Grid1DStaticShared)
+		fmt.Fprintf(e, "\n\t.shared .align 8 .b8 __gpuext_test_grid1d[%d];", p.Grid1DStaticShared)
 	}
 	body := ptx[open+1 : end+1]
 	if p.Mark && p.Grid1DMark != 0 {

@@ -321,6 +321,14 @@ func (s *Source) HandleInject(pid uint32, rec []byte) error {
 			zap.Uint32("pid", pid), zap.String("what", e.Text), zap.Int32("cuda_result", e.CUDAResult))
 		return nil
 	}
+	if e.Reason == devrtinject.ReasonRefused && e.Flags&devrtinject.FlagVars != 0 {
+		// not a load: the twin that owns the module's variables refused
+		// a launch or a setting; the module stays patched (and counted
+		// so): the kernel runs its plain copy there, or the launch failed
+		s.log.Debug("a patched module's twin, which owns its variables, refused what the original took",
+			zap.Uint32("pid", pid), zap.String("what", e.Text), zap.Int32("cuda_result", e.CUDAResult))
+		return nil
+	}
 	s.mu.Lock()
 	s.modules[e.Outcome]++
 	s.mu.Unlock()

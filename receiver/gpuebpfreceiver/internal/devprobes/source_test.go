@@ -179,6 +179,13 @@ func TestImbalancedKernelMetrics(t *testing.T) {
 	require.NoError(t, s.HandleInject(pid, g1))
 	require.Equal(t, 1, logs.FilterMessage("devrt dropped a kernel's entry for 1-D grids; its launches run the general twin").Len())
 	require.Equal(t, 2, logs.FilterMessage("devrt did not instrument a module").Len())
+	// a twin that owns the variables refused a launch: the module stays
+	// patched, not failed
+	vr := injectRecord(devrtinject.OutFailed, devrtinject.ReasonRefused, "launch (plain copy now)")
+	binary.LittleEndian.PutUint16(vr[6:], devrtinject.FlagVars)
+	require.NoError(t, s.HandleInject(pid, vr))
+	require.Equal(t, 1, logs.FilterMessage("a patched module's twin, which owns its variables, refused what the original took").Len())
+	require.Equal(t, 2, logs.FilterMessage("devrt did not instrument a module").Len())
 
 	mem := mapRegion(t, s, dir, 1)
 	// A garbage region beside it is dropped; the good one is not affected.
