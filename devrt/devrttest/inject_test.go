@@ -1161,6 +1161,7 @@ func TestInjectVars(t *testing.T) {
 	require.Equal(t, mod["coeffs"], got["module_coeffs"])
 	require.Equal(t, lib["coeffs"], got["library_coeffs"])
 	require.Equal(t, lib["counter"], got["library_counter"])
+	require.Equal(t, mod["counter"], got["module_counter"], "through cuFuncGetModule")
 	for _, v := range got {
 		require.NotEqual(t, "0x0", v)
 	}
@@ -1178,6 +1179,17 @@ func TestInjectVars(t *testing.T) {
 		require.Equal(t, uint32(2), e.Kernels)
 	}
 
+	// A library in two contexts (each context's own CUfunction too):
+	// with variables its twin runs everywhere, with a region or without
+	// one (probes without maps: no binding to make).
+	for _, size := range []uint64{0, 64} {
+		dir := shortSocketDir(t)
+		serve(t, dir, &injecttest.Patcher{SharedSize: size, Vars: []string{"v"}})
+		ir := runInjectScenario(t, h, true, dir, "inject-contexts")
+		orig, other := ir.launchesOf("add_kernel")
+		require.Equal(t, [2]int{0, 7 * injectN}, [2]int{orig, other}, "region of %d bytes", size)
+	}
+
 	// An answer without variables: the unpatched kernel runs the
 	// original, and the program gets the original's variables.
 	dir = shortSocketDir(t)
@@ -1188,23 +1200,48 @@ func TestInjectVars(t *testing.T) {
 	require.NotEqual(t, twinVars(ir, false)["coeffs"], vars(ir.raw)["module_coeffs"])
 }
 
-// TestInjectVarsNoFallback: a twin that owns the variables is never left.
-// One whose kernels take fewer threads a block than the originals (its
-// .maxntid) is not used at all (ReasonVarsLimits at the load: launches the
-// original takes would fail); one that refuses a launch at run time (the
-// dynamic shared memory its probes' static shared memory leaves) fails
-// that launch with its error, and a record says so once a module, where a
-// module without variables falls back to the original and drops its
-// redirects.
-func TestInjectVarsNoFallback(t *testing.T) {
+// TestInjectVarsFallback: a twin that owns the variables is never left
+// for the original. A launch it refuses (its .maxntid below the program's
+// blocks) runs the kernel's plain copy in the twin from then on (a record
+// each kernel); without plain copies such a twin is not used at all
+// (ReasonVarsLimits at the load: launches the original takes would fail),
+// and one that refuses a launch only at run time (the dynamic shared
+// memory its probes' static shared memory leaves) fails that launch with
+// its error, one record a module, where a module without variables falls
+// back to the original and drops its redirects.
+func TestInjectVarsFallback(t *testing.T) {
 	h := newHarness(t)
-	all := map[string][2]int{"vk_a": {}, "vk_b": {}}
+	all := map[string][2]int{"vk_a": {}, "vk_b": {}, "vk_a" + devrtinject.PlainSuffix: {}, "vk_b" + devrtinject.PlainSuffix: {}}
 	withVars := []string{"counter", "coeffs"}
+	plain := runInjectScenario(t, h, false, "", "inject-vars")
+	same := func(raw string) map[string]any {
+		m := sameRun(t, raw)
+		delete(m, "vars")
+		return m
+	}
 
 	dir := shortSocketDir(t)
 	serve(t, dir, &injecttest.Patcher{SharedSize: 64, MaxNTID: 16, Vars: withVars})
 	ir := runInjectScenario(t, h, true, dir, "inject-vars")
-	require.Equal(t, map[string][2]int{"vk_a": {2 * injectN, 0}, "vk_b": {2 * injectN, 0}}, ir.launchesOfEach(all))
+	require.Equal(t, same(plain.raw), same(ir.raw))
+	require.Equal(t, map[string][2]int{"vk_a": {0, 0}, "vk_b": {0, 0},
+		"vk_a" + devrtinject.PlainSuffix: {0, 2 * injectN}, "vk_b" + devrtinject.PlainSuffix: {0, 2 * injectN}}, ir.launchesOfEach(all))
+	var fell []devrtinject.Event
+	for _, e := range ir.events {
+		if e.Reason == devrtinject.ReasonRefused {
+			require.Equal(t, "launch (plain copy now)", e.Text)
+			require.NotZero(t, e.Flags&devrtinject.FlagVars)
+			fell = append(fell, e)
+		} else {
+			require.Equal(t, devrtinject.OutPatched, e.Outcome, "%+v", e)
+		}
+	}
+	require.Len(t, fell, 4, "one a kernel launched: the module's two functions, the library's two CUkernels")
+
+	dir = shortSocketDir(t)
+	serve(t, dir, &injecttest.Patcher{SharedSize: 64, MaxNTID: 16, Vars: withVars, NoPlain: true})
+	ir = runInjectScenario(t, h, true, dir, "inject-vars")
+	require.Equal(t, map[string][2]int{"vk_a": {2 * injectN, 0}, "vk_b": {2 * injectN, 0}}, ir.launchesOfEach(map[string][2]int{"vk_a": {}, "vk_b": {}}))
 	require.Len(t, ir.events, 2)
 	for i, e := range ir.events {
 		require.Equal(t, devrtinject.OutFailed, e.Outcome, "%+v", e)
@@ -1224,10 +1261,10 @@ func TestInjectVarsNoFallback(t *testing.T) {
 		{nil, 0, map[string][2]int{"vk_a": {2 * injectN, 0}, "vk_b": {2 * injectN, 0}}},
 	} {
 		dir := shortSocketDir(t)
-		serve(t, dir, &injecttest.Patcher{SharedSize: 64, StaticShared: 1024, Vars: tc.vars})
+		serve(t, dir, &injecttest.Patcher{SharedSize: 64, StaticShared: 1024, Vars: tc.vars, NoPlain: true})
 		ir := runInjectScenario(t, h, true, dir, "inject-vars",
 			"WORKLOAD_VARS_SHMEM="+strconv.Itoa(shmem), "WORKLOAD_VARS_EXPECT="+strconv.Itoa(tc.expect))
-		require.Equal(t, tc.runs, ir.launchesOfEach(all), "vars %v", tc.vars)
+		require.Equal(t, tc.runs, ir.launchesOfEach(map[string][2]int{"vk_a": {}, "vk_b": {}}), "vars %v", tc.vars)
 		var refused []devrtinject.Event
 		for _, e := range ir.events {
 			if e.Reason == devrtinject.ReasonRefused {

@@ -214,6 +214,7 @@
 	H(cuModuleGetGlobal_v2, NONE, 0, 0) \
 	H(cuLibraryGetGlobal, NONE, 0, 0) \
 	H(cuLibraryGetModule, NONE, 0, 0) \
+	H(cuFuncGetModule, NONE, 0, 0) \
 	/* settings: not reported; injection makes them on the twin too (inject.c) */ \
 	H(cuFuncSetAttribute, NONE, 0, 0) \
 	H(cuFuncSetCacheConfig, NONE, 0, 0) \

@@ -36,7 +36,9 @@
  * (cuCtxGetCurrent) and runs the twin there only once it is bound there
  * (the first launch in a new context makes or finds that context's region
  * and writes its pointer into the twin's global in that context; a record
- * with GPUEXT_IF_OTHER_CONTEXT says how that went), else the original.
+ * with GPUEXT_IF_OTHER_CONTEXT says how that went), else the original (a
+ * twin that owns the module's variables, below, runs there all the same,
+ * its probes finding no region).
  *
  * A library kernel's CUfunction is per context too: the one of the load's
  * context is redirected with its CUkernel; one the program gets with
@@ -50,7 +52,7 @@
  * alone (cheaper on short kernels), and which would sample the wrong blocks
  * of a 2-D or 3-D grid.  resolve looks it up beside each twin (optional:
  * any failure of the lookup means that kernel has none, and so does the
- * name in the original module, the program's own kernel: grid1d_twin) and
+ * name in the original module, the program's own kernel: suffix_twin) and
  * keeps it in the twin's slot; a launch whose gridDimY and gridDimZ are 1
  * runs it (DEVRT_INJ_1D_<sym> in inject.h: a compare more, no driver
  * call), any other grid the twin.  Otherwise the two are one: a library's binding
@@ -60,10 +62,23 @@
  * alone (drop_grid1d: launches of that handle run the twin, the module
  * stays patched); one the twin refuses drops the module's redirects.
  *
- * cuModuleGetFunction is not touched: the program only ever sees original
- * handles.  cuModuleUnload / cuLibraryUnload of an original removes its
- * redirects, then unloads the patched twin and lets go of the region (the
- * last module of a region mirrors it a last time and frees it).
+ * A module that declares variables of its own (GPUEXT_INJ_RF_VARS) is
+ * the exception: its twin holds copies of them, so the twin must own them
+ * for good.  Every kernel of the module is redirected, the program's
+ * lookups of the original's variables and modules (cuModuleGetGlobal_v2,
+ * cuLibraryGetGlobal, cuLibraryGetModule, cuFuncGetModule) give the
+ * twin's, and nothing falls back to the original: a patched kernel comes
+ * with its plain copy in the twin (N__gxplain), which runs from the first
+ * launch the twin refuses (devrt_inject_fallback); without one the launch
+ * fails with the twin's error, and a twin kernel without one that takes
+ * fewer threads a block than its original is not used at all
+ * (vars_limits, at the load).
+ *
+ * cuModuleGetFunction is not touched: the program sees original handles
+ * only (the twin's module where it asks for a module of a twin that owns
+ * the variables).  cuModuleUnload / cuLibraryUnload of an original removes
+ * its redirects, then unloads the patched twin and lets go of the region
+ * (the last module of a region mirrors it a last time and frees it).
  *
  * Fail open: any failure (no answer in time, a broken answer, a driver that
  * refuses the patched PTX, a missing global or kernel) undoes what was done
@@ -366,6 +381,7 @@ static int rd_set(void *key, void *val, void *g1, struct lib_bind *lib)
 struct rd_pair {
 	void *orig, *twin;
 	void *g1;               /* the 1-D twin, or NULL */
+	void *plain;            /* the plain copy (vars), or NULL */
 	int kernel;             /* a library's CUkernel: bound per context */
 };
 
@@ -376,6 +392,7 @@ struct inj_mod {
 	int lib;                /* CUlibrary handles */
 	__u32 nkeys;
 	void **keys;            /* redirected originals (publish fills it) */
+	void **plains;          /* each key's plain copy (vars), or NULL */
 	__u32 npairs;
 	struct rd_pair *pairs;  /* resolve's, until publish */
 	struct devrt_region *region; /* the shared region, or NULL */
@@ -383,9 +400,13 @@ struct inj_mod {
 	int vars;               /* the twin owns the module's variables
 				 * (GPUEXT_INJ_RF_VARS): no fallback */
 	int vars_noted;         /* a refused launch was recorded (inj_lock) */
+	int set_noted;          /* a refused setting was (vars; inj_lock) */
 };
 
 static struct inj_mod *mods;
+/* Patched modules whose twins own their variables, live: while 0 the
+ * variable lookups (vars_twin, vars_fn) take no lock. */
+static __u32 inj_vars;
 
 static void patched_unload(struct inj_mod *m)
 {
@@ -425,6 +446,7 @@ static void mod_free(struct inj_mod *m)
 	}
 	free(m->pairs);
 	free(m->keys);
+	free(m->plains);
 	free(m);
 }
 
@@ -479,7 +501,8 @@ static int region_bind(int lib, void *patched, CUdeviceptr dptr,
  * CUkernel for a library, with its function in the current context into
  * *gf if gf is not NULL), or NULL: it is optional, so any failure
  * (CUDA_ERROR_NOT_FOUND: the collector made none for this kernel; no
- * memory for the name) means none, and the twin runs every grid.
+ * memory for the name) means none, and the twin runs every grid.  The
+ * same for its plain copy, name GPUEXT_INJ_PLAIN_SUFFIX (suffix).
  *
  * The name must also be absent from the original (CUDA_ERROR_NOT_FOUND
  * there, nothing else): the collector adds no 1-D twin to a module that
@@ -494,13 +517,13 @@ static int region_bind(int lib, void *patched, CUdeviceptr dptr,
  */
 #define ERR_NOT_FOUND 500	/* CUDA_ERROR_NOT_FOUND */
 
-static void *grid1d_twin(struct inj_mod *m, const char *name, char **buf,
-			 size_t *cap, void **gf)
+static void *suffix_twin(struct inj_mod *m, const char *name,
+			 const char *suffix, char **buf, size_t *cap, void **gf)
 {
 	get_fn_fn get_fn = (get_fn_fn)devrt_real(DEVRT_SYM_cuModuleGetFunction);
 	get_kern_fn get_kern = (get_kern_fn)devrt_real(DEVRT_SYM_cuLibraryGetKernel);
 	kern_fn_fn kern_fn = (kern_fn_fn)devrt_real(DEVRT_SYM_cuKernelGetFunction);
-	size_t len = strlen(name), need = len + sizeof(GPUEXT_INJ_GRID1D_SUFFIX);
+	size_t len = strlen(name), need = len + strlen(suffix) + 1;
 	void *g = NULL, *f = NULL;
 	char *b;
 
@@ -513,8 +536,7 @@ static void *grid1d_twin(struct inj_mod *m, const char *name, char **buf,
 		*cap = need;
 	}
 	memcpy(*buf, name, len);
-	memcpy(*buf + len, GPUEXT_INJ_GRID1D_SUFFIX,
-	       sizeof(GPUEXT_INJ_GRID1D_SUFFIX));
+	memcpy(*buf + len, suffix, strlen(suffix) + 1);
 	if ((m->lib ? get_kern((CUkernel *)&g, m->patched, *buf) :
 		      get_fn((CUfunction *)&g, m->patched, *buf)) != CUDA_SUCCESS ||
 	    (m->lib ? get_kern((CUkernel *)&f, m->orig, *buf) :
@@ -543,10 +565,12 @@ static int resolve(struct inj_mod *m, const char *names, __u32 n,
 	 * of the current context: both are keys (two pairs per kernel). */
 	m->pairs = calloc((size_t)n * 2, sizeof(*m->pairs));
 	m->keys = calloc((size_t)n * 2, sizeof(*m->keys));
-	if (!m->pairs || !m->keys || (m->lib ? !get_kern : !get_fn))
+	m->plains = calloc((size_t)n * 2, sizeof(*m->plains));
+	if (!m->pairs || !m->keys || !m->plains ||
+	    (m->lib ? !get_kern : !get_fn))
 		return -1;
 	for (i = 0; i < n; i++, s += strlen(s) + 1) {
-		void *o = NULL, *p = NULL, *g, *gf = NULL;
+		void *o = NULL, *p = NULL, *g, *gf = NULL, *pl = NULL, *plf = NULL;
 		struct rd_pair *pr;
 
 		*res = m->lib ? get_kern((CUkernel *)&o, m->orig, s) :
@@ -556,11 +580,16 @@ static int resolve(struct inj_mod *m, const char *names, __u32 n,
 					get_fn((CUfunction *)&p, m->patched, s);
 		if (*res != CUDA_SUCCESS || !o || !p)
 			goto out;
-		g = grid1d_twin(m, s, &buf, &cap, m->lib ? &gf : NULL);
+		g = suffix_twin(m, s, GPUEXT_INJ_GRID1D_SUFFIX, &buf, &cap,
+				m->lib ? &gf : NULL);
+		if (m->vars)
+			pl = suffix_twin(m, s, GPUEXT_INJ_PLAIN_SUFFIX, &buf,
+					 &cap, m->lib ? &plf : NULL);
 		pr = &m->pairs[m->npairs++];
 		pr->orig = o;
 		pr->twin = p;
 		pr->g1 = g;
+		pr->plain = pl;
 		pr->kernel = m->lib;
 		if (m->lib && kern_fn) {
 			void *of = NULL, *pf = NULL;
@@ -572,6 +601,7 @@ static int resolve(struct inj_mod *m, const char *names, __u32 n,
 				pr->orig = of;
 				pr->twin = pf;
 				pr->g1 = gf;
+				pr->plain = plf;
 			}
 		}
 	}
@@ -600,6 +630,7 @@ static int publish(struct inj_mod *m)
 			return -1;
 		}
 		m->keys[i] = pr->orig;
+		m->plains[i] = pr->plain;
 	}
 	m->nkeys = m->npairs;
 	pairs = m->pairs;	/* (m is the unloads' from here) */
@@ -607,6 +638,8 @@ static int publish(struct inj_mod *m)
 	m->npairs = 0;
 	m->next = mods;
 	mods = m;
+	if (m->vars)
+		__atomic_add_fetch(&inj_vars, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&inj_lock);
 	free(pairs);
 	return 0;
@@ -744,36 +777,63 @@ static void *lib_twin(struct lib_bind *b, void *orig, void *twin)
  * here (bound now if it was not), fn is redirected to the twin's function
  * in this context (and, if k still has a 1-D twin (drop_grid1d), to that
  * one's function here for 1-D grids: none if the driver does not give
- * it), and unloading or
+ * it; and to its plain copy's, if it has one), and unloading or
  * dropping the module clears it with the rest.  Any failure leaves fn
- * running the original.
+ * running the original.  A library without a region (lib NULL: probes
+ * without maps) is redirected so only if its twin owns the variables.
  */
+static struct inj_mod *mod_of_key(void *key);
+
 static void kernel_function(CUkernel k, CUfunction fn)
 {
 	kern_fn_fn kern_fn = (kern_fn_fn)devrt_real(DEVRT_SYM_cuKernelGetFunction);
 	struct lib_bind *lib = NULL, *l2;
-	void *twin, *g1, *pf = NULL, *gf = NULL, *g2, **keys;
+	void *twin, *g1, *pf = NULL, *gf = NULL, *g2, **keys, **plains;
+	void *plain = NULL, *plf = NULL;
 	struct inj_mod *m;
+	int vars = 0, known = 0;
+	__u32 i;
 
 	if (!__atomic_load_n(&devrt_inj_live, __ATOMIC_RELAXED) || !fn ||
 	    (void *)fn == (void *)k || !kern_fn)
 		return;
 	twin = rd_find(k, &g1, &lib);
-	if (!twin || !lib || rd_find(fn, &g2, &l2))
+	if (!twin || rd_find(fn, &g2, &l2))
 		return;	/* not a patched library's kernel, or known already */
+	pthread_mutex_lock(&inj_lock);
+	if ((m = mod_of_key(k)) && m->lib) {
+		known = 1;
+		if ((vars = m->vars))
+			for (i = 0; i < m->nkeys; i++)
+				if (m->keys[i] == k)
+					plain = m->plains[i];
+	}
+	pthread_mutex_unlock(&inj_lock);
+	/* without a region (lib NULL) the twin runs no probe: only a twin
+	 * that owns the variables must run here too */
+	if (!known || (!lib && !vars))
+		return;
 	devrt_t.busy++;
-	if (lib_twin(lib, k, twin) != twin ||
+	if ((lib && lib_twin(lib, k, twin) != twin) ||
 	    kern_fn((CUfunction *)&pf, twin) != CUDA_SUCCESS || !pf)
 		goto out;
 	if (g1 && kern_fn((CUfunction *)&gf, g1) != CUDA_SUCCESS)
 		gf = NULL;
+	if (plain && plain != twin &&
+	    kern_fn((CUfunction *)&plf, plain) != CUDA_SUCCESS)
+		plf = NULL;
 	pthread_mutex_lock(&inj_lock);
-	for (m = mods; m && m->lb != lib; m = m->next)
-		;
+	m = mod_of_key(k);	/* (still loaded?) */
 	if (m && (keys = realloc(m->keys, (m->nkeys + 1) * sizeof(*keys)))) {
 		m->keys = keys;
-		if (!rd_set(fn, pf, gf, NULL))
-			m->keys[m->nkeys++] = fn;
+		if ((plains = realloc(m->plains,
+				      (m->nkeys + 1) * sizeof(*plains)))) {
+			m->plains = plains;
+			if (!rd_set(fn, pf, gf, NULL)) {
+				m->plains[m->nkeys] = plf;
+				m->keys[m->nkeys++] = fn;
+			}
+		}
 	}
 	pthread_mutex_unlock(&inj_lock);
 out:
@@ -1036,9 +1096,12 @@ void devrt_inject_unload(void *mod)
 			break;
 		}
 	}
-	if (m)
+	if (m) {
 		for (i = 0; i < m->nkeys; i++)
 			rd_set(m->keys[i], NULL, NULL, NULL);
+		if (m->vars)
+			__atomic_sub_fetch(&inj_vars, 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&inj_lock);
 	if (m) {
 		devrt_t.busy++;
@@ -1092,47 +1155,116 @@ static void drop(void *orig_key, CUresult twin, const char *what)
 {
 	struct inj_mod *m;
 	void *orig = NULL;
-	int lib = 0, vars = 0;
+	int lib = 0, vars = 0, note = 0;
 	__u32 i;
 
 	pthread_mutex_lock(&inj_lock);
 	if ((m = mod_of_key(orig_key))) {
-		/* a twin that owns the variables stays: the original's
-		 * kernels would read what the program never wrote */
+		/* a twin that owns the variables stays (the original's
+		 * kernels would read what the program never wrote): the
+		 * setting is on the plain copies, which a launch the twin
+		 * then refuses runs; one record a module */
 		if (!(vars = m->vars))
 			for (i = 0; i < m->nkeys; i++)
 				rd_set(m->keys[i], NULL, NULL, NULL);
-		orig = m->orig;
-		lib = m->lib;
-	}
-	pthread_mutex_unlock(&inj_lock);
-	if (m)
-		refused_record(orig, lib, vars ? GPUEXT_IF_VARS : 0, twin, what);
-}
-
-/*
- * The twin of orig refused a launch (with twin): 1 if its module's twin
- * owns the variables, so the launch fails with the twin's error instead of
- * running the original (a record says so, at the module's first such
- * launch); 0 to make it again with the original.  Cold path.
- */
-int devrt_inject_keeps(void *orig_key, CUresult twin)
-{
-	struct inj_mod *m;
-	void *orig = NULL;
-	int lib = 0, note = 0, vars = 0;
-
-	pthread_mutex_lock(&inj_lock);
-	if ((m = mod_of_key(orig_key)) && (vars = m->vars)) {
-		note = !m->vars_noted;
-		m->vars_noted = 1;
+		note = !vars || !m->set_noted;
+		m->set_noted = 1;
 		orig = m->orig;
 		lib = m->lib;
 	}
 	pthread_mutex_unlock(&inj_lock);
 	if (note)
-		refused_record(orig, lib, GPUEXT_IF_VARS, twin, "launch");
-	return vars;
+		refused_record(orig, lib, vars ? GPUEXT_IF_VARS : 0, twin, what);
+}
+
+/* Caller holds inj_lock.  The plain copy's slot of key in m, or NULL. */
+static void **plain_slot(struct inj_mod *m, void *key)
+{
+	__u32 i;
+
+	for (i = 0; m && m->plains && i < m->nkeys; i++)
+		if (m->keys[i] == key)
+			return &m->plains[i];
+	return NULL;
+}
+
+/*
+ * What a launch of key runs after its twin refused it (with twin): key
+ * itself, the original, unless its module's twin owns the variables
+ * (GPUEXT_INJ_RF_VARS).  Then the kernel's plain copy in the twin, from
+ * now on (key's redirect is set to it, 1-D twin gone, and a record says
+ * so); or, where there is none (or the plain copy is what refused it),
+ * NULL: the launch fails with the twin's error, with one record a module.
+ * Cold path.
+ */
+void *devrt_inject_fallback(void *key, CUresult twin)
+{
+	struct lib_bind *lib = NULL;
+	struct rd_slot *sl;
+	struct inj_mod *m;
+	void *orig = NULL, *plain = NULL, **ps;
+	int islib = 0, note = 0, vars = 0;
+
+	pthread_mutex_lock(&inj_lock);
+	if ((m = mod_of_key(key)) && (vars = m->vars)) {
+		ps = plain_slot(m, key);
+		sl = rd_slot_of(key);
+		if (ps && *ps && sl && sl->val && sl->val != *ps) {
+			plain = *ps;
+			lib = sl->lib;
+			rd_set(key, plain, NULL, lib);
+			note = 1;
+		} else {
+			note = !m->vars_noted;
+			m->vars_noted = 1;
+		}
+		orig = m->orig;
+		islib = m->lib;
+	}
+	pthread_mutex_unlock(&inj_lock);
+	if (!vars)
+		return key;
+	if (note)
+		refused_record(orig, islib, GPUEXT_IF_VARS, twin,
+			       plain ? "launch (plain copy now)" : "launch");
+	if (!plain)
+		return NULL;
+	return lib ? lib_twin(lib, key, plain) : plain;
+}
+
+/* The plain copy of key (vars), or NULL. */
+static void *plain_of(void *key)
+{
+	void *p = NULL, **ps;
+
+	if (!__atomic_load_n(&mods, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&inj_lock);
+	if ((ps = plain_slot(mod_of_key(key), key)))
+		p = *ps;
+	pthread_mutex_unlock(&inj_lock);
+	return p;
+}
+
+/* key's plain copy refused a setting (with res) the original took: it is
+ * forgotten (a launch the twin then refuses fails), and a record says so. */
+static void drop_plain(void *key, CUresult res, const char *what)
+{
+	struct inj_mod *m;
+	void *orig = NULL, **ps;
+	int lib = 0;
+
+	pthread_mutex_lock(&inj_lock);
+	if ((ps = plain_slot((m = mod_of_key(key)), key)) && *ps) {
+		*ps = NULL;
+		orig = m->orig;
+		lib = m->lib;
+	} else {
+		m = NULL;
+	}
+	pthread_mutex_unlock(&inj_lock);
+	if (m)
+		refused_record(orig, lib, GPUEXT_IF_VARS, res, what);
 }
 
 /*
@@ -1180,7 +1312,10 @@ void *devrt_inject_general(void *fn, void *ran)
 	struct lib_bind *lib;
 	void *g1, *v = rd_find(fn, &g1, &lib);
 
-	if (!v || !g1 || ran != g1)
+	/* ran: the 1-D twin, or one another launch has cleared since
+	 * (drop_grid1d), or a twin a fallback has replaced since: the
+	 * current twin, if it is not what ran */
+	if (!v || ran == v)
 		return NULL;
 	/* (ran was bound here, so the twin is: one binding for both) */
 	v = lib ? lib_twin(lib, fn, v) : v;
@@ -1316,7 +1451,7 @@ static void *vars_twin(void *orig)
 	struct inj_mod *m;
 	void *twin = NULL;
 
-	if (!orig || !__atomic_load_n(&mods, __ATOMIC_RELAXED))
+	if (!orig || !__atomic_load_n(&inj_vars, __ATOMIC_RELAXED))
 		return NULL;
 	pthread_mutex_lock(&inj_lock);
 	for (m = mods; m; m = m->next) {
@@ -1350,6 +1485,37 @@ VARS_WRAPPER(cuLibraryGetGlobal,
 	     (CUdeviceptr *dptr, size_t *bytes, CUlibrary l, const char *name),
 	     l, (dptr, bytes, l, name))
 VARS_WRAPPER(cuLibraryGetModule, (CUmodule *m, CUlibrary l), l, (m, l))
+
+/* A function's module: for a kernel of a module whose twin owns the
+ * variables, its twin's (what its launches run), so that the program's
+ * cuModuleGetGlobal or cuModuleGetFunction on it reach the twin too. */
+static void *vars_fn(void *f)
+{
+	struct inj_mod *m;
+	struct rd_slot *sl;
+	void *v = NULL;
+
+	if (!f || !__atomic_load_n(&inj_vars, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&inj_lock);
+	if ((m = mod_of_key(f)) && m->vars && (sl = rd_slot_of(f)))
+		v = sl->val;
+	pthread_mutex_unlock(&inj_lock);
+	return v;
+}
+
+DEVRT_EXPORT CUresult cuFuncGetModule(CUmodule *hmod, CUfunction f)
+{
+	__typeof__(&cuFuncGetModule) real =
+		(__typeof__(&cuFuncGetModule))devrt_real(DEVRT_SYM_cuFuncGetModule);
+	void *tw;
+
+	if (unlikely(!real))
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	if ((tw = vars_fn((void *)f)))
+		f = (CUfunction)tw;
+	return real(hmod, f);
+}
 
 #define ATTR_STATIC_SHARED 1	/* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
 #define ATTR_MAX_DYN_SHARED 8	/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
@@ -1396,13 +1562,14 @@ static int static_shared(int kern, void *h, CUdevice dev, int *v)
 #define ATTR_MAX_THREADS 0	/* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
 
 /*
- * A twin that owns its module's variables is never fallen back from, so
- * it must take every block its original takes: each kernel's twin (as a
- * CUfunction: a module's, and a library's in the load's context) at least
- * as many threads a block as the original (its registers decide).  0, or
- * -1 with the kernels' limits in why.  A library loaded with no context
- * current has no functions yet: unchecked (a launch the twin refuses then
- * fails with the twin's error, devrt_inject_keeps).
+ * A twin that owns its module's variables is never fallen back from, so a
+ * kernel without a plain copy there must take every block its original
+ * takes: its twin (as a CUfunction: a module's, and a library's in the
+ * load's context) at least as many threads a block as the original (its
+ * registers decide).  0, or -1 with the kernels' limits in why.  A library
+ * loaded with no context current has no functions yet: unchecked (a launch
+ * the twin refuses then runs the plain copy, or fails with the twin's
+ * error: devrt_inject_fallback).
  */
 static int vars_limits(const struct inj_mod *m, char *why, size_t n)
 {
@@ -1414,7 +1581,7 @@ static int vars_limits(const struct inj_mod *m, char *why, size_t n)
 	for (i = 0; get && i < m->npairs; i++) {
 		const struct rd_pair *pr = &m->pairs[i];
 
-		if (pr->kernel)
+		if (pr->kernel || pr->plain)
 			continue;	/* a CUkernel: its function follows */
 		if (get(&o, ATTR_MAX_THREADS, (CUfunction)pr->orig) ||
 		    get(&t, ATTR_MAX_THREADS, (CUfunction)pr->twin) || t >= o)
@@ -1499,6 +1666,15 @@ DEVRT_EXPORT CUresult sym params					\
 			drop_grid1d((void *)(key), tw_[1], t_, what_);	\
 		else							\
 			drop((void *)(key), t_, what_);			\
+	}								\
+	/* the plain copy (vars), what a launch the twin refuses runs */ \
+	if ((twin_ = plain_of((void *)(key))) && twin_ != tw_[0] &&	\
+	    (t_ = real_ twin_args) != CUDA_SUCCESS) {			\
+		char what_[48];						\
+									\
+		snprintf(what_, sizeof(what_), #sym fmt " (plain copy)",	\
+			 __VA_ARGS__);					\
+		drop_plain((void *)(key), t_, what_);			\
 	}								\
 	devrt_t.busy--;							\
 	return r_;							\

@@ -40,8 +40,9 @@ void *devrt_inject_lookup(void *fn, int grid1d);
 
 /*
  * A launch of orig that what it ran refused (cold; DEVRT_INJECT_CALL):
- * devrt_inject_general is orig's twin here if ran was its 1-D twin (the
- * launch is made again with it), else NULL; devrt_inject_grid1d_refused
+ * devrt_inject_general is orig's current twin here if ran was not it (its
+ * 1-D twin, or one cleared or replaced since by another launch: the launch
+ * is made again with it), else NULL; devrt_inject_grid1d_refused
  * says the twin took it (the 1-D twin g1 refused it with twin): orig's 1-D
  * twin is cleared; devrt_inject_refused says what the original did after
  * its twin refused it with twin (res: CUDA_SUCCESS drops the module).
@@ -49,9 +50,10 @@ void *devrt_inject_lookup(void *fn, int grid1d);
 void *devrt_inject_general(void *orig, void *ran);
 void devrt_inject_grid1d_refused(void *orig, void *g1, CUresult twin);
 void devrt_inject_refused(void *orig, CUresult twin, CUresult res);
-/* 1 if orig's twin owns its module's variables (GPUEXT_INJ_RF_VARS): the
- * launch it refused with twin fails so, the original is not tried. */
-int devrt_inject_keeps(void *orig, CUresult twin);
+/* What a launch of orig its twin refused (with twin) is made again with:
+ * orig, or where the twin owns the module's variables (GPUEXT_INJ_RF_VARS)
+ * the kernel's plain copy in the twin, or NULL (none: the launch fails). */
+void *devrt_inject_fallback(void *orig, CUresult twin);
 
 /* Names the device of a launch record while patched kernels are live. */
 void devrt_inject_launch_device(struct gpuext_event *e);
@@ -67,8 +69,9 @@ void devrt_inject_launch_device(struct gpuext_event *e);
  * stays patched.  A launch the twin refuses (or both) is made again with
  * the original (devrt_inject_refused drops the module's redirects if the
  * original takes it), unless the twin owns the module's variables
- * (devrt_inject_keeps): then it fails with the twin's error.  All of it on
- * the failure path only.  For every
+ * (devrt_inject_fallback): then with the kernel's plain copy in the twin,
+ * from then on, or, without one, it fails with the twin's error.  All of
+ * it on the failure path only.  For every
  * other row, just call.  A row is selected
  * by defining DEVRT_INJ_RD_<sym> as "~, 1", and DEVRT_INJ_1D_<sym> is its
  * launch's "the grid is one-dimensional" (gridDimY == gridDimZ == 1; a
@@ -125,10 +128,12 @@ void devrt_inject_launch_device(struct gpuext_event *e);
 					t_ = r_;			\
 			}						\
 			if (r_ != CUDA_SUCCESS &&			\
-			    !devrt_inject_keeps((void *)o_, t_)) {	\
-				f = o_;					\
+			    (f = (CUfunction)devrt_inject_fallback(	\
+				     (void *)o_, t_))) {		\
 				r_ = (call);				\
-				devrt_inject_refused((void *)o_, t_, r_); \
+				if (f == o_)				\
+					devrt_inject_refused((void *)o_, \
+							     t_, r_);	\
 			}						\
 		}							\
 		r_;							\
@@ -160,6 +165,7 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m,
 CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l,
 			    const char *name);
 CUresult cuLibraryGetModule(CUmodule *m, CUlibrary l);
+CUresult cuFuncGetModule(CUmodule *m, CUfunction f);
 /* Settings of an original, made on its twin too (inject.c). */
 CUresult cuFuncSetAttribute(CUfunction f, int attrib, int value);
 CUresult cuFuncSetCacheConfig(CUfunction f, int config);

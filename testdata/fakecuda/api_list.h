@@ -49,6 +49,7 @@
 	D(cuModuleGetGlobal_v2)		\
 	D(cuLibraryGetGlobal)			\
 	D(cuLibraryGetModule)			\
+	D(cuFuncGetModule)			\
 	D(cuMemHostRegister_v2)		\
 	D(cuMemHostUnregister)			\
 	D(cuMemHostGetDevicePointer_v2)	\

@@ -75,6 +75,7 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
 CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
 			    CUlibrary library, const char *name);
 CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library);
+CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc);
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
 CUresult cuMemHostUnregister(void *p);
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p,

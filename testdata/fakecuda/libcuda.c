@@ -2003,6 +2003,35 @@ FC_API CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 	return CUDA_SUCCESS;
 }
 
+/* A kernel's module: a module's handle, or its library's module (as
+ * cuLibraryGetModule gives it). */
+FC_API CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
+{
+	const struct fc_kernel *k;
+	const struct fc_mod *cm;
+	struct fc_mod *m;
+	CUresult r;
+
+	ENTER(cuFuncGetModule);
+	if ((r = need_ctx()))
+		return r;
+	if (!hmod)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (handle_kind(hfunc) != HK_FUNCTION)
+		return CUDA_ERROR_INVALID_HANDLE;
+	r = CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&fc_mod_lock);
+	if ((k = kernel_find(hfunc, &cm))) {
+		m = (struct fc_mod *)cm;
+		if (m->lib && !m->libmod)
+			m->libmod = handle_new(HK_MODULE);
+		*hmod = m->lib ? m->libmod : m->handle;
+		r = CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&fc_mod_lock);
+	return r;
+}
+
 /* Host ranges registered for the device; with DEVICEMAP (0x02) their
  * device pointer is their host address (unified addressing). */
 FC_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize,
@@ -3766,6 +3795,7 @@ static const struct proc_entry fc_procs[] = {
 	PROC("cuModuleGetGlobal", 3020, cuModuleGetGlobal_v2),
 	PROC("cuLibraryGetGlobal", 12000, cuLibraryGetGlobal),
 	PROC("cuLibraryGetModule", 12000, cuLibraryGetModule),
+	PROC("cuFuncGetModule", 11000, cuFuncGetModule),
 	PROC("cuMemHostRegister", 6050, cuMemHostRegister_v2),
 	PROC("cuMemHostUnregister", 4000, cuMemHostUnregister),
 	PROC("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),

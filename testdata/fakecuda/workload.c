@@ -173,7 +173,8 @@
  *   cuMemFree_v2 3, cuMemAlloc_v2 2, cuEventCreate 2, cuEventDestroy_v2 2,
  *   cuMemFreeHost 2 (module 1 and the library load vecAdd with the
  *   __gpuext_shared global, which cuModuleGetGlobal_v2 and
- *   cuLibraryGetGlobal find; cuLibraryGetModule gives the library's module).  The runtime part adds, at the driver, 3 each of
+ *   cuLibraryGetGlobal find; cuLibraryGetModule gives the library's module,
+ *   cuFuncGetModule module 1's for its function).  The runtime part adds, at the driver, 3 each of
  *   cuLaunchKernel and cuLaunchKernel_ptsz (cudaLaunchKernel[_ptsz],
  *   cudaLaunchKernelExC[_ptsz] and __cudaLaunchKernel[_ptsz]), 1 each of
  *   cuModuleLoadData,
@@ -282,7 +283,8 @@
  *   cuModuleGetFunction 2, cuModuleGetGlobal_v2 1 (coeffs), cuMemcpyHtoD_v2
  *   1 (16 bytes into it); cuLibraryLoadData 1 (the same PTX),
  *   cuLibraryGetKernel 2, cuLibraryGetGlobal 1 (coeffs), cuLibraryGetModule
- *   1, cuModuleGetGlobal_v2 1 (counter, on that module); N x
+ *   1, cuModuleGetGlobal_v2 1 (counter, on that module), cuFuncGetModule
+ *   1 (vk_b's) and cuModuleGetGlobal_v2 1 (counter, on it); N x
  *   cuLaunchKernel of each of the four; cuCtxSynchronize 1; cuModuleUnload
  *   1, cuLibraryUnload 1; teardown (4N launches).  The launches expect
  *   $WORKLOAD_VARS_EXPECT (a CUresult, default 0); with
@@ -1531,6 +1533,12 @@ static void sc_every_api(struct run *r)
 		if (CU(r, CUDA_SUCCESS, cuLibraryGetModule, &lm, lib))
 			EXPECT(r, lm != NULL);
 	}
+	{
+		CUmodule fm = NULL;
+
+		if (CU(r, CUDA_SUCCESS, cuFuncGetModule, &fm, f))
+			EXPECT(r, fm == m1);
+	}
 	CU(r, CUDA_SUCCESS, cuMemHostRegister_v2, (void *)host_reg,
 	   sizeof(host_reg), 0x02);
 	if (CU(r, CUDA_SUCCESS, cuMemHostGetDevicePointer_v2, &gp,
@@ -2352,14 +2360,14 @@ static void sc_inject_vars(struct run *r)
 	const char *sh = getenv("WORKLOAD_VARS_SHMEM");
 	int expect = ex ? atoi(ex) : CUDA_SUCCESS;
 	unsigned int shmem = sh ? (unsigned int)atoi(sh) : 0;
-	CUdeviceptr mc = 0, lc = 0, lmc = 0;
-	size_t msz = 0, lsz = 0, lmsz = 0;
+	CUdeviceptr mc = 0, lc = 0, lmc = 0, fmc = 0;
+	size_t msz = 0, lsz = 0, lmsz = 0, fmsz = 0;
 	CUfunction fa = NULL, fb = NULL;
 	CUkernel ka = NULL, kb = NULL;
 	unsigned long i, n = r->args[0];
 	struct vecadd_args k;
 	CUlibrary lib = NULL;
-	CUmodule m = NULL, lm = NULL;
+	CUmodule m = NULL, lm = NULL, fm = NULL;
 
 	setup(r);
 	vecadd_args_init(&k);
@@ -2375,7 +2383,9 @@ static void sc_inject_vars(struct run *r)
 	CU(r, CUDA_SUCCESS, cuLibraryGetGlobal, &lc, &lsz, lib, "coeffs");
 	CU(r, CUDA_SUCCESS, cuLibraryGetModule, &lm, lib);
 	CU(r, CUDA_SUCCESS, cuModuleGetGlobal_v2, &lmc, &lmsz, lm, "counter");
-	EXPECT(r, msz == 16 && lsz == 16 && lmsz == 4);
+	CU(r, CUDA_SUCCESS, cuFuncGetModule, &fm, fb);
+	CU(r, CUDA_SUCCESS, cuModuleGetGlobal_v2, &fmc, &fmsz, fm, "counter");
+	EXPECT(r, msz == 16 && lsz == 16 && lmsz == 4 && fmsz == 4);
 	if (shmem) {
 		CU(r, CUDA_SUCCESS, cuFuncSetAttribute, fa, 8, (int)shmem);
 		CU(r, CUDA_SUCCESS, cuFuncSetAttribute, fb, 8, (int)shmem);
@@ -2400,11 +2410,12 @@ static void sc_inject_vars(struct run *r)
 		      "\"lm\":\"%p\",\"fa\":\"%p\",\"fb\":\"%p\","
 		      "\"ka\":\"%p\",\"kb\":\"%p\"},\"vars\":{"
 		      "\"module_coeffs\":\"0x%llx\",\"library_coeffs\":\"0x%llx\","
-		      "\"library_counter\":\"0x%llx\"}",
+		      "\"library_counter\":\"0x%llx\","
+		      "\"module_counter\":\"0x%llx\"}",
 		      (void *)m, (void *)lib, (void *)lm, (void *)fa,
 		      (void *)fb, (void *)ka, (void *)kb,
 		      (unsigned long long)mc, (unsigned long long)lc,
-		      (unsigned long long)lmc);
+		      (unsigned long long)lmc, (unsigned long long)fmc);
 	teardown(r);
 }
 
