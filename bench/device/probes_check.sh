@@ -66,10 +66,14 @@ MODES=${MODES:-"warp thread"}
 export BLOCK_SAMPLE=${BLOCK_SAMPLE:-l256}
 
 KPTX=$ROOT/devrt/ptx/testdata/corpus/nvcc_kernels.ptx
-VARS=
+VARS= VARS_ERR=
 if command -v nvcc >/dev/null; then
 	nvcc -ptx -arch=sm_90 -o "$W/kernels.ptx" bench/device/ptx/kernels.cu && KPTX=$W/kernels.ptx
-	nvcc -arch=sm_90 -o "$W/vars_runtime" bench/device/vars_runtime.cu && VARS=$W/vars_runtime
+	if nvcc -arch=sm_90 -o "$W/vars_runtime" bench/device/vars_runtime.cu 2>"$W/vars_nvcc.err"; then
+		VARS=$W/vars_runtime
+	else
+		VARS_ERR=$(tail -3 "$W/vars_nvcc.err")
+	fi
 fi
 TPTX=$ROOT/devrt/ptx/testdata/corpus/triton_add.ptx
 
@@ -118,6 +122,7 @@ PYEOF
 {
 	nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 	echo "kernels: $KPTX; triton: $TPTX"
+	[ -z "$VARS_ERR" ] || echo "FAIL vars_runtime.cu does not compile: $VARS_ERR"
 	run_program base
 	run_triton base
 	run_vars base
@@ -147,6 +152,7 @@ PYEOF
 				else
 					echo "FAIL $name: no \"take blocks\" span: vars_runtime's kernels did not run in the twin"; status=1
 				fi
+				echo "INFO $name: vars_runtime's big (all the shared memory a block may have): $(grep -o '"big blocks"' "$OUT/otel-$name.jsonl" | wc -l) \"big blocks\" spans (0: the twin refused it and it ran uninstrumented: its plain copy, or before plain copies the original)"
 			fi
 			kill $COL; wait $COL; COL=
 			# What a collector of another probe set must not find (the

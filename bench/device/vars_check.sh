@@ -20,7 +20,7 @@ status=0
 {
 	base=$("$W/vars_runtime")
 	echo "without devrt: $base (rc=$?)"
-	probes_collector_config "$DIR" block_sched warp l256 "$OUT/otel-vars.jsonl" >"$W/c.yaml"
+	LOG_LEVEL=${LOG_LEVEL:-debug} probes_collector_config "$DIR" block_sched warp l256 "$OUT/otel-vars.jsonl" >"$W/c.yaml"
 	"$D/otelcol-gpu" --config "$W/c.yaml" >"$OUT/collector-vars.log" 2>&1 &
 	COL=$!
 	for _ in $(seq 100); do [ -S "$DIR/gpuext-inject.sock" ] && break; sleep 0.1; done
@@ -33,6 +33,8 @@ status=0
 	n=$(grep -o '"take blocks"' "$OUT/otel-vars.jsonl" | wc -l)
 	[ "$n" -gt 0 ] && echo "PASS: take ran instrumented ($n \"take blocks\" spans)" ||
 		{ echo "FAIL: no \"take blocks\" span"; status=1; }
+	echo "INFO: big (all the shared memory a block may have): $(grep -o '"big blocks"' "$OUT/otel-vars.jsonl" | wc -l) \"big blocks\" spans (0: the twin refused it and it ran uninstrumented: its plain copy, or before plain copies the original)"
+	grep -i "plain copy\|refused" "$OUT/collector-vars.log" | head -3
 } 2>&1 | tee "$OUT/vars_check.txt"
 grep -q "^FAIL" "$OUT/vars_check.txt" && status=1
 exit $status

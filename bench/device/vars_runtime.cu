@@ -3,7 +3,8 @@
 // (GPUEXT_INJ_RF_VARS: the patched twin owns the module's variables): a
 // __constant__ array written with cudaMemcpyToSymbol, a __device__ counter
 // every thread adds to, an initialized __device__ float a second kernel
-// changes, all read back with cudaMemcpyFromSymbol. Its one line of output
+// changes, all read back with cudaMemcpyFromSymbol, and a kernel launched
+// with all the dynamic shared memory a block may have. Its one line of output
 // must be the same with and without devrt and the collector's probes
 // (bench/device/probes_check.sh compares them).
 //
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 __constant__ float coeffs[4];
 __device__ unsigned int tickets;
@@ -24,6 +26,21 @@ extern "C" __global__ void take(float *out, int n)
 		return;
 	atomicAdd(&tickets, 1u);
 	out[i] = coeffs[i & 3] * (float)((i % 1000) + 1) + bias;
+}
+
+// All the shared memory a block may have: a patched twin with the probes'
+// own static shared arrays cannot take that launch, so devrt runs the
+// kernel's plain copy in the twin (GPUEXT_INJ_PLAIN_SUFFIX), which must
+// see the same coeffs and bias.
+extern "C" __global__ void big(float *out, int n)
+{
+	extern __shared__ float tile[];
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	tile[threadIdx.x] = coeffs[threadIdx.x & 3] * (float)(blockIdx.x % 7);
+	__syncthreads();
+	if (i < n)
+		out[i] = tile[(threadIdx.x + 1) % blockDim.x] + bias;
 }
 
 extern "C" __global__ void bump(float by)
@@ -40,6 +57,19 @@ extern "C" __global__ void bump(float by)
 			exit(1);                                               \
 		}                                                              \
 	} while (0)
+
+// The device's n floats at out, folded into the FNV-1a hash h.
+static uint64_t fold(uint64_t h, const float *out, float *host, int n)
+{
+	CK(cudaMemcpy(host, out, n * sizeof(float), cudaMemcpyDeviceToHost));
+	for (int i = 0; i < n; i++) {
+		uint32_t v;
+
+		memcpy(&v, &host[i], 4);
+		h = (h ^ v) * 1099511628211ULL;
+	}
+	return h;
+}
 
 int main(void)
 {
@@ -61,14 +91,14 @@ int main(void)
 		}
 		take<<<n / 256, 256>>>(out, n);
 		CK(cudaGetLastError());
-		CK(cudaMemcpy(host, out, n * sizeof(float), cudaMemcpyDeviceToHost));
-		for (int i = 0; i < n; i++) {
-			uint32_t v;
-
-			memcpy(&v, &host[i], 4);
-			h = (h ^ v) * 1099511628211ULL;
-		}
+		h = fold(h, out, host, n);
 	}
+	int most = 0;
+	CK(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+	CK(cudaFuncSetAttribute(big, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
+	big<<<n / 256, 256, most>>>(out, n);
+	CK(cudaGetLastError());
+	h = fold(h, out, host, n);
 	CK(cudaMemcpyFromSymbol(&t, tickets, sizeof(t)));
 	CK(cudaMemcpyFromSymbol(&b, bias, sizeof(b)));
 	printf("{\"tickets\":%u,\"bias\":%g,\"fnv\":\"%016llx\"}\n", t, b, (unsigned long long)h);
