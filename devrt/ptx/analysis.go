@@ -293,16 +293,18 @@ func ParseInt(text string) (uint64, bool) {
 // those a twin cannot take over at all, each with what it is: __managed__
 // variables (the runtime maps the original's into the host's address
 // space) and texture, surface and sampler references (bound by the host to
-// the original's symbols). Names the compiler and its libraries make are
-// neither: a leading '$' (nvcc's printf format strings) or "__" (reserved
-// to the implementation in C and C++: libdevice's __cudart_i2opi_f table,
-// which sinf and cosf bring in): nothing outside the module names them.
+// the original's symbols). Names the compiler and libdevice make are
+// neither: a leading '$' (nvcc's printf format strings) or "__cudart_"
+// (libdevice's constant tables, such as __cudart_i2opi_f, which sinf and
+// cosf bring in): nothing outside the module names them. Other reserved
+// names count: nvcc names a file-static __device__ variable
+// __nv_static_..., which the program still writes through the runtime.
 // In source order, once each.
 func (m *Module) Variables() (own, unsupported []string) {
 	seen := map[string]bool{}
 	for _, it := range m.Items {
 		v, ok := it.(*Var)
-		if !ok || v.Linkage == ".extern" || seen[v.Name] || strings.HasPrefix(v.Name, "$") || strings.HasPrefix(v.Name, "__") {
+		if !ok || v.Linkage == ".extern" || seen[v.Name] || strings.HasPrefix(v.Name, "$") || strings.HasPrefix(v.Name, "__cudart_") {
 			continue
 		}
 		switch {

@@ -21,7 +21,8 @@ func TestVariables(t *testing.T) {
 		{"extern and compiler strings", ".extern .global .align 4 .u32 other;\n" +
 			".global .align 1 .b8 $str[3] = {104, 105, 0};\n.global .align 1 .b8 $str$1[2] = {33, 0};\n", nil, nil},
 		{"reserved names", ".global .align 4 .b8 __cudart_i2opi_f[4] = {65, 144, 67, 60};\n" +
-			".const .align 4 .u32 __nv_table[2];\n.global .align 4 .u32 _x;\n", []string{"_x"}, nil},
+			".global .align 4 .u32 __nv_static_27__14_coords_cpp1_ii_count;\n.global .align 4 .u32 _x;\n",
+			[]string{"__nv_static_27__14_coords_cpp1_ii_count", "_x"}, nil},
 		{"shared and functions", ".shared .align 4 .b8 tile[256];\n.func f()\n{\n\tret;\n}\n", nil, nil},
 		{"declared twice", ".weak .global .align 4 .u32 w;\n.weak .global .align 4 .u32 w;\n", []string{"w"}, nil},
 		{"managed", ".global .attribute(.managed) .align 4 .u32 mv;\n.global .align 4 .u32 plain;\n",

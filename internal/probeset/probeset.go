@@ -183,12 +183,15 @@ func New(cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile device probes: %w", err)
 	}
-	p := probepatch.New(c, probepatch.Options{})
+	s := &Set{cfg: cfg, compiled: c, names: map[uint64]string{}}
+	// the kernels excluded are left as they are (they run in a twin that
+	// owns its module's variables all the same)
+	s.patcher = probepatch.New(c, probepatch.Options{Select: s.Selected})
 	h := sha256.New()
-	binary.Write(h, binary.LittleEndian, p.Version())
+	binary.Write(h, binary.LittleEndian, s.patcher.Version())
 	fmt.Fprintf(h, "\x00%q\x00%q", cfg.Include, cfg.Exclude)
-	return &Set{cfg: cfg, compiled: c, patcher: p,
-		version: binary.LittleEndian.Uint64(h.Sum(nil)), names: map[uint64]string{}}, nil
+	s.version = binary.LittleEndian.Uint64(h.Sum(nil))
+	return s, nil
 }
 
 // Version identifies the probe set and the kernel selection.
@@ -237,28 +240,28 @@ func (s *Set) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject.Res
 		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no kernel selected by include/exclude"}, nil
 	}
 	res, err := s.patcher.Patch(ctx, m)
+	if err == nil && res.Status == devrtinject.StatusUnchanged && res.Reason == probepatch.ReasonNoneSelected {
+		res.Reason = "no kernel selected by include/exclude"
+	}
 	if err != nil || res.Status != devrtinject.StatusPatched {
 		return res, err
 	}
-	var keep, left []string
+	// The patcher instrumented the selected kernels only (Select; its
+	// reason counts the others); those are the kernels the probes' data
+	// names. In a module whose twin owns its variables every kernel runs
+	// there, the excluded ones as they were.
+	var keep []string
 	for _, k := range res.Kernels {
 		if s.Selected(k) {
 			keep = append(keep, k)
-		} else {
-			left = append(left, k)
 		}
 	}
 	if len(keep) == 0 {
 		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no kernel selected by include/exclude"}, nil
 	}
 	sort.Strings(keep)
-	res.Kernels = keep
-	if len(left) > 0 {
-		note := fmt.Sprintf("excluded: %d kernels", len(left))
-		if res.Reason != "" {
-			note = res.Reason + "; " + note
-		}
-		res.Reason = note
+	if len(res.Vars) == 0 {
+		res.Kernels = keep
 	}
 	s.mu.Lock()
 	for _, k := range keep {

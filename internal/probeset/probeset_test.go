@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,12 @@ func TestSiteCounts(t *testing.T) {
 	require.Equal(t, devrtinject.StatusPatched, res.Status, res.Reason)
 	got := map[string][2]int{}
 	for k, c := range probeCalls(t, res.PTX) {
+		if strings.HasSuffix(k, devrtinject.PlainSuffix) {
+			// the module has variables: each kernel's plain copy, bare
+			require.Empty(t, c, k)
+			require.Contains(t, wantSites, strings.TrimSuffix(k, devrtinject.PlainSuffix))
+			continue
+		}
 		got[k] = [2]int{c["__gpuext_probe_0"], c["__gpuext_probe_1"]}
 	}
 	require.Equal(t, wantSites, got)
@@ -140,8 +147,30 @@ func TestIncludeExclude(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, want)
-	require.Equal(t, want, res.Kernels)
-	require.Equal(t, fmt.Sprintf("excluded: %d kernels", len(all)-len(want)), res.Reason)
+	// The module has variables: every kernel runs in the twin, only the
+	// selected ones instrumented (and given a plain copy).
+	require.Equal(t, []string{"dev_counter", "coeffs"}, res.Vars)
+	require.ElementsMatch(t, all, res.Kernels)
+	require.Equal(t, fmt.Sprintf("the patched module owns its variables (dev_counter, coeffs): all its kernels run there; excluded: %d kernels",
+		len(all)-len(want)), res.Reason)
+	sites := probeCalls(t, res.PTX)
+	for _, k := range all {
+		require.Equal(t, slices.Contains(want, k), len(sites[k]) > 0, "%s: %v", k, sites[k])
+		_, copied := sites[k+devrtinject.PlainSuffix]
+		require.Equal(t, slices.Contains(want, k), copied, k)
+	}
+	// Without variables, only the selected kernels are redirected.
+	two := ".version 8.0\n.target sm_90\n.address_size 64\n" +
+		".visible .entry vec_add()\n{\n\tret;\n}\n.visible .entry imbalanced()\n{\n\tret;\n}\n.visible .entry other()\n{\n\tret;\n}\n"
+	res, err = s.Patch(ctx, &devrtinject.Module{PTX: []byte(two), Kernels: []string{"vec_add", "imbalanced", "other"}})
+	require.NoError(t, err)
+	require.Equal(t, devrtinject.StatusPatched, res.Status)
+	require.Equal(t, []string{"vec_add"}, res.Kernels)
+	require.Equal(t, "excluded: 2 kernels", res.Reason)
+	sites = probeCalls(t, res.PTX)
+	require.NotEmpty(t, sites["vec_add"])
+	require.Empty(t, sites["imbalanced"])
+	require.Empty(t, sites["other"])
 
 	// Nothing selected: unchanged, decided from devrt's names alone.
 	s, err = New(Config{Probes: []string{"sm_load"}, Include: []string{"no_such_kernel"}})

@@ -41,6 +41,12 @@ type Options struct {
 	// second entry, <kernel>__gx1d, whose sampling test is shorter, which
 	// devrt launches for 1-D grids), for comparison.
 	NoGrid1D bool
+	// Select, if set, limits the kernels instrumented to those it
+	// accepts (the receiver's include/exclude): the others are left as
+	// they are, which matters in a module whose twin owns its variables,
+	// where they run in the twin too. It is not part of Version: a caller
+	// that sets it versions its own selection.
+	Select func(kernel string) bool
 }
 
 // New makes a Patcher of a compiled probe set. Its version is a digest of
@@ -90,15 +96,27 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		spec.Probes = append(spec.Probes, ptx.Probe{Func: pr.Func, Kind: ptx.SiteKind(pr.Site), Kernels: []string{pr.Kernel},
 			Carry: pr.Carry, FirstBlock: pr.FirstBlock})
 	}
-	if !anyKernelMatches(mod.KernelNames(), p.probes.Probes) {
-		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no probe applies to its kernels"}, nil
+	all, selected := mod.KernelNames(), mod.KernelNames()
+	if p.opts.Select != nil {
+		// by name (escaped: Spec.Kernels are globs)
+		selected = slices.DeleteFunc(selected, func(k string) bool { return !p.opts.Select(k) })
+		spec.Kernels = []string{}
+		for _, k := range selected {
+			spec.Kernels = append(spec.Kernels, globQuote(k))
+		}
+	}
+	if !anyKernelMatches(selected, p.probes.Probes) {
+		why := "no probe applies to its kernels"
+		if len(selected) < len(all) && anyKernelMatches(all, p.probes.Probes) {
+			why = ReasonNoneSelected
+		}
+		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: why}, nil
 	}
 	// before Link: the fragment's own globals are not the program's
 	vars, unsupported := mod.Variables()
 	if len(unsupported) > 0 {
 		return rejected("the module declares %s, which a patched copy cannot take over", strings.Join(unsupported, ", ")), nil
 	}
-	all := mod.KernelNames()
 	frag, err := ptx.ParseFragment(p.probes.PTX)
 	if err != nil {
 		return devrtinject.Result{}, fmt.Errorf("probe fragment: %w", err)
@@ -123,7 +141,7 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	sort.Strings(patched)
 	if len(vars) > 0 {
 		if err := addPlainCopies(mod, m.PTX, patched); err != nil {
-			return devrtinject.Result{}, err
+			return rejected("cannot copy its kernels: %v", err), nil
 		}
 	}
 	res := devrtinject.Result{
@@ -144,6 +162,9 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		// has its plain copy there too (what devrt falls back to)
 		res.Kernels = slices.Sorted(slices.Values(all))
 		why = append(why, "the patched module owns its variables ("+strings.Join(vars, ", ")+"): all its kernels run there")
+	}
+	if n := len(all) - len(selected); n > 0 {
+		why = append(why, fmt.Sprintf("excluded: %d kernels", n))
 	}
 	res.Reason = strings.Join(why, "; ")
 	return res, nil
@@ -174,6 +195,23 @@ func addPlainCopies(mod *ptx.Module, src []byte, patched []string) error {
 		mod.Items = append(mod.Items, f)
 	}
 	return nil
+}
+
+// ReasonNoneSelected is the reason of an UNCHANGED answer when probes
+// apply to kernels of the module but Options.Select accepts none of them.
+const ReasonNoneSelected = "no kernel selected"
+
+// globQuote escapes name's path.Match metacharacters, so that it matches
+// itself only.
+func globQuote(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func rejected(format string, args ...any) devrtinject.Result {
