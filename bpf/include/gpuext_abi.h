@@ -851,10 +851,12 @@ struct gpuext_sim_bench {
 #define GPUEXT_INJ_GRID1D_SUFFIX "__gx1d"
 /* With GPUEXT_INJ_RF_VARS, a patched kernel N may come with a third .entry
  * N GPUEXT_INJ_PLAIN_SUFFIX: N exactly as the program's module has it, in
- * the twin (so with the twin's variables). A launch or a setting N's twin
- * refuses goes to it from then on, where a module without variables would
- * go back to the original (optional, no protocol change: a kernel without
- * one fails such a launch with the twin's error). */
+ * the twin (so with the twin's variables). devrt makes the program's
+ * settings of N on it too, and makes a launch N's twin refuses again with
+ * it, where a module without variables would go back to the original; if
+ * it takes the launch, it runs N's launches from then on (optional, no
+ * protocol change: a kernel without one fails such a launch with the
+ * twin's error). */
 #define GPUEXT_INJ_PLAIN_SUFFIX "__gxplain"
 
 /* What the collector did with a module (struct gpuext_inj_resp.status). */
@@ -1031,11 +1033,13 @@ enum gpuext_inj_reason {
 #define GPUEXT_IF_VARS (1U << 5)            /* the twin owns the module's variables
                                              * (GPUEXT_INJ_RF_VARS): every kernel is
                                              * redirected; with R_REFUSED (not a load) the
-                                             * twin refused a launch or a setting (text) and
-                                             * the module stays patched: the kernel runs its
-                                             * plain copy from then on ("... (plain copy
-                                             * now)"), or the launch failed with the twin's
-                                             * error (cuda_result) */
+                                             * module stays patched and the text says what
+                                             * was refused: "launch (plain copy now)" (the
+                                             * kernel's plain copy took it and runs it from
+                                             * then on), "launch" (none did: the launch failed
+                                             * with cuda_result), a setting (the twin's, kept
+                                             * without it), or "... (plain copy)" (a setting
+                                             * the plain copy refused: it is forgotten) */
 
 struct gpuext_inject_event {
 	__u16 kind;        /* GPUEXT_KIND_INJECT */

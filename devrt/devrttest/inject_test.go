@@ -1202,41 +1202,62 @@ func TestInjectVars(t *testing.T) {
 
 // TestInjectVarsFallback: a twin that owns the variables is never left
 // for the original. A launch it refuses (its .maxntid below the program's
-// blocks) runs the kernel's plain copy in the twin from then on (a record
-// each kernel); without plain copies such a twin is not used at all
-// (ReasonVarsLimits at the load: launches the original takes would fail),
-// and one that refuses a launch only at run time (the dynamic shared
-// memory its probes' static shared memory leaves) fails that launch with
-// its error, one record a module, where a module without variables falls
-// back to the original and drops its redirects.
+// blocks) is made again with the kernel's plain copy in the twin, which
+// runs that kernel's launches from then on (a record each kernel handle)
+// and gets the program's settings too; a launch refused by everything
+// (the program's own mistake) changes nothing. Without plain copies such
+// a twin is not used at all (ReasonVarsLimits at the load: launches the
+// original takes would fail), and one that refuses a launch only at run
+// time (the dynamic shared memory its probes' static shared memory leaves)
+// fails that launch with its error, one record a module, where a module
+// without variables falls back to the original and drops its redirects.
 func TestInjectVarsFallback(t *testing.T) {
 	h := newHarness(t)
-	all := map[string][2]int{"vk_a": {}, "vk_b": {}, "vk_a" + devrtinject.PlainSuffix: {}, "vk_b" + devrtinject.PlainSuffix: {}}
+	pa, pb := "vk_a"+devrtinject.PlainSuffix, "vk_b"+devrtinject.PlainSuffix
+	all := map[string][2]int{"vk_a": {}, "vk_b": {}, pa: {}, pb: {}}
 	withVars := []string{"counter", "coeffs"}
-	plain := runInjectScenario(t, h, false, "", "inject-vars")
 	same := func(raw string) map[string]any {
 		m := sameRun(t, raw)
 		delete(m, "vars")
 		return m
 	}
-
-	dir := shortSocketDir(t)
-	serve(t, dir, &injecttest.Patcher{SharedSize: 64, MaxNTID: 16, Vars: withVars})
-	ir := runInjectScenario(t, h, true, dir, "inject-vars")
-	require.Equal(t, same(plain.raw), same(ir.raw))
-	require.Equal(t, map[string][2]int{"vk_a": {0, 0}, "vk_b": {0, 0},
-		"vk_a" + devrtinject.PlainSuffix: {0, 2 * injectN}, "vk_b" + devrtinject.PlainSuffix: {0, 2 * injectN}}, ir.launchesOfEach(all))
-	var fell []devrtinject.Event
-	for _, e := range ir.events {
-		if e.Reason == devrtinject.ReasonRefused {
-			require.Equal(t, "launch (plain copy now)", e.Text)
-			require.NotZero(t, e.Flags&devrtinject.FlagVars)
-			fell = append(fell, e)
-		} else {
-			require.Equal(t, devrtinject.OutPatched, e.Outcome, "%+v", e)
+	records := func(ir *injectRun) (took, other []devrtinject.Event) {
+		for _, e := range ir.events {
+			switch {
+			case e.Reason == devrtinject.ReasonRefused && e.Text == "launch (plain copy now)":
+				require.NotZero(t, e.Flags&devrtinject.FlagVars)
+				took = append(took, e)
+			case e.Reason == devrtinject.ReasonRefused:
+				other = append(other, e)
+			default:
+				require.Equal(t, devrtinject.OutPatched, e.Outcome, "%+v", e)
+			}
 		}
+		return took, other
 	}
-	require.Len(t, fell, 4, "one a kernel launched: the module's two functions, the library's two CUkernels")
+
+	// The twin refuses the program's blocks: the plain copies run, with
+	// 64 KiB of dynamic shared memory too (set on them as on the twin).
+	for _, shmem := range []string{"0", "65536"} {
+		dir := shortSocketDir(t)
+		serve(t, dir, &injecttest.Patcher{SharedSize: 64, MaxNTID: 16, Vars: withVars})
+		ir := runInjectScenario(t, h, true, dir, "inject-vars", "WORKLOAD_VARS_SHMEM="+shmem)
+		require.Equal(t, same(runInjectScenario(t, h, false, "", "inject-vars", "WORKLOAD_VARS_SHMEM="+shmem).raw), same(ir.raw))
+		require.Equal(t, map[string][2]int{"vk_a": {0, 0}, "vk_b": {0, 0}, pa: {0, 2 * injectN}, pb: {0, 2 * injectN}},
+			ir.launchesOfEach(all), "shmem %s", shmem)
+		took, other := records(ir)
+		require.Len(t, took, 4, "one a kernel handle launched: the module's two functions, the library's two CUkernels")
+		require.Empty(t, other)
+	}
+
+	// A launch nothing takes (the program's mistake) leaves the twin be.
+	dir := shortSocketDir(t)
+	serve(t, dir, &injecttest.Patcher{SharedSize: 64, Vars: withVars})
+	ir := runInjectScenario(t, h, true, dir, "inject-vars", "WORKLOAD_VARS_BAD=1")
+	require.Equal(t, map[string][2]int{"vk_a": {0, 2 * injectN}, "vk_b": {0, 2 * injectN}, pa: {0, 0}, pb: {0, 0}}, ir.launchesOfEach(all))
+	took, other := records(ir)
+	require.Empty(t, took)
+	require.Empty(t, other)
 
 	dir = shortSocketDir(t)
 	serve(t, dir, &injecttest.Patcher{SharedSize: 64, MaxNTID: 16, Vars: withVars, NoPlain: true})
@@ -1251,31 +1272,42 @@ func TestInjectVarsFallback(t *testing.T) {
 		require.Equal(t, "twin: 16 of 1024 threads a block", e.Text)
 	}
 
-	const shmem = 227 * 1024 // all an sm_90 has: the twins' 1 KiB more is refused
+	// All the shared memory there is: the twin (1 KiB of probe arrays)
+	// refuses. The fake driver charges module-scope .shared to every
+	// kernel, so the plain copies refuse the setting too ("(plain copy)":
+	// forgotten), as no plain copy or a module without variables would.
+	const shmem = 227 * 1024
 	for _, tc := range []struct {
-		vars   []string
-		expect int
-		runs   map[string][2]int
+		vars    []string
+		noPlain bool
+		expect  int
+		runs    map[string][2]int
+		plain   int // "(plain copy)" records
 	}{
-		{withVars, 1, map[string][2]int{"vk_a": {0, 0}, "vk_b": {0, 0}}}, // (refused launches are not counted)
-		{nil, 0, map[string][2]int{"vk_a": {2 * injectN, 0}, "vk_b": {2 * injectN, 0}}},
+		{withVars, true, 1, map[string][2]int{"vk_a": {0, 0}, "vk_b": {0, 0}}, 0}, // (refused launches are not counted)
+		{withVars, false, 1, map[string][2]int{"vk_a": {0, 0}, "vk_b": {0, 0}}, 4},
+		{nil, true, 0, map[string][2]int{"vk_a": {2 * injectN, 0}, "vk_b": {2 * injectN, 0}}, 0},
 	} {
 		dir := shortSocketDir(t)
-		serve(t, dir, &injecttest.Patcher{SharedSize: 64, StaticShared: 1024, Vars: tc.vars, NoPlain: true})
+		serve(t, dir, &injecttest.Patcher{SharedSize: 64, StaticShared: 1024, Vars: tc.vars, NoPlain: tc.noPlain})
 		ir := runInjectScenario(t, h, true, dir, "inject-vars",
 			"WORKLOAD_VARS_SHMEM="+strconv.Itoa(shmem), "WORKLOAD_VARS_EXPECT="+strconv.Itoa(tc.expect))
 		require.Equal(t, tc.runs, ir.launchesOfEach(map[string][2]int{"vk_a": {}, "vk_b": {}}), "vars %v", tc.vars)
-		var refused []devrtinject.Event
+		var launch, copies int
 		for _, e := range ir.events {
-			if e.Reason == devrtinject.ReasonRefused {
-				refused = append(refused, e)
+			if e.Reason != devrtinject.ReasonRefused {
+				continue
 			}
-		}
-		require.Len(t, refused, 2, "one a module")
-		for _, e := range refused {
+			require.Equal(t, tc.vars != nil, e.Flags&devrtinject.FlagVars != 0)
+			if strings.HasSuffix(e.Text, "(plain copy)") {
+				copies++
+				continue
+			}
 			require.Equal(t, "launch", e.Text)
 			require.Equal(t, int32(1), e.CUDAResult)
-			require.Equal(t, tc.vars != nil, e.Flags&devrtinject.FlagVars != 0)
+			launch++
 		}
+		require.Equal(t, 2, launch, "one a module")
+		require.Equal(t, tc.plain, copies, "the plain copies that refused the setting")
 	}
 }

@@ -68,11 +68,12 @@
  * lookups of the original's variables and modules (cuModuleGetGlobal_v2,
  * cuLibraryGetGlobal, cuLibraryGetModule, cuFuncGetModule) give the
  * twin's, and nothing falls back to the original: a patched kernel comes
- * with its plain copy in the twin (N__gxplain), which runs from the first
- * launch the twin refuses (devrt_inject_fallback); without one the launch
- * fails with the twin's error, and a twin kernel without one that takes
- * fewer threads a block than its original is not used at all
- * (vars_limits, at the load).
+ * with its plain copy in the twin (N__gxplain), with which a launch the
+ * twin refuses is made again, and which runs that kernel's launches from
+ * the first it takes (devrt_inject_fallback, devrt_inject_took); without
+ * one the launch fails with the twin's error, and a kernel whose twin and
+ * plain copy take fewer threads a block than its original keeps the whole
+ * module unpatched (vars_limits, at the load).
  *
  * cuModuleGetFunction is not touched: the program sees original handles
  * only (the twin's module where it asks for a module of a twin that owns
@@ -1189,47 +1190,71 @@ static void **plain_slot(struct inj_mod *m, void *key)
 }
 
 /*
- * What a launch of key runs after its twin refused it (with twin): key
- * itself, the original, unless its module's twin owns the variables
- * (GPUEXT_INJ_RF_VARS).  Then the kernel's plain copy in the twin, from
- * now on (key's redirect is set to it, 1-D twin gone, and a record says
- * so); or, where there is none (or the plain copy is what refused it),
- * NULL: the launch fails with the twin's error, with one record a module.
- * Cold path.
+ * What a launch of key is made again with after ran refused it (with
+ * twin): key itself, the original, unless its module's twin owns the
+ * variables (GPUEXT_INJ_RF_VARS).  Then key's redirect as it is now, if
+ * another launch changed it since ran was read; else the kernel's plain
+ * copy in the twin, if it has one and ran was not it (devrt_inject_took
+ * makes it key's redirect once it takes the launch); else NULL: the launch
+ * fails with ran's error, with one record a module.  Cold path.
  */
-void *devrt_inject_fallback(void *key, CUresult twin)
+void *devrt_inject_fallback(void *key, void *ran, CUresult twin)
 {
 	struct lib_bind *lib = NULL;
 	struct rd_slot *sl;
 	struct inj_mod *m;
-	void *orig = NULL, *plain = NULL, **ps;
-	int islib = 0, note = 0, vars = 0;
+	void *orig = NULL, *next = NULL, *cur, **ps;
+	int islib = 0, note = 0;
 
 	pthread_mutex_lock(&inj_lock);
-	if ((m = mod_of_key(key)) && (vars = m->vars)) {
-		ps = plain_slot(m, key);
-		sl = rd_slot_of(key);
-		if (ps && *ps && sl && sl->val && sl->val != *ps) {
-			plain = *ps;
-			lib = sl->lib;
-			rd_set(key, plain, NULL, lib);
-			note = 1;
-		} else {
-			note = !m->vars_noted;
-			m->vars_noted = 1;
-		}
+	if (!(m = mod_of_key(key)) || !m->vars) {
+		pthread_mutex_unlock(&inj_lock);
+		return key;
+	}
+	sl = rd_slot_of(key);
+	cur = sl ? sl->val : NULL;
+	lib = sl ? sl->lib : NULL;
+	ps = plain_slot(m, key);
+	if (cur && cur != ran)
+		next = cur;
+	else if (ps && *ps && *ps != ran)
+		next = *ps;
+	else {
+		note = !m->vars_noted;
+		m->vars_noted = 1;
 		orig = m->orig;
 		islib = m->lib;
 	}
 	pthread_mutex_unlock(&inj_lock);
-	if (!vars)
-		return key;
 	if (note)
-		refused_record(orig, islib, GPUEXT_IF_VARS, twin,
-			       plain ? "launch (plain copy now)" : "launch");
-	if (!plain)
+		refused_record(orig, islib, GPUEXT_IF_VARS, twin, "launch");
+	if (!next)
 		return NULL;
-	return lib ? lib_twin(lib, key, plain) : plain;
+	return lib ? lib_twin(lib, key, next) : next;
+}
+
+/* A launch of key that its twin refused (with twin) ran took: if ran is
+ * key's plain copy, it is key's redirect from now on (1-D twin gone), and
+ * a record says so.  Cold path. */
+void devrt_inject_took(void *key, void *ran, CUresult twin)
+{
+	struct rd_slot *sl;
+	struct inj_mod *m;
+	void *orig = NULL, **ps;
+	int lib = 0, note = 0;
+
+	pthread_mutex_lock(&inj_lock);
+	if ((m = mod_of_key(key)) && m->vars && (ps = plain_slot(m, key)) &&
+	    *ps == ran && (sl = rd_slot_of(key)) && sl->val && sl->val != ran) {
+		rd_set(key, ran, NULL, sl->lib);
+		note = 1;
+		orig = m->orig;
+		lib = m->lib;
+	}
+	pthread_mutex_unlock(&inj_lock);
+	if (note)
+		refused_record(orig, lib, GPUEXT_IF_VARS, twin,
+			       "launch (plain copy now)");
 }
 
 /* The plain copy of key (vars), or NULL. */
@@ -1562,29 +1587,33 @@ static int static_shared(int kern, void *h, CUdevice dev, int *v)
 #define ATTR_MAX_THREADS 0	/* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
 
 /*
- * A twin that owns its module's variables is never fallen back from, so a
- * kernel without a plain copy there must take every block its original
- * takes: its twin (as a CUfunction: a module's, and a library's in the
- * load's context) at least as many threads a block as the original (its
- * registers decide).  0, or -1 with the kernels' limits in why.  A library
- * loaded with no context current has no functions yet: unchecked (a launch
- * the twin refuses then runs the plain copy, or fails with the twin's
- * error: devrt_inject_fallback).
+ * A twin that owns its module's variables is never fallen back from, so
+ * each kernel must take there every block its original takes: its twin,
+ * or else its plain copy (as CUfunctions: a module's, and a library's in
+ * the load's context), at least as many threads a block as the original
+ * (registers decide; the twin's JIT has none of the program's options,
+ * such as a register cap).  0, or -1 with the kernel's limits in why.  A
+ * library loaded with no context current has no functions yet: unchecked
+ * (a launch the twin refuses then runs the plain copy, or fails with the
+ * twin's error: devrt_inject_fallback).
  */
 static int vars_limits(const struct inj_mod *m, char *why, size_t n)
 {
 	func_get_attr_fn get = (func_get_attr_fn)
 		devrt_driver_sym("cuFuncGetAttribute");
-	int o, t;
+	int o, t, p;
 	__u32 i;
 
 	for (i = 0; get && i < m->npairs; i++) {
 		const struct rd_pair *pr = &m->pairs[i];
 
-		if (pr->kernel || pr->plain)
+		if (pr->kernel)
 			continue;	/* a CUkernel: its function follows */
 		if (get(&o, ATTR_MAX_THREADS, (CUfunction)pr->orig) ||
 		    get(&t, ATTR_MAX_THREADS, (CUfunction)pr->twin) || t >= o)
+			continue;
+		if (pr->plain &&
+		    !get(&p, ATTR_MAX_THREADS, (CUfunction)pr->plain) && p >= o)
 			continue;
 		snprintf(why, n, "twin: %u of %u threads a block",
 			 (unsigned)t & 0xffff, (unsigned)o & 0xffff);

@@ -50,10 +50,13 @@ void *devrt_inject_lookup(void *fn, int grid1d);
 void *devrt_inject_general(void *orig, void *ran);
 void devrt_inject_grid1d_refused(void *orig, void *g1, CUresult twin);
 void devrt_inject_refused(void *orig, CUresult twin, CUresult res);
-/* What a launch of orig its twin refused (with twin) is made again with:
+/* What a launch of orig that ran refused (with twin) is made again with:
  * orig, or where the twin owns the module's variables (GPUEXT_INJ_RF_VARS)
- * the kernel's plain copy in the twin, or NULL (none: the launch fails). */
-void *devrt_inject_fallback(void *orig, CUresult twin);
+ * orig's current redirect if another launch changed it, or the kernel's
+ * plain copy in the twin, or NULL (none: the launch fails); and, when ran
+ * (that plain copy) took it, devrt_inject_took makes it orig's redirect. */
+void *devrt_inject_fallback(void *orig, void *ran, CUresult twin);
+void devrt_inject_took(void *orig, void *ran, CUresult twin);
 
 /* Names the device of a launch record while patched kernels are live. */
 void devrt_inject_launch_device(struct gpuext_event *e);
@@ -127,13 +130,19 @@ void devrt_inject_launch_device(struct gpuext_event *e);
 				else					\
 					t_ = r_;			\
 			}						\
-			if (r_ != CUDA_SUCCESS &&			\
-			    (f = (CUfunction)devrt_inject_fallback(	\
-				     (void *)o_, t_))) {		\
+			if (r_ != CUDA_SUCCESS) {			\
+				ran_ = f ? f : ran_;			\
+				f = (CUfunction)devrt_inject_fallback(	\
+					(void *)o_, (void *)ran_, t_);	\
+			}						\
+			if (r_ != CUDA_SUCCESS && f) {			\
 				r_ = (call);				\
 				if (f == o_)				\
 					devrt_inject_refused((void *)o_, \
 							     t_, r_);	\
+				else if (r_ == CUDA_SUCCESS)		\
+					devrt_inject_took((void *)o_,	\
+							  (void *)f, t_); \
 			}						\
 		}							\
 		r_;							\

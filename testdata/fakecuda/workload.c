@@ -290,7 +290,9 @@
  *   $WORKLOAD_VARS_EXPECT (a CUresult, default 0); with
  *   $WORKLOAD_VARS_SHMEM bytes, each kernel is set up for that much
  *   dynamic shared memory first (cuFuncSetAttribute 2, cuKernelSetAttribute
- *   2) and launched with it.  "handles" has the
+ *   2) and launched with it; with $WORKLOAD_VARS_BAD, vk_a's function and
+ *   CUkernel are first launched once each with 100000 bytes of dynamic
+ *   shared memory never set up (CUDA_ERROR_INVALID_VALUE).  "handles" has the
  *   module, library, its module, both functions and both kernels; "vars"
  *   the three variables' device pointers the program got.
  *
@@ -2391,6 +2393,14 @@ static void sc_inject_vars(struct run *r)
 		CU(r, CUDA_SUCCESS, cuFuncSetAttribute, fb, 8, (int)shmem);
 		CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, (int)shmem, ka, 0);
 		CU(r, CUDA_SUCCESS, cuKernelSetAttribute, 8, (int)shmem, kb, 0);
+	}
+	if (getenv("WORKLOAD_VARS_BAD")) {
+		/* the program's own mistake: more dynamic shared memory than
+		 * it set up, refused whatever runs */
+		CU(r, CUDA_ERROR_INVALID_VALUE, cuLaunchKernel, fa, 2, 1, 1, 64,
+		   1, 1, 100000, NULL, k.params, NULL);
+		CU(r, CUDA_ERROR_INVALID_VALUE, cuLaunchKernel, (CUfunction)ka,
+		   2, 1, 1, 64, 1, 1, 100000, NULL, k.params, NULL);
 	}
 	for (i = 0; i < n; i++) {
 		CU(r, expect, cuLaunchKernel, fa, 2, 1, 1, 64, 1, 1, shmem, NULL,
