@@ -891,7 +891,8 @@ enum gpuext_inj_image {
  * original once the module is patched (a launch the twin refuses runs the
  * kernel's plain copy, GPUEXT_INJ_PLAIN_SUFFIX, or fails with the twin's
  * error if it has none; a library context the twin cannot be bound in
- * runs it without a region).
+ * runs it without a region; a graph kernel node the program makes runs
+ * the plain copy).
  * Sent only to a devrt that set GPUEXT_INJ_QF_VARS; any other is answered
  * REJECTED for such a module.
  */

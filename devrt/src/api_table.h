@@ -215,6 +215,10 @@
 	H(cuLibraryGetGlobal, NONE, 0, 0) \
 	H(cuLibraryGetModule, NONE, 0, 0) \
 	H(cuFuncGetModule, NONE, 0, 0) \
+	/* graph kernel nodes: not reported; a twin that owns its variables runs them (inject.c) */ \
+	H(cuGraphAddKernelNode_v2, NONE, 0, 0) \
+	H(cuGraphKernelNodeSetParams_v2, NONE, 0, 0) \
+	H(cuGraphExecKernelNodeSetParams_v2, NONE, 0, 0) \
 	/* settings: not reported; injection makes them on the twin too (inject.c) */ \
 	H(cuFuncSetAttribute, NONE, 0, 0) \
 	H(cuFuncSetCacheConfig, NONE, 0, 0) \

@@ -39,6 +39,8 @@ typedef struct CUlib_st *CUlibrary;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUarray_st *CUarray;
 
 /* Passed by pointer only. */
@@ -147,6 +149,20 @@ DEVRT_CHECK_OFFSET(CUDA_MEMCPY3D, dstMemoryType, 120);
 DEVRT_CHECK_OFFSET(CUDA_MEMCPY3D, WidthInBytes, 176);
 DEVRT_CHECK_OFFSET(CUDA_MEMCPY3D, Depth, 192);
 _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig size");
+
+/* A graph kernel node's parameters (CUDA_KERNEL_NODE_PARAMS_v2, CUDA 12:
+ * the kernel is func, or kern in ctx). */
+typedef struct CUDA_KERNEL_NODE_PARAMS_st {
+	CUfunction func;
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+	CUkernel kern;
+	CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+_Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == 72, "CUDA_KERNEL_NODE_PARAMS_v2 size");
 DEVRT_CHECK_OFFSET(CUlaunchConfig, sharedMemBytes, 24);
 DEVRT_CHECK_OFFSET(CUlaunchConfig, hStream, 32);
 _Static_assert(sizeof(dim3) == 12, "dim3 size");

@@ -1542,6 +1542,77 @@ DEVRT_EXPORT CUresult cuFuncGetModule(CUmodule *hmod, CUfunction f)
 	return real(hmod, f);
 }
 
+/*
+ * Kernel nodes of graphs the program builds itself (a stream capture
+ * records the launch wrappers' redirects).  A node of a kernel of a module
+ * whose twin owns the variables runs the kernel's plain copy in the twin
+ * (the twin's kernel where it has none: an unpatched kernel is its own),
+ * never the original; any other node runs as the program made it, the
+ * original, uninstrumented (a graph instantiated then must not fail on a
+ * twin's resources).  graph_fn: what key's node runs, or NULL to leave it.
+ */
+static void *graph_fn(void *key)
+{
+	struct rd_slot *sl;
+	struct inj_mod *m;
+	void *v = NULL, **ps;
+
+	if (!key || !__atomic_load_n(&inj_vars, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&inj_lock);
+	if ((m = mod_of_key(key)) && m->vars) {
+		if ((ps = plain_slot(m, key)) && *ps)
+			v = *ps;
+		else if ((sl = rd_slot_of(key)))
+			v = sl->val;
+	}
+	pthread_mutex_unlock(&inj_lock);
+	return v;
+}
+
+/* p, or *copy: p with func and kern taken to what graph_fn says. */
+static const CUDA_KERNEL_NODE_PARAMS *
+graph_params(const CUDA_KERNEL_NODE_PARAMS *p, CUDA_KERNEL_NODE_PARAMS *copy)
+{
+	void *f, *k;
+
+	if (!p)
+		return p;
+	f = graph_fn((void *)p->func);
+	k = graph_fn((void *)p->kern);
+	if (!f && !k)
+		return p;
+	*copy = *p;
+	if (f)
+		copy->func = (CUfunction)f;
+	if (k)
+		copy->kern = (CUkernel)k;
+	return copy;
+}
+
+#define GRAPH_NODE_WRAPPER(sym, params, args)				\
+DEVRT_EXPORT CUresult sym params					\
+{									\
+	__typeof__(&sym) real =						\
+		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
+	CUDA_KERNEL_NODE_PARAMS copy;					\
+									\
+	if (unlikely(!real))						\
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
+	p = graph_params(p, &copy);					\
+	return real args;						\
+}
+
+GRAPH_NODE_WRAPPER(cuGraphAddKernelNode_v2,
+		   (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+		    size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p),
+		   (n, g, deps, ndeps, p))
+GRAPH_NODE_WRAPPER(cuGraphKernelNodeSetParams_v2,
+		   (CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p), (n, p))
+GRAPH_NODE_WRAPPER(cuGraphExecKernelNodeSetParams_v2,
+		   (CUgraphExec e, CUgraphNode n,
+		    const CUDA_KERNEL_NODE_PARAMS *p), (e, n, p))
+
 #define ATTR_STATIC_SHARED 1	/* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
 #define ATTR_MAX_DYN_SHARED 8	/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 

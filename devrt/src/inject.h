@@ -175,6 +175,13 @@ CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary l,
 			    const char *name);
 CUresult cuLibraryGetModule(CUmodule *m, CUlibrary l);
 CUresult cuFuncGetModule(CUmodule *m, CUfunction f);
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *n, CUgraph g,
+				 const CUgraphNode *deps, size_t ndeps,
+				 const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode n,
+				       const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
+					   const CUDA_KERNEL_NODE_PARAMS *p);
 /* Settings of an original, made on its twin too (inject.c). */
 CUresult cuFuncSetAttribute(CUfunction f, int attrib, int value);
 CUresult cuFuncSetCacheConfig(CUfunction f, int config);

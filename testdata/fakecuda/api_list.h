@@ -78,6 +78,9 @@
 	D(cuLaunchCooperativeKernel)		\
 	D(cuLaunchCooperativeKernel_ptsz)	\
 	D(cuGraphCreate)			\
+	D(cuGraphAddKernelNode_v2)		\
+	D(cuGraphKernelNodeSetParams_v2)	\
+	D(cuGraphExecKernelNodeSetParams_v2)	\
 	D(cuGraphInstantiateWithFlags)		\
 	D(cuGraphLaunch)			\
 	D(cuGraphLaunch_ptsz)			\

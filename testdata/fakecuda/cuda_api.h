@@ -153,6 +153,15 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
 				     unsigned long long flags);
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+				 const CUgraphNode *dependencies,
+				 size_t numDependencies,
+				 const CUDA_KERNEL_NODE_PARAMS *nodeParams);
+CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+				       const CUDA_KERNEL_NODE_PARAMS *nodeParams);
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec,
+					   CUgraphNode hNode,
+					   const CUDA_KERNEL_NODE_PARAMS *nodeParams);
 CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
 CUresult cuGraphDestroy(CUgraph hGraph);

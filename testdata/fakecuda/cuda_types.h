@@ -61,7 +61,20 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUarray_st *CUarray;
+
+/* A kernel node's parameters (CUDA_KERNEL_NODE_PARAMS_v2: func or kern). */
+typedef struct CUDA_KERNEL_NODE_PARAMS_st {
+	CUfunction func;
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+	CUkernel kern;
+	CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
 
 /* Passed by pointer only; fakecuda never looks inside them. */
 typedef struct CUexecAffinityParam_st CUexecAffinityParam;

@@ -226,6 +226,7 @@ enum hkind {
 	HK_EVENT,
 	HK_GRAPH,
 	HK_GRAPH_EXEC,
+	HK_GRAPH_NODE,
 	HK_MAX,
 };
 
@@ -903,15 +904,41 @@ static CUresult launch_coop(CUfunction f, unsigned int gx, unsigned int gy,
 	return CUDA_SUCCESS;
 }
 
+/*
+ * Kernel nodes (cuGraphAddKernelNode_v2): the function (or CUkernel) each
+ * node of a graph, and of each graph exec instantiated from it, launches.
+ * A graph launch counts a launch of each of its exec's (mod_launched).
+ */
+#define FC_MAX_NODES 256
+
+static struct fc_node {
+	void *owner;		/* the graph, or a graph exec */
+	void *node;
+	const void *func;
+} fc_nodes[FC_MAX_NODES];
+static unsigned int fc_nnodes;
+static pthread_mutex_t fc_node_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static CUresult graph_launch(CUgraphExec g, CUstream s)
 {
+	const void *run[FC_MAX_NODES];
 	CUresult r = need_ctx();
+	unsigned int i, n = 0;
 
 	if (r)
 		return r;
 	if (handle_kind(g) != HK_GRAPH_EXEC)
 		return CUDA_ERROR_INVALID_VALUE;
-	return check_stream(s);
+	if ((r = check_stream(s)))
+		return r;
+	pthread_mutex_lock(&fc_node_lock);
+	for (i = 0; i < fc_nnodes; i++)
+		if (fc_nodes[i].owner == g)
+			run[n++] = fc_nodes[i].func;
+	pthread_mutex_unlock(&fc_node_lock);
+	for (i = 0; i < n; i++)
+		mod_launched(run[i]);
+	return CUDA_SUCCESS;
 }
 
 /* ---- copies ---- */
@@ -2878,7 +2905,100 @@ FC_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f,
 	return fc_work(r, hStream, 1, 0, fc_kernel_ns);
 }
 
-/* Graphs exist only so that cuGraphLaunch has something valid to launch. */
+/* A kernel node's function: its func, else its kern (whose launches count
+ * as its function's), or NULL if neither is one. */
+static const void *node_func(const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	if (!p)
+		return NULL;
+	if (p->func && handle_kind(p->func) == HK_FUNCTION)
+		return p->func;
+	if (!p->func && p->kern && handle_kind(p->kern) == HK_KERNEL)
+		return p->kern;
+	return NULL;
+}
+
+FC_API CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode,
+					CUgraph hGraph,
+					const CUgraphNode *dependencies,
+					size_t numDependencies,
+					const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	const void *f = node_func(nodeParams);
+	CUresult r;
+
+	ENTER(cuGraphAddKernelNode_v2);
+	if ((r = need_ctx()))
+		return r;
+	if (!phGraphNode || handle_kind(hGraph) != HK_GRAPH || !f ||
+	    (numDependencies && !dependencies))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc_node_lock);
+	if (fc_nnodes == FC_MAX_NODES) {
+		pthread_mutex_unlock(&fc_node_lock);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*phGraphNode = handle_new(HK_GRAPH_NODE);
+	fc_nodes[fc_nnodes++] = (struct fc_node){ hGraph, *phGraphNode, f };
+	pthread_mutex_unlock(&fc_node_lock);
+	return CUDA_SUCCESS;
+}
+
+/* owner's node (a graph's, or an exec's) now launches p's function. */
+static CUresult node_set(void *owner, CUgraphNode node,
+			 const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	const void *f = node_func(p);
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	unsigned int i;
+
+	if (!f)
+		return r;
+	pthread_mutex_lock(&fc_node_lock);
+	for (i = 0; i < fc_nnodes; i++) {
+		if (fc_nodes[i].owner == owner && fc_nodes[i].node == node) {
+			fc_nodes[i].func = f;
+			r = CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&fc_node_lock);
+	return r;
+}
+
+FC_API CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+					      const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	CUresult r;
+	unsigned int i;
+	void *g = NULL;
+
+	ENTER(cuGraphKernelNodeSetParams_v2);
+	if ((r = need_ctx()))
+		return r;
+	pthread_mutex_lock(&fc_node_lock);
+	for (i = 0; i < fc_nnodes; i++)
+		if (fc_nodes[i].node == hNode &&
+		    handle_kind(fc_nodes[i].owner) == HK_GRAPH)
+			g = fc_nodes[i].owner;
+	pthread_mutex_unlock(&fc_node_lock);
+	return g ? node_set(g, hNode, nodeParams) : CUDA_ERROR_INVALID_VALUE;
+}
+
+FC_API CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec,
+						  CUgraphNode hNode,
+						  const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	CUresult r;
+
+	ENTER(cuGraphExecKernelNodeSetParams_v2);
+	if ((r = need_ctx()))
+		return r;
+	if (handle_kind(hGraphExec) != HK_GRAPH_EXEC)
+		return CUDA_ERROR_INVALID_VALUE;
+	return node_set(hGraphExec, hNode, nodeParams);
+}
+
+/* Graphs hold kernel nodes (above) and nothing else. */
 FC_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
 	CUresult r;
@@ -2905,6 +3025,17 @@ FC_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec,
 	    (flags & ~0xfULL))
 		return CUDA_ERROR_INVALID_VALUE;
 	*phGraphExec = handle_new(HK_GRAPH_EXEC);
+	{	/* the exec's own copy of the graph's kernel nodes */
+		unsigned int i, n;
+
+		pthread_mutex_lock(&fc_node_lock);
+		for (i = 0, n = fc_nnodes; i < n && fc_nnodes < FC_MAX_NODES; i++)
+			if (fc_nodes[i].owner == hGraph) {
+				fc_nodes[fc_nnodes] = fc_nodes[i];
+				fc_nodes[fc_nnodes++].owner = *phGraphExec;
+			}
+		pthread_mutex_unlock(&fc_node_lock);
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -3796,6 +3927,9 @@ static const struct proc_entry fc_procs[] = {
 	PROC("cuLibraryGetGlobal", 12000, cuLibraryGetGlobal),
 	PROC("cuLibraryGetModule", 12000, cuLibraryGetModule),
 	PROC("cuFuncGetModule", 11000, cuFuncGetModule),
+	PROC("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2),
+	PROC("cuGraphKernelNodeSetParams", 12000, cuGraphKernelNodeSetParams_v2),
+	PROC("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2),
 	PROC("cuMemHostRegister", 6050, cuMemHostRegister_v2),
 	PROC("cuMemHostUnregister", 4000, cuMemHostUnregister),
 	PROC("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),

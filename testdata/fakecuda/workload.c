@@ -292,7 +292,11 @@
  *   dynamic shared memory first (cuFuncSetAttribute 2, cuKernelSetAttribute
  *   2) and launched with it; with $WORKLOAD_VARS_BAD, vk_a's function and
  *   CUkernel are first launched once each with 100000 bytes of dynamic
- *   shared memory never set up (CUDA_ERROR_INVALID_VALUE).  "handles" has the
+ *   shared memory never set up (CUDA_ERROR_INVALID_VALUE); with
+ *   $WORKLOAD_VARS_GRAPH, after the launches, a graph of two kernel nodes
+ *   (cuGraphCreate 1, cuGraphAddKernelNode_v2 2: vk_a's function, vk_a's
+ *   CUkernel as kern) instantiated (1) and launched N times, then
+ *   destroyed (cuGraphExecDestroy 1, cuGraphDestroy 1).  "handles" has the
  *   module, library, its module, both functions and both kernels; "vars"
  *   the three variables' device pointers the program got.
  *
@@ -1446,6 +1450,7 @@ static void sc_every_api(struct run *r)
 	CUevent e0 = NULL, e1 = NULL;
 	CUfunction f = NULL, kf = NULL;
 	CUgraphExec ge = NULL;
+	CUgraphNode gn = NULL;
 	CUlibrary lib = NULL;
 	CUkernel kern = NULL;
 	CUstream s = NULL;
@@ -1593,7 +1598,20 @@ static void sc_every_api(struct run *r)
 	CU(r, CUDA_SUCCESS, cuLaunchCooperativeKernel_ptsz, f, 64, 1, 1, 256, 1,
 	   1, 0, NULL, k.params);
 	CU(r, CUDA_SUCCESS, cuGraphCreate, &g, 0);
-	CU(r, CUDA_SUCCESS, cuGraphInstantiateWithFlags, &ge, g, 0);
+	{	/* one kernel node, its parameters set again, in the graph and
+		 * in its exec */
+		CUDA_KERNEL_NODE_PARAMS np;
+
+		memset(&np, 0, sizeof(np));
+		np.func = f;
+		np.gridDimX = np.gridDimY = np.gridDimZ = 1;
+		np.blockDimX = 64, np.blockDimY = np.blockDimZ = 1;
+		np.kernelParams = k.params;
+		CU(r, CUDA_SUCCESS, cuGraphAddKernelNode_v2, &gn, g, NULL, 0, &np);
+		CU(r, CUDA_SUCCESS, cuGraphKernelNodeSetParams_v2, gn, &np);
+		CU(r, CUDA_SUCCESS, cuGraphInstantiateWithFlags, &ge, g, 0);
+		CU(r, CUDA_SUCCESS, cuGraphExecKernelNodeSetParams_v2, ge, gn, &np);
+	}
 	CU(r, CUDA_SUCCESS, cuGraphLaunch, ge, s);
 	CU(r, CUDA_SUCCESS, cuGraphLaunch_ptsz, ge, NULL);
 	add(&r->launches, 8);
@@ -2413,6 +2431,32 @@ static void sc_inject_vars(struct run *r)
 		   shmem, NULL, k.params, NULL);
 	}
 	add(&r->launches, 4 * n);
+	if (getenv("WORKLOAD_VARS_GRAPH")) {
+		/* a graph of two kernel nodes: vk_a's function, vk_a's
+		 * CUkernel (kern) */
+		CUDA_KERNEL_NODE_PARAMS np;
+		CUgraphNode na = NULL, nk = NULL;
+		CUgraphExec ge = NULL;
+		CUgraph g = NULL;
+
+		memset(&np, 0, sizeof(np));
+		np.func = fa;
+		np.gridDimX = 2, np.gridDimY = np.gridDimZ = 1;
+		np.blockDimX = 64, np.blockDimY = np.blockDimZ = 1;
+		np.sharedMemBytes = shmem;
+		np.kernelParams = k.params;
+		CU(r, CUDA_SUCCESS, cuGraphCreate, &g, 0);
+		CU(r, CUDA_SUCCESS, cuGraphAddKernelNode_v2, &na, g, NULL, 0, &np);
+		np.func = NULL;
+		np.kern = ka;
+		CU(r, CUDA_SUCCESS, cuGraphAddKernelNode_v2, &nk, g, NULL, 0, &np);
+		CU(r, CUDA_SUCCESS, cuGraphInstantiateWithFlags, &ge, g, 0);
+		for (i = 0; i < n; i++)
+			CU(r, CUDA_SUCCESS, cuGraphLaunch, ge, NULL);
+		add(&r->launches, n);
+		CU(r, CUDA_SUCCESS, cuGraphExecDestroy, ge);
+		CU(r, CUDA_SUCCESS, cuGraphDestroy, g);
+	}
 	CU(r, CUDA_SUCCESS, cuCtxSynchronize);
 	CU(r, CUDA_SUCCESS, cuModuleUnload, m);
 	CU(r, CUDA_SUCCESS, cuLibraryUnload, lib);
