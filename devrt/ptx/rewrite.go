@@ -80,6 +80,9 @@ type Spec struct {
 	// Kernels are mangled kernel names or path.Match globs ("*", "_Z4axpy*");
 	// empty selects every kernel.
 	Kernels []string
+	// Select, if set, must accept a kernel's name too (the caller's own
+	// selection, a predicate: no pattern per name).
+	Select func(name string) bool
 	// Probe functions called, in order, at each kind of site of every
 	// selected kernel. A kind with none is not instrumented.
 	Entry, Exit, Load, Store []string
@@ -362,7 +365,7 @@ func Instrument(m *Module, spec Spec) (Report, error) {
 	var twins []*Function // Spec.Grid1D: each after its kernel
 	for i, it := range m.Items {
 		f, ok := it.(*Function)
-		if !ok || !f.Entry || !selected(spec.Kernels, f.Name) {
+		if !ok || !f.Entry || !selected(spec.Kernels, f.Name) || (spec.Select != nil && !spec.Select(f.Name)) {
 			continue
 		}
 		// the probes attached to this kernel, by kind, in spec order

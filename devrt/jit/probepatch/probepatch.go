@@ -98,12 +98,8 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 	}
 	all, selected := mod.KernelNames(), mod.KernelNames()
 	if p.opts.Select != nil {
-		// by name (escaped: Spec.Kernels are globs)
 		selected = slices.DeleteFunc(selected, func(k string) bool { return !p.opts.Select(k) })
-		spec.Kernels = []string{}
-		for _, k := range selected {
-			spec.Kernels = append(spec.Kernels, globQuote(k))
-		}
+		spec.Select = p.opts.Select
 	}
 	if !anyKernelMatches(selected, p.probes.Probes) {
 		why := "no probe applies to its kernels"
@@ -163,7 +159,8 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		res.Kernels = slices.Sorted(slices.Values(all))
 		why = append(why, "the patched module owns its variables ("+strings.Join(vars, ", ")+"): all its kernels run there")
 	}
-	if n := len(all) - len(selected); n > 0 {
+	// the kernels a probe would have instrumented that Select left out
+	if n := countMatching(all, p.probes.Probes) - countMatching(selected, p.probes.Probes); n > 0 {
 		why = append(why, fmt.Sprintf("excluded: %d kernels", n))
 	}
 	res.Reason = strings.Join(why, "; ")
@@ -201,21 +198,19 @@ func addPlainCopies(mod *ptx.Module, src []byte, patched []string) error {
 // apply to kernels of the module but Options.Select accepts none of them.
 const ReasonNoneSelected = "no kernel selected"
 
-// globQuote escapes name's path.Match metacharacters, so that it matches
-// itself only.
-func globQuote(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 func rejected(format string, args ...any) devrtinject.Result {
 	return devrtinject.Result{Status: devrtinject.StatusRejected, Reason: fmt.Sprintf(format, args...)}
+}
+
+// countMatching counts the kernels some probe's kernel glob selects.
+func countMatching(kernels []string, probes []jit.Probe) int {
+	n := 0
+	for _, k := range kernels {
+		if anyKernelMatches([]string{k}, probes) {
+			n++
+		}
+	}
+	return n
 }
 
 // anyKernelMatches tells whether some probe's kernel glob selects one of

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -295,19 +294,4 @@ func TestPatchGrid1D(t *testing.T) {
 		require.Equal(t, append(m.KernelNames(), plainCopies(m)...), out.KernelNames(), f)
 	}
 	require.Greater(t, twins, 10)
-}
-
-func TestGlobQuote(t *testing.T) {
-	for _, name := range []string{"vec_add", "_Z4axpyIfEvT_PKS0_PS0_i", "a*b", "k[1]", `x\y`, "q?"} {
-		q := globQuote(name)
-		ok, err := path.Match(q, name)
-		require.NoError(t, err, name)
-		require.True(t, ok, name)
-		for _, other := range []string{name + "x", "a_b", "k1", "qq"} {
-			if other != name {
-				ok, _ := path.Match(q, other)
-				require.False(t, ok, "%s matched %s", q, other)
-			}
-		}
-	}
 }
