@@ -1037,8 +1037,9 @@ enum gpuext_inj_reason {
                                              * module stays patched and the text says what
                                              * was refused: "launch (plain copy now)" (the
                                              * kernel's plain copy took it and runs it from
-                                             * then on), "launch" (none did: the launch failed
-                                             * with cuda_result), a setting (the twin's, kept
+                                             * then on), "launch" (the kernel has no plain copy
+                                             * to try: the launch failed with cuda_result; one
+                                             * record a module), a setting (the twin's, kept
                                              * without it), or "... (plain copy)" (a setting
                                              * the plain copy refused: it is forgotten) */
 

@@ -1179,19 +1179,22 @@ func TestInjectVars(t *testing.T) {
 		require.Equal(t, uint32(2), e.Kernels)
 	}
 
-	// Graphs built node by node (a module function's node, a library
-	// CUkernel's): their kernels run the plain copies in the twins, never
-	// the originals; without variables the nodes are left as they are.
+	// Graphs built node by node, by every entry point (functions and
+	// CUkernels; v2, v1 and cuGraphAddNode; set again in the graph and
+	// its exec): the patched kernel's nodes run its plain copy in the
+	// twin, the unpatched one's the twin's (its own code), never the
+	// original's; read back, the nodes name the program's kernels (the
+	// workload checks). Without variables the nodes are left as they are.
 	pa := "vk_a" + devrtinject.PlainSuffix
 	gplain := runInjectScenario(t, h, false, "", "inject-vars", "WORKLOAD_VARS_GRAPH=1")
-	require.Equal(t, map[string][2]int{"vk_a": {4 * injectN, 0}, "vk_b": {2 * injectN, 0}},
+	require.Equal(t, map[string][2]int{"vk_a": {4 * injectN, 0}, "vk_b": {4 * injectN, 0}},
 		gplain.launchesOfEach(map[string][2]int{"vk_a": {}, "vk_b": {}}))
 	for _, tc := range []struct {
 		vars []string
 		want map[string][2]int
 	}{
-		{[]string{"counter", "coeffs"}, map[string][2]int{"vk_a": {0, 2 * injectN}, pa: {0, 2 * injectN}, "vk_b": {0, 2 * injectN}}},
-		{nil, map[string][2]int{"vk_a": {2 * injectN, 2 * injectN}, pa: {0, 0}, "vk_b": {2 * injectN, 0}}},
+		{[]string{"counter", "coeffs"}, map[string][2]int{"vk_a": {0, 2 * injectN}, pa: {0, 2 * injectN}, "vk_b": {0, 4 * injectN}}},
+		{nil, map[string][2]int{"vk_a": {2 * injectN, 2 * injectN}, pa: {0, 0}, "vk_b": {4 * injectN, 0}}},
 	} {
 		dir := shortSocketDir(t)
 		serve(t, dir, &injecttest.Patcher{SharedSize: 64, Only: map[string]bool{"vk_a": true}, Vars: tc.vars})

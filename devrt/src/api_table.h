@@ -219,6 +219,15 @@
 	H(cuGraphAddKernelNode_v2, NONE, 0, 0) \
 	H(cuGraphKernelNodeSetParams_v2, NONE, 0, 0) \
 	H(cuGraphExecKernelNodeSetParams_v2, NONE, 0, 0) \
+	H(cuGraphKernelNodeGetParams_v2, NONE, 0, 0) \
+	H(cuGraphAddKernelNode, NONE, 0, 0) \
+	H(cuGraphKernelNodeSetParams, NONE, 0, 0) \
+	H(cuGraphExecKernelNodeSetParams, NONE, 0, 0) \
+	H(cuGraphKernelNodeGetParams, NONE, 0, 0) \
+	H(cuGraphAddNode, NONE, 0, 0) \
+	H(cuGraphAddNode_v2, NONE, 0, 0) \
+	H(cuGraphNodeSetParams, NONE, 0, 0) \
+	H(cuGraphExecNodeSetParams, NONE, 0, 0) \
 	/* settings: not reported; injection makes them on the twin too (inject.c) */ \
 	H(cuFuncSetAttribute, NONE, 0, 0) \
 	H(cuFuncSetCacheConfig, NONE, 0, 0) \

@@ -163,6 +163,32 @@ typedef struct CUDA_KERNEL_NODE_PARAMS_st {
 	CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
 _Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == 72, "CUDA_KERNEL_NODE_PARAMS_v2 size");
+
+/* CUDA 11's (the entry points without _v2): v2's first 56 bytes. */
+typedef struct CUDA_KERNEL_NODE_PARAMS_v1_st {
+	CUfunction func;
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+} CUDA_KERNEL_NODE_PARAMS_v1;
+_Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS_v1) == 56, "CUDA_KERNEL_NODE_PARAMS_v1 size");
+
+/* cuGraphAddNode's parameters (CUDA 12.2): a node type (0: a kernel) and
+ * the type's parameters at 16. */
+#define CU_GRAPH_NODE_TYPE_KERNEL 0
+typedef struct CUgraphNodeParams_st {
+	int type;
+	int reserved0[3];
+	union {
+		long long reserved1[29];
+		CUDA_KERNEL_NODE_PARAMS kernel;
+	} u;
+	long long reserved2;
+} CUgraphNodeParams;
+_Static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams size");
+typedef struct CUgraphEdgeData_st CUgraphEdgeData;
 DEVRT_CHECK_OFFSET(CUlaunchConfig, sharedMemBytes, 24);
 DEVRT_CHECK_OFFSET(CUlaunchConfig, hStream, 32);
 _Static_assert(sizeof(dim3) == 12, "dim3 size");

@@ -761,8 +761,9 @@ static void *lib_twin(struct lib_bind *b, void *orig, void *twin)
 	CUcontext ctx = current_ctx();
 	__u32 i, n;
 
-	if (!ctx)
-		return orig;	/* the launch fails as the program's own */
+	if (!ctx)	/* the launch fails as the program's own (the twin's,
+			 * if it owns the variables: never the original) */
+		return b->vars ? twin : orig;
 	n = __atomic_load_n(&b->n, __ATOMIC_ACQUIRE);
 	for (i = 0; i < n; i++)
 		if (b->c[i].ctx == ctx)
@@ -1570,6 +1571,34 @@ static void *graph_fn(void *key)
 	return v;
 }
 
+/* The kernel handle the program made a node of, for the one devrt put in
+ * its place (graph_fn): a node's parameters read back name the program's
+ * kernel.  h itself if devrt put none. */
+static void *graph_unfn(void *h)
+{
+	struct rd_slot *sl;
+	struct inj_mod *m;
+	void *k = h;
+	__u32 i;
+
+	if (!h || !__atomic_load_n(&inj_vars, __ATOMIC_RELAXED))
+		return h;
+	pthread_mutex_lock(&inj_lock);
+	for (m = mods; m && k == h; m = m->next) {
+		if (!m->vars)
+			continue;
+		for (i = 0; i < m->nkeys; i++) {
+			if ((m->plains && m->plains[i] == h) ||
+			    ((sl = rd_slot_of(m->keys[i])) && sl->val == h)) {
+				k = m->keys[i];
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&inj_lock);
+	return k;
+}
+
 /* p, or *copy: p with func and kern taken to what graph_fn says. */
 static const CUDA_KERNEL_NODE_PARAMS *
 graph_params(const CUDA_KERNEL_NODE_PARAMS *p, CUDA_KERNEL_NODE_PARAMS *copy)
@@ -1612,6 +1641,120 @@ GRAPH_NODE_WRAPPER(cuGraphKernelNodeSetParams_v2,
 GRAPH_NODE_WRAPPER(cuGraphExecKernelNodeSetParams_v2,
 		   (CUgraphExec e, CUgraphNode n,
 		    const CUDA_KERNEL_NODE_PARAMS *p), (e, n, p))
+
+/* CUDA 11's entry points: func only, 56 bytes. */
+static const CUDA_KERNEL_NODE_PARAMS_v1 *
+graph_params_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p,
+		CUDA_KERNEL_NODE_PARAMS_v1 *copy)
+{
+	void *f;
+
+	if (!p || !(f = graph_fn((void *)p->func)))
+		return p;
+	*copy = *p;
+	copy->func = (CUfunction)f;
+	return copy;
+}
+
+#define GRAPH_NODE_WRAPPER_V1(sym, params, args)			\
+DEVRT_EXPORT CUresult sym params					\
+{									\
+	__typeof__(&sym) real =						\
+		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
+	CUDA_KERNEL_NODE_PARAMS_v1 copy;				\
+									\
+	if (unlikely(!real))						\
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
+	p = graph_params_v1(p, &copy);					\
+	return real args;						\
+}
+
+GRAPH_NODE_WRAPPER_V1(cuGraphAddKernelNode,
+		      (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+		       size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v1 *p),
+		      (n, g, deps, ndeps, p))
+GRAPH_NODE_WRAPPER_V1(cuGraphKernelNodeSetParams,
+		      (CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p),
+		      (n, p))
+GRAPH_NODE_WRAPPER_V1(cuGraphExecKernelNodeSetParams,
+		      (CUgraphExec e, CUgraphNode n,
+		       const CUDA_KERNEL_NODE_PARAMS_v1 *p), (e, n, p))
+
+/* cuGraphAddNode's parameters: a kernel node's as above, any other type's
+ * untouched (p itself: some are written back). */
+static CUgraphNodeParams *node_params(CUgraphNodeParams *p,
+				      CUgraphNodeParams *copy)
+{
+	CUDA_KERNEL_NODE_PARAMS kc;
+
+	if (!p || p->type != CU_GRAPH_NODE_TYPE_KERNEL ||
+	    graph_params(&p->u.kernel, &kc) == &p->u.kernel)
+		return p;
+	*copy = *p;
+	copy->u.kernel = kc;
+	return copy;
+}
+
+#define GRAPH_ANY_NODE_WRAPPER(sym, params, args)			\
+DEVRT_EXPORT CUresult sym params					\
+{									\
+	__typeof__(&sym) real =						\
+		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
+	CUgraphNodeParams copy;						\
+									\
+	if (unlikely(!real))						\
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
+	p = node_params(p, &copy);					\
+	return real args;						\
+}
+
+GRAPH_ANY_NODE_WRAPPER(cuGraphAddNode,
+		       (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+			size_t ndeps, CUgraphNodeParams *p),
+		       (n, g, deps, ndeps, p))
+GRAPH_ANY_NODE_WRAPPER(cuGraphAddNode_v2,
+		       (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+			const CUgraphEdgeData *edges, size_t ndeps,
+			CUgraphNodeParams *p),
+		       (n, g, deps, edges, ndeps, p))
+GRAPH_ANY_NODE_WRAPPER(cuGraphNodeSetParams,
+		       (CUgraphNode n, CUgraphNodeParams *p), (n, p))
+GRAPH_ANY_NODE_WRAPPER(cuGraphExecNodeSetParams,
+		       (CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p),
+		       (e, n, p))
+
+/* A kernel node's parameters read back name the program's kernel. */
+DEVRT_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n,
+						   CUDA_KERNEL_NODE_PARAMS *p)
+{
+	__typeof__(&cuGraphKernelNodeGetParams_v2) real =
+		(__typeof__(&cuGraphKernelNodeGetParams_v2))
+			devrt_real(DEVRT_SYM_cuGraphKernelNodeGetParams_v2);
+	CUresult r;
+
+	if (unlikely(!real))
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	if ((r = real(n, p)) == CUDA_SUCCESS && p) {
+		p->func = (CUfunction)graph_unfn((void *)p->func);
+		p->kern = (CUkernel)graph_unfn((void *)p->kern);
+	}
+	return r;
+}
+
+DEVRT_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode n,
+						CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	__typeof__(&cuGraphKernelNodeGetParams) real =
+		(__typeof__(&cuGraphKernelNodeGetParams))
+			devrt_real(DEVRT_SYM_cuGraphKernelNodeGetParams);
+	CUresult r;
+
+	if (unlikely(!real))
+		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;
+	if ((r = real(n, p)) == CUDA_SUCCESS && p)
+		p->func = (CUfunction)graph_unfn((void *)p->func);
+	return r;
+}
 
 #define ATTR_STATIC_SHARED 1	/* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
 #define ATTR_MAX_DYN_SHARED 8	/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
@@ -1681,12 +1824,20 @@ static int vars_limits(const struct inj_mod *m, char *why, size_t n)
 		if (pr->kernel)
 			continue;	/* a CUkernel: its function follows */
 		if (get(&o, ATTR_MAX_THREADS, (CUfunction)pr->orig) ||
-		    get(&t, ATTR_MAX_THREADS, (CUfunction)pr->twin) || t >= o)
+		    get(&t, ATTR_MAX_THREADS, (CUfunction)pr->twin))
 			continue;
-		if (pr->plain &&
-		    !get(&p, ATTR_MAX_THREADS, (CUfunction)pr->plain) && p >= o)
+		/* the plain copy (what graph nodes run, and a refused
+		 * launch) must take them all; without one, the twin */
+		if (pr->plain && !get(&p, ATTR_MAX_THREADS,
+				      (CUfunction)pr->plain)) {
+			if (p >= o)
+				continue;
+			t = p;
+		} else if (t >= o) {
 			continue;
-		snprintf(why, n, "twin: %u of %u threads a block",
+		}
+		snprintf(why, n, "%s: %u of %u threads a block",
+			 pr->plain ? "plain copy" : "twin",
 			 (unsigned)t & 0xffff, (unsigned)o & 0xffff);
 		return -1;
 	}

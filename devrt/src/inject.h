@@ -182,6 +182,22 @@ CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode n,
 				       const CUDA_KERNEL_NODE_PARAMS *p);
 CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n,
 					   const CUDA_KERNEL_NODE_PARAMS *p);
+CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS *p);
+CUresult cuGraphAddKernelNode(CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+			      size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult cuGraphKernelNodeSetParams(CUgraphNode n,
+				    const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec e, CUgraphNode n,
+					const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult cuGraphKernelNodeGetParams(CUgraphNode n, CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult cuGraphAddNode(CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+			size_t ndeps, CUgraphNodeParams *p);
+CUresult cuGraphAddNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+			   const CUgraphEdgeData *edges, size_t ndeps,
+			   CUgraphNodeParams *p);
+CUresult cuGraphNodeSetParams(CUgraphNode n, CUgraphNodeParams *p);
+CUresult cuGraphExecNodeSetParams(CUgraphExec e, CUgraphNode n,
+				  CUgraphNodeParams *p);
 /* Settings of an original, made on its twin too (inject.c). */
 CUresult cuFuncSetAttribute(CUfunction f, int attrib, int value);
 CUresult cuFuncSetCacheConfig(CUfunction f, int config);

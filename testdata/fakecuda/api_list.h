@@ -81,6 +81,15 @@
 	D(cuGraphAddKernelNode_v2)		\
 	D(cuGraphKernelNodeSetParams_v2)	\
 	D(cuGraphExecKernelNodeSetParams_v2)	\
+	D(cuGraphKernelNodeGetParams_v2)	\
+	D(cuGraphAddKernelNode)			\
+	D(cuGraphKernelNodeSetParams)		\
+	D(cuGraphExecKernelNodeSetParams)	\
+	D(cuGraphKernelNodeGetParams)		\
+	D(cuGraphAddNode)			\
+	D(cuGraphAddNode_v2)			\
+	D(cuGraphNodeSetParams)			\
+	D(cuGraphExecNodeSetParams)		\
 	D(cuGraphInstantiateWithFlags)		\
 	D(cuGraphLaunch)			\
 	D(cuGraphLaunch_ptsz)			\

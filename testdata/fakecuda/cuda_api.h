@@ -162,6 +162,29 @@ CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
 CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec,
 					   CUgraphNode hNode,
 					   const CUDA_KERNEL_NODE_PARAMS *nodeParams);
+CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
+				       CUDA_KERNEL_NODE_PARAMS *nodeParams);
+CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+			      const CUgraphNode *dependencies,
+			      size_t numDependencies,
+			      const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode,
+				    const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec,
+					CUgraphNode hNode,
+					const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode,
+				    CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+			const CUgraphNode *dependencies, size_t numDependencies,
+			CUgraphNodeParams *nodeParams);
+CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+			   const CUgraphNode *dependencies,
+			   const CUgraphEdgeData *dependencyData,
+			   size_t numDependencies, CUgraphNodeParams *nodeParams);
+CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
+CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+				  CUgraphNodeParams *nodeParams);
 CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
 CUresult cuGraphDestroy(CUgraph hGraph);

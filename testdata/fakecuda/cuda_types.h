@@ -76,6 +76,28 @@ typedef struct CUDA_KERNEL_NODE_PARAMS_st {
 	CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
 
+/* CUDA 11's (the entry points without _v2): v2's first fields. */
+typedef struct CUDA_KERNEL_NODE_PARAMS_v1_st {
+	CUfunction func;
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+} CUDA_KERNEL_NODE_PARAMS_v1;
+
+/* cuGraphAddNode's (CUDA 12.2): a type (0: kernel) and its parameters. */
+typedef struct CUgraphNodeParams_st {
+	int type;
+	int reserved0[3];
+	union {
+		long long reserved1[29];
+		CUDA_KERNEL_NODE_PARAMS kernel;
+	} u;
+	long long reserved2;
+} CUgraphNodeParams;
+typedef struct CUgraphEdgeData_st CUgraphEdgeData;
+
 /* Passed by pointer only; fakecuda never looks inside them. */
 typedef struct CUexecAffinityParam_st CUexecAffinityParam;
 typedef struct CUctxCreateParams_st CUctxCreateParams;

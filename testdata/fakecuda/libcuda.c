@@ -914,7 +914,9 @@ static CUresult launch_coop(CUfunction f, unsigned int gx, unsigned int gy,
 static struct fc_node {
 	void *owner;		/* the graph, or a graph exec */
 	void *node;
-	const void *func;
+	const void *func;	/* what it launches: func, else kern */
+	CUfunction pfunc;	/* its parameters as given */
+	CUkernel pkern;
 } fc_nodes[FC_MAX_NODES];
 static unsigned int fc_nnodes;
 static pthread_mutex_t fc_node_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -2939,7 +2941,9 @@ FC_API CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode,
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	*phGraphNode = handle_new(HK_GRAPH_NODE);
-	fc_nodes[fc_nnodes++] = (struct fc_node){ hGraph, *phGraphNode, f };
+	fc_nodes[fc_nnodes++] = (struct fc_node){ hGraph, *phGraphNode, f,
+						  nodeParams->func,
+						  nodeParams->kern };
 	pthread_mutex_unlock(&fc_node_lock);
 	return CUDA_SUCCESS;
 }
@@ -2958,6 +2962,8 @@ static CUresult node_set(void *owner, CUgraphNode node,
 	for (i = 0; i < fc_nnodes; i++) {
 		if (fc_nodes[i].owner == owner && fc_nodes[i].node == node) {
 			fc_nodes[i].func = f;
+			fc_nodes[i].pfunc = p->func;
+			fc_nodes[i].pkern = p->kern;
 			r = CUDA_SUCCESS;
 		}
 	}
@@ -2996,6 +3002,152 @@ FC_API CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec,
 	if (handle_kind(hGraphExec) != HK_GRAPH_EXEC)
 		return CUDA_ERROR_INVALID_VALUE;
 	return node_set(hGraphExec, hNode, nodeParams);
+}
+
+/* The graph's node hNode (its graph's, not an exec's), or NULL. */
+static struct fc_node *graph_node(CUgraphNode hNode)
+{
+	unsigned int i;
+
+	for (i = 0; i < fc_nnodes; i++)
+		if (fc_nodes[i].node == hNode &&
+		    handle_kind(fc_nodes[i].owner) == HK_GRAPH)
+			return &fc_nodes[i];
+	return NULL;
+}
+
+FC_API CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
+					      CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	struct fc_node *n;
+	CUresult r;
+
+	ENTER(cuGraphKernelNodeGetParams_v2);
+	if ((r = need_ctx()))
+		return r;
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&fc_node_lock);
+	if ((n = graph_node(hNode))) {
+		memset(nodeParams, 0, sizeof(*nodeParams));
+		nodeParams->func = n->pfunc;
+		nodeParams->kern = n->pkern;
+		r = CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&fc_node_lock);
+	return r;
+}
+
+/* The v1 entry points: v2's parameters without kern and ctx. */
+static CUDA_KERNEL_NODE_PARAMS v1_params(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	CUDA_KERNEL_NODE_PARAMS v;
+
+	memset(&v, 0, sizeof(v));
+	memcpy(&v, p, sizeof(*p));
+	return v;
+}
+
+FC_API CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+				     const CUgraphNode *dependencies,
+				     size_t numDependencies,
+				     const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS v;
+
+	ENTER(cuGraphAddKernelNode);
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	v = v1_params(nodeParams);
+	return cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies,
+				       numDependencies, &v);
+}
+
+FC_API CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode,
+					   const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS v;
+
+	ENTER(cuGraphKernelNodeSetParams);
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	v = v1_params(nodeParams);
+	return cuGraphKernelNodeSetParams_v2(hNode, &v);
+}
+
+FC_API CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec,
+					       CUgraphNode hNode,
+					       const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS v;
+
+	ENTER(cuGraphExecKernelNodeSetParams);
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	v = v1_params(nodeParams);
+	return cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, &v);
+}
+
+FC_API CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode,
+					   CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS v;
+	CUresult r;
+
+	ENTER(cuGraphKernelNodeGetParams);
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(r = cuGraphKernelNodeGetParams_v2(hNode, &v)))
+		memcpy(nodeParams, &v, sizeof(*nodeParams));
+	return r;
+}
+
+/* The generic entry points (CUDA 12.2): kernel nodes only. */
+FC_API CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+			       const CUgraphNode *dependencies,
+			       size_t numDependencies,
+			       CUgraphNodeParams *nodeParams)
+{
+	ENTER(cuGraphAddNode);
+	if (!nodeParams || nodeParams->type != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies,
+				       numDependencies, &nodeParams->u.kernel);
+}
+
+FC_API CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+				  const CUgraphNode *dependencies,
+				  const CUgraphEdgeData *dependencyData,
+				  size_t numDependencies,
+				  CUgraphNodeParams *nodeParams)
+{
+	ENTER(cuGraphAddNode_v2);
+	(void)dependencyData;
+	if (!nodeParams || nodeParams->type != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies,
+				       numDependencies, &nodeParams->u.kernel);
+}
+
+FC_API CUresult cuGraphNodeSetParams(CUgraphNode hNode,
+				     CUgraphNodeParams *nodeParams)
+{
+	ENTER(cuGraphNodeSetParams);
+	if (!nodeParams || nodeParams->type != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuGraphKernelNodeSetParams_v2(hNode, &nodeParams->u.kernel);
+}
+
+FC_API CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec,
+					 CUgraphNode hNode,
+					 CUgraphNodeParams *nodeParams)
+{
+	ENTER(cuGraphExecNodeSetParams);
+	if (!nodeParams || nodeParams->type != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode,
+						 &nodeParams->u.kernel);
 }
 
 /* Graphs hold kernel nodes (above) and nothing else. */
@@ -3930,6 +4082,15 @@ static const struct proc_entry fc_procs[] = {
 	PROC("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2),
 	PROC("cuGraphKernelNodeSetParams", 12000, cuGraphKernelNodeSetParams_v2),
 	PROC("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2),
+	PROC("cuGraphKernelNodeGetParams", 12000, cuGraphKernelNodeGetParams_v2),
+	PROC("cuGraphAddKernelNode", 10000, cuGraphAddKernelNode),
+	PROC("cuGraphKernelNodeSetParams", 10000, cuGraphKernelNodeSetParams),
+	PROC("cuGraphExecKernelNodeSetParams", 10010, cuGraphExecKernelNodeSetParams),
+	PROC("cuGraphKernelNodeGetParams", 10000, cuGraphKernelNodeGetParams),
+	PROC("cuGraphAddNode", 12030, cuGraphAddNode_v2),
+	PROC("cuGraphAddNode", 12020, cuGraphAddNode),
+	PROC("cuGraphNodeSetParams", 12020, cuGraphNodeSetParams),
+	PROC("cuGraphExecNodeSetParams", 12020, cuGraphExecNodeSetParams),
 	PROC("cuMemHostRegister", 6050, cuMemHostRegister_v2),
 	PROC("cuMemHostUnregister", 4000, cuMemHostUnregister),
 	PROC("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),

@@ -293,10 +293,15 @@
  *   2) and launched with it; with $WORKLOAD_VARS_BAD, vk_a's function and
  *   CUkernel are first launched once each with 100000 bytes of dynamic
  *   shared memory never set up (CUDA_ERROR_INVALID_VALUE); with
- *   $WORKLOAD_VARS_GRAPH, after the launches, a graph of two kernel nodes
- *   (cuGraphCreate 1, cuGraphAddKernelNode_v2 2: vk_a's function, vk_a's
- *   CUkernel as kern) instantiated (1) and launched N times, then
- *   destroyed (cuGraphExecDestroy 1, cuGraphDestroy 1).  "handles" has the
+ *   $WORKLOAD_VARS_GRAPH, after the launches, a graph of four kernel
+ *   nodes (cuGraphCreate 1; cuGraphAddKernelNode_v2 2: vk_a's function,
+ *   vk_a's CUkernel as kern; cuGraphAddKernelNode 1: vk_b's function;
+ *   cuGraphAddNode 1: vk_b's CUkernel; each set again with
+ *   cuGraphKernelNodeSetParams[_v2], cuGraphNodeSetParams or, after
+ *   cuGraphInstantiateWithFlags 1, cuGraphExec[Kernel]NodeSetParams[_v2];
+ *   the function nodes read back with cuGraphKernelNodeGetParams[_v2])
+ *   launched N times, then destroyed (cuGraphExecDestroy 1,
+ *   cuGraphDestroy 1).  "handles" has the
  *   module, library, its module, both functions and both kernels; "vars"
  *   the three variables' device pointers the program got.
  *
@@ -1607,10 +1612,28 @@ static void sc_every_api(struct run *r)
 		np.gridDimX = np.gridDimY = np.gridDimZ = 1;
 		np.blockDimX = 64, np.blockDimY = np.blockDimZ = 1;
 		np.kernelParams = k.params;
+		CUDA_KERNEL_NODE_PARAMS_v1 v1;
+		CUgraphNodeParams gp;
+		CUgraphNode g1 = NULL, g2 = NULL, g3 = NULL;
+
 		CU(r, CUDA_SUCCESS, cuGraphAddKernelNode_v2, &gn, g, NULL, 0, &np);
 		CU(r, CUDA_SUCCESS, cuGraphKernelNodeSetParams_v2, gn, &np);
+		if (CU(r, CUDA_SUCCESS, cuGraphKernelNodeGetParams_v2, gn, &np))
+			EXPECT(r, np.func == f);
+		memcpy(&v1, &np, sizeof(v1));
+		CU(r, CUDA_SUCCESS, cuGraphAddKernelNode, &g1, g, NULL, 0, &v1);
+		CU(r, CUDA_SUCCESS, cuGraphKernelNodeSetParams, g1, &v1);
+		if (CU(r, CUDA_SUCCESS, cuGraphKernelNodeGetParams, g1, &v1))
+			EXPECT(r, v1.func == f);
+		memset(&gp, 0, sizeof(gp));
+		gp.u.kernel = np;
+		CU(r, CUDA_SUCCESS, cuGraphAddNode, &g2, g, NULL, 0, &gp);
+		CU(r, CUDA_SUCCESS, cuGraphAddNode_v2, &g3, g, NULL, NULL, 0, &gp);
+		CU(r, CUDA_SUCCESS, cuGraphNodeSetParams, g2, &gp);
 		CU(r, CUDA_SUCCESS, cuGraphInstantiateWithFlags, &ge, g, 0);
 		CU(r, CUDA_SUCCESS, cuGraphExecKernelNodeSetParams_v2, ge, gn, &np);
+		CU(r, CUDA_SUCCESS, cuGraphExecKernelNodeSetParams, ge, g1, &v1);
+		CU(r, CUDA_SUCCESS, cuGraphExecNodeSetParams, ge, g2, &gp);
 	}
 	CU(r, CUDA_SUCCESS, cuGraphLaunch, ge, s);
 	CU(r, CUDA_SUCCESS, cuGraphLaunch_ptsz, ge, NULL);
@@ -2432,10 +2455,15 @@ static void sc_inject_vars(struct run *r)
 	}
 	add(&r->launches, 4 * n);
 	if (getenv("WORKLOAD_VARS_GRAPH")) {
-		/* a graph of two kernel nodes: vk_a's function, vk_a's
-		 * CUkernel (kern) */
-		CUDA_KERNEL_NODE_PARAMS np;
-		CUgraphNode na = NULL, nk = NULL;
+		/* a graph of four kernel nodes, by every entry point: vk_a's
+		 * function (v2), vk_a's CUkernel (v2, kern), vk_b's function
+		 * (v1), vk_b's CUkernel (cuGraphAddNode); each set again, in
+		 * the graph or its exec; read back, they name the program's
+		 * kernels */
+		CUDA_KERNEL_NODE_PARAMS np, got;
+		CUDA_KERNEL_NODE_PARAMS_v1 v1, got1;
+		CUgraphNodeParams gp;
+		CUgraphNode na = NULL, nk = NULL, nb = NULL, ng = NULL;
 		CUgraphExec ge = NULL;
 		CUgraph g = NULL;
 
@@ -2447,10 +2475,28 @@ static void sc_inject_vars(struct run *r)
 		np.kernelParams = k.params;
 		CU(r, CUDA_SUCCESS, cuGraphCreate, &g, 0);
 		CU(r, CUDA_SUCCESS, cuGraphAddKernelNode_v2, &na, g, NULL, 0, &np);
+		CU(r, CUDA_SUCCESS, cuGraphKernelNodeSetParams_v2, na, &np);
+		if (CU(r, CUDA_SUCCESS, cuGraphKernelNodeGetParams_v2, na, &got))
+			EXPECT(r, got.func == fa && !got.kern);
+		memcpy(&v1, &np, sizeof(v1));
+		v1.func = fb;
+		CU(r, CUDA_SUCCESS, cuGraphAddKernelNode, &nb, g, NULL, 0, &v1);
+		CU(r, CUDA_SUCCESS, cuGraphKernelNodeSetParams, nb, &v1);
+		if (CU(r, CUDA_SUCCESS, cuGraphKernelNodeGetParams, nb, &got1))
+			EXPECT(r, got1.func == fb);
 		np.func = NULL;
 		np.kern = ka;
 		CU(r, CUDA_SUCCESS, cuGraphAddKernelNode_v2, &nk, g, NULL, 0, &np);
+		memset(&gp, 0, sizeof(gp));
+		gp.type = 0;
+		gp.u.kernel = np;
+		gp.u.kernel.kern = kb;
+		CU(r, CUDA_SUCCESS, cuGraphAddNode, &ng, g, NULL, 0, &gp);
+		CU(r, CUDA_SUCCESS, cuGraphNodeSetParams, ng, &gp);
 		CU(r, CUDA_SUCCESS, cuGraphInstantiateWithFlags, &ge, g, 0);
+		CU(r, CUDA_SUCCESS, cuGraphExecKernelNodeSetParams_v2, ge, nk, &np);
+		CU(r, CUDA_SUCCESS, cuGraphExecKernelNodeSetParams, ge, nb, &v1);
+		CU(r, CUDA_SUCCESS, cuGraphExecNodeSetParams, ge, ng, &gp);
 		for (i = 0; i < n; i++)
 			CU(r, CUDA_SUCCESS, cuGraphLaunch, ge, NULL);
 		add(&r->launches, n);
