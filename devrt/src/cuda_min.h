@@ -150,15 +150,20 @@ DEVRT_CHECK_OFFSET(CUDA_MEMCPY3D, WidthInBytes, 176);
 DEVRT_CHECK_OFFSET(CUDA_MEMCPY3D, Depth, 192);
 _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig size");
 
+/* The fields of a kernel node's parameters in CUDA 11 (v1); CUDA 12's
+ * (v2) add kern and ctx. */
+#define CU_KERNEL_NODE_FIELDS						\
+	CUfunction func;						\
+	unsigned int gridDimX, gridDimY, gridDimZ;			\
+	unsigned int blockDimX, blockDimY, blockDimZ;			\
+	unsigned int sharedMemBytes;					\
+	void **kernelParams;						\
+	void **extra;
+
 /* A graph kernel node's parameters (CUDA_KERNEL_NODE_PARAMS_v2, CUDA 12:
  * the kernel is func, or kern in ctx). */
 typedef struct CUDA_KERNEL_NODE_PARAMS_st {
-	CUfunction func;
-	unsigned int gridDimX, gridDimY, gridDimZ;
-	unsigned int blockDimX, blockDimY, blockDimZ;
-	unsigned int sharedMemBytes;
-	void **kernelParams;
-	void **extra;
+	CU_KERNEL_NODE_FIELDS
 	CUkernel kern;
 	CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
@@ -166,12 +171,7 @@ _Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == 72, "CUDA_KERNEL_NODE_PARAMS_v
 
 /* CUDA 11's (the entry points without _v2): v2's first 56 bytes. */
 typedef struct CUDA_KERNEL_NODE_PARAMS_v1_st {
-	CUfunction func;
-	unsigned int gridDimX, gridDimY, gridDimZ;
-	unsigned int blockDimX, blockDimY, blockDimZ;
-	unsigned int sharedMemBytes;
-	void **kernelParams;
-	void **extra;
+	CU_KERNEL_NODE_FIELDS
 } CUDA_KERNEL_NODE_PARAMS_v1;
 _Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS_v1) == 56, "CUDA_KERNEL_NODE_PARAMS_v1 size");
 

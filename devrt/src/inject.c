@@ -1619,28 +1619,32 @@ graph_params(const CUDA_KERNEL_NODE_PARAMS *p, CUDA_KERNEL_NODE_PARAMS *copy)
 	return copy;
 }
 
-#define GRAPH_NODE_WRAPPER(sym, params, args)				\
+/* sym, its parameters' p taken through map (into a copy of type T; KP,
+ * KP1 and NP below name both, expanded before GRAPH_NODE_WRAPPER_). */
+#define GRAPH_NODE_WRAPPER(...) GRAPH_NODE_WRAPPER_(__VA_ARGS__)
+#define GRAPH_NODE_WRAPPER_(sym, params, args, T, map)			\
 DEVRT_EXPORT CUresult sym params					\
 {									\
 	__typeof__(&sym) real =						\
 		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
-	CUDA_KERNEL_NODE_PARAMS copy;					\
+	T copy;								\
 									\
 	if (unlikely(!real))						\
 		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
-	p = graph_params(p, &copy);					\
+	p = map(p, &copy);						\
 	return real args;						\
 }
 
+#define KP CUDA_KERNEL_NODE_PARAMS, graph_params
 GRAPH_NODE_WRAPPER(cuGraphAddKernelNode_v2,
 		   (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
 		    size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p),
-		   (n, g, deps, ndeps, p))
+		   (n, g, deps, ndeps, p), KP)
 GRAPH_NODE_WRAPPER(cuGraphKernelNodeSetParams_v2,
-		   (CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p), (n, p))
+		   (CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p), (n, p), KP)
 GRAPH_NODE_WRAPPER(cuGraphExecKernelNodeSetParams_v2,
 		   (CUgraphExec e, CUgraphNode n,
-		    const CUDA_KERNEL_NODE_PARAMS *p), (e, n, p))
+		    const CUDA_KERNEL_NODE_PARAMS *p), (e, n, p), KP)
 
 /* CUDA 11's entry points: func only, 56 bytes. */
 static const CUDA_KERNEL_NODE_PARAMS_v1 *
@@ -1656,29 +1660,17 @@ graph_params_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p,
 	return copy;
 }
 
-#define GRAPH_NODE_WRAPPER_V1(sym, params, args)			\
-DEVRT_EXPORT CUresult sym params					\
-{									\
-	__typeof__(&sym) real =						\
-		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
-	CUDA_KERNEL_NODE_PARAMS_v1 copy;				\
-									\
-	if (unlikely(!real))						\
-		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
-	p = graph_params_v1(p, &copy);					\
-	return real args;						\
-}
-
-GRAPH_NODE_WRAPPER_V1(cuGraphAddKernelNode,
-		      (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
-		       size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v1 *p),
-		      (n, g, deps, ndeps, p))
-GRAPH_NODE_WRAPPER_V1(cuGraphKernelNodeSetParams,
-		      (CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p),
-		      (n, p))
-GRAPH_NODE_WRAPPER_V1(cuGraphExecKernelNodeSetParams,
-		      (CUgraphExec e, CUgraphNode n,
-		       const CUDA_KERNEL_NODE_PARAMS_v1 *p), (e, n, p))
+#define KP1 CUDA_KERNEL_NODE_PARAMS_v1, graph_params_v1
+GRAPH_NODE_WRAPPER(cuGraphAddKernelNode,
+		   (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+		    size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v1 *p),
+		   (n, g, deps, ndeps, p), KP1)
+GRAPH_NODE_WRAPPER(cuGraphKernelNodeSetParams,
+		   (CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS_v1 *p),
+		   (n, p), KP1)
+GRAPH_NODE_WRAPPER(cuGraphExecKernelNodeSetParams,
+		   (CUgraphExec e, CUgraphNode n,
+		    const CUDA_KERNEL_NODE_PARAMS_v1 *p), (e, n, p), KP1)
 
 /* cuGraphAddNode's parameters: a kernel node's as above, any other type's
  * untouched (p itself: some are written back). */
@@ -1695,33 +1687,21 @@ static CUgraphNodeParams *node_params(CUgraphNodeParams *p,
 	return copy;
 }
 
-#define GRAPH_ANY_NODE_WRAPPER(sym, params, args)			\
-DEVRT_EXPORT CUresult sym params					\
-{									\
-	__typeof__(&sym) real =						\
-		(__typeof__(&sym))devrt_real(DEVRT_SYM_##sym);		\
-	CUgraphNodeParams copy;						\
-									\
-	if (unlikely(!real))						\
-		return CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND;	\
-	p = node_params(p, &copy);					\
-	return real args;						\
-}
-
-GRAPH_ANY_NODE_WRAPPER(cuGraphAddNode,
-		       (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
-			size_t ndeps, CUgraphNodeParams *p),
-		       (n, g, deps, ndeps, p))
-GRAPH_ANY_NODE_WRAPPER(cuGraphAddNode_v2,
-		       (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
-			const CUgraphEdgeData *edges, size_t ndeps,
-			CUgraphNodeParams *p),
-		       (n, g, deps, edges, ndeps, p))
-GRAPH_ANY_NODE_WRAPPER(cuGraphNodeSetParams,
-		       (CUgraphNode n, CUgraphNodeParams *p), (n, p))
-GRAPH_ANY_NODE_WRAPPER(cuGraphExecNodeSetParams,
-		       (CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p),
-		       (e, n, p))
+#define NP CUgraphNodeParams, node_params
+GRAPH_NODE_WRAPPER(cuGraphAddNode,
+		   (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+		    size_t ndeps, CUgraphNodeParams *p),
+		   (n, g, deps, ndeps, p), NP)
+GRAPH_NODE_WRAPPER(cuGraphAddNode_v2,
+		   (CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+		    const CUgraphEdgeData *edges, size_t ndeps,
+		    CUgraphNodeParams *p),
+		   (n, g, deps, edges, ndeps, p), NP)
+GRAPH_NODE_WRAPPER(cuGraphNodeSetParams,
+		   (CUgraphNode n, CUgraphNodeParams *p), (n, p), NP)
+GRAPH_NODE_WRAPPER(cuGraphExecNodeSetParams,
+		   (CUgraphExec e, CUgraphNode n, CUgraphNodeParams *p),
+		   (e, n, p), NP)
 
 /* A kernel node's parameters read back name the program's kernel. */
 DEVRT_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n,

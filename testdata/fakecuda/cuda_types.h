@@ -64,26 +64,26 @@ typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUarray_st *CUarray;
 
+/* The fields of a kernel node's parameters in CUDA 11 (v1); CUDA 12's
+ * (v2) add kern and ctx. */
+#define CU_KERNEL_NODE_FIELDS						\
+	CUfunction func;						\
+	unsigned int gridDimX, gridDimY, gridDimZ;			\
+	unsigned int blockDimX, blockDimY, blockDimZ;			\
+	unsigned int sharedMemBytes;					\
+	void **kernelParams;						\
+	void **extra;
+
 /* A kernel node's parameters (CUDA_KERNEL_NODE_PARAMS_v2: func or kern). */
 typedef struct CUDA_KERNEL_NODE_PARAMS_st {
-	CUfunction func;
-	unsigned int gridDimX, gridDimY, gridDimZ;
-	unsigned int blockDimX, blockDimY, blockDimZ;
-	unsigned int sharedMemBytes;
-	void **kernelParams;
-	void **extra;
+	CU_KERNEL_NODE_FIELDS
 	CUkernel kern;
 	CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
 
 /* CUDA 11's (the entry points without _v2): v2's first fields. */
 typedef struct CUDA_KERNEL_NODE_PARAMS_v1_st {
-	CUfunction func;
-	unsigned int gridDimX, gridDimY, gridDimZ;
-	unsigned int blockDimX, blockDimY, blockDimZ;
-	unsigned int sharedMemBytes;
-	void **kernelParams;
-	void **extra;
+	CU_KERNEL_NODE_FIELDS
 } CUDA_KERNEL_NODE_PARAMS_v1;
 
 /* cuGraphAddNode's (CUDA 12.2): a type (0: kernel) and its parameters. */
