@@ -69,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ctype.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1414,10 +1415,12 @@ FC_API CUresult cuCtxSynchronize(void)
  * resolves, to a new handle each time.  A kernel's .maxntid bounds the
  * threads of a launch of it (the real driver refuses larger blocks), and
  * its .shared arrays are its static shared memory.  What lies between a
- * .entry and the next is that kernel's; what lies before the first .entry
- * is every kernel's (module-scope .shared, as patched modules declare
- * theirs).  Scanning is plain text search: this is a test double, not a
- * PTX parser.
+ * .entry and the next is that kernel's; a module-scope .shared array
+ * (before the first .entry, as patched modules declare theirs) is the
+ * static shared memory of the kernels that use it, as ptxas allocates it:
+ * those whose text names it, or every kernel if something before the
+ * first .entry (a function) does.  Scanning is plain text search: this
+ * is a test double, not a PTX parser.
  *
  * FAKECUDA_LAUNCH_FILE (%p: the pid): at unload, one JSON line per kernel
  * handed out: module, kernel name, handle, launches of it (any launch
@@ -1433,7 +1436,7 @@ struct fc_kernel {
 	char *name;
 	void *handle;			/* CUfunction, or CUkernel for a library */
 	unsigned long long launches;
-	unsigned int static_shared;	/* bytes of its own .shared arrays */
+	unsigned int static_shared;	/* bytes of the .shared arrays it uses */
 	unsigned int maxntid;		/* its smallest .maxntid (0: none) */
 };
 
@@ -1447,7 +1450,6 @@ struct fc_mod {
 	struct fc_kernel kernels[FC_MAX_KERNELS];
 	int has_shared;
 	int cubin;			/* an ELF image: kernels named on demand */
-	unsigned int static_shared;	/* bytes of its module-scope .shared arrays */
 	unsigned int maxntid;		/* the smallest module-scope .maxntid (0: none) */
 	/* __gpuext_shared, once asked for: a module's in its context, a
 	 * library's in each context it was asked for in (as the driver
@@ -1612,19 +1614,43 @@ static void mod_register(void *handle, int lib, const void *image)
 	}
 	m->has_shared = strstr(ptx, ".u64 " FC_SHARED_NAME ";") != NULL;
 	scan_vars(m, ptx, m->nkernels ? starts[0] : ptx + strlen(ptx));
-	/* ".shared ... <name>[N];": static shared memory, the kernel's or
-	 * every kernel's */
+	/* ".shared ... <name>[N];": static shared memory, the kernel's, or
+	 * at module scope of the kernels that use it (as ptxas allocates
+	 * it): those whose text names it, or every kernel if a function
+	 * before the first .entry does */
 	for (s = strstr(ptx, ".shared "); s; s = strstr(s + 8, ".shared ")) {
-		const char *b = strchr(s, '['), *e = strchr(s, ';');
-		unsigned int v;
+		const char *b = strchr(s, '['), *e = strchr(s, ';'), *nm, *u;
+		unsigned int v, i, used[FC_MAX_KERNELS] = { 0 }, all = 0;
+		char name[128];
+		size_t len;
 
 		if (!b || !e || b > e)
 			continue;
 		v = (unsigned int)strtoul(b + 1, NULL, 10);
-		if ((k = kernel_at(m, starts, s)))
+		if ((k = kernel_at(m, starts, s))) {
 			k->static_shared += v;
-		else
-			m->static_shared += v;
+			continue;
+		}
+		for (nm = b; nm > s && nm[-1] != ' ' && nm[-1] != '\t'; nm--)
+			;
+		if (!(len = (size_t)(b - nm)) || len >= sizeof(name))
+			continue;
+		memcpy(name, nm, len);
+		name[len] = '\0';
+		for (u = strstr(ptx, name); u; u = strstr(u + 1, name)) {
+			if (u == nm || isalnum((unsigned char)u[len]) ||
+			    u[len] == '_' || u[len] == '$' ||
+			    (u > ptx && (isalnum((unsigned char)u[-1]) ||
+					 u[-1] == '_' || u[-1] == '$')))
+				continue;
+			if (!(k = kernel_at(m, starts, u)))
+				all = 1;
+			else
+				used[k - m->kernels] = 1;
+		}
+		for (i = 0; i < m->nkernels; i++)
+			if (all || used[i])
+				m->kernels[i].static_shared += v;
 	}
 	for (s = strstr(ptx, ".maxntid "); s; s = strstr(s + 9, ".maxntid ")) {
 		unsigned int v = (unsigned int)strtoul(s + 9, NULL, 10);
@@ -1814,7 +1840,7 @@ static unsigned int kernel_static_shared(const void *f)
 
 	pthread_mutex_lock(&fc_mod_lock);
 	if ((k = kernel_find(f, &m)))
-		v = k->static_shared + m->static_shared;
+		v = k->static_shared;
 	pthread_mutex_unlock(&fc_mod_lock);
 	return v;
 }

@@ -71,8 +71,9 @@ type Patcher struct {
 	// enforces it), for tests of what devrt does then.
 	MaxNTID int
 	// StaticShared, if set, declares a .shared array of that many bytes,
-	// as probes with per-block state do: a twin with that much less
-	// dynamic shared memory to give (the fake driver enforces it).
+	// as probes with per-block state do, and names it in each kernel: a
+	// twin with that much less dynamic shared memory to give (the fake
+	// driver enforces it); plain copies (Vars) do not name it.
 	StaticShared int
 	// Grid1D appends to the module, for each kernel reported patched, a
 	// copy of its .entry (as Mark and MaxNTID left it) named with
@@ -98,6 +99,10 @@ type Patcher struct {
 	// copy's name the module has). NoPlain leaves the copies out.
 	Vars    []string
 	NoPlain bool
+	// PlainStaticShared, if set, declares in each plain copy's body a
+	// .shared array of that many bytes: a plain copy that refuses what
+	// its original takes.
+	PlainStaticShared int
 
 	calls atomic.Int64
 	mu    sync.Mutex
@@ -164,7 +169,7 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 		fmt.Fprintf(&out, ".shared .align 8 .b8 __gpuext_test_block[%d];\n", p.StaticShared)
 	}
 	rest := m.PTX[at:]
-	for n := 0; p.Mark || p.MaxNTID > 0; n++ {
+	for n := 0; p.Mark || p.MaxNTID > 0 || p.StaticShared > 0; n++ {
 		e := bytes.Index(rest, []byte(".entry"))
 		if e < 0 {
 			break
@@ -178,6 +183,11 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 			fmt.Fprintf(&out, ".maxntid %d, 1, 1\n", p.MaxNTID)
 		}
 		out.WriteByte('{')
+		if p.StaticShared > 0 {
+			// used by the kernel, as a probe uses its per-block array
+			// (the driver, and the fake, allocate it only then)
+			out.WriteString("\n\t{\n\t.reg .b64 %gxsh;\n\tmov.u64 %gxsh, __gpuext_test_block;\n\t}")
+		}
 		if p.Mark {
 			label := fmt.Sprintf("$GX_SKIP_%d", n)
 			fmt.Fprintf(&out, markBlock, label, uint64(MarkValue), label)
@@ -222,6 +232,9 @@ func (p *Patcher) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject
 			e, ok := plainCopy(m.PTX, k)
 			if !ok {
 				return devrtinject.Result{}, fmt.Errorf("kernel %s: no .entry with a body", k)
+			}
+			if p.PlainStaticShared > 0 {
+				e = bytes.Replace(e, []byte("{"), fmt.Appendf(nil, "{\n\t.shared .align 8 .b8 __gpuext_test_plain[%d];", p.PlainStaticShared), 1)
 			}
 			out.WriteString("\n")
 			out.Write(e)
