@@ -26,7 +26,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -234,7 +233,7 @@ func (s *Set) KernelName(id uint64) (string, bool) {
 // Patch instruments the module's kernels the configuration selects.
 // devrt's list of kernel names decides early when none is selected
 // (UNCHANGED without parsing); otherwise devrt/jit/probepatch patches the
-// module and the answer keeps only the selected kernels.
+// module, instrumenting the selected kernels only.
 func (s *Set) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject.Result, error) {
 	if len(m.Kernels) > 0 && !slices.ContainsFunc(m.Kernels, s.Selected) {
 		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no kernel selected by include/exclude"}, nil
@@ -246,25 +245,15 @@ func (s *Set) Patch(ctx context.Context, m *devrtinject.Module) (devrtinject.Res
 	if err != nil || res.Status != devrtinject.StatusPatched {
 		return res, err
 	}
-	// The patcher instrumented the selected kernels only (Select; its
-	// reason counts the others); those are the kernels the probes' data
-	// names. In a module whose twin owns its variables every kernel runs
-	// there, the excluded ones as they were.
-	var keep []string
-	for _, k := range res.Kernels {
-		if s.Selected(k) {
-			keep = append(keep, k)
-		}
-	}
-	if len(keep) == 0 {
-		return devrtinject.Result{Status: devrtinject.StatusUnchanged, Reason: "no kernel selected by include/exclude"}, nil
-	}
-	sort.Strings(keep)
-	if len(res.Vars) == 0 {
-		res.Kernels = keep
-	}
+	// The patcher instrumented the selected kernels only (Select), which
+	// the probes' data names; the answer names those, or every kernel of a
+	// module whose twin owns its variables (the excluded ones run there
+	// as they were).
 	s.mu.Lock()
-	for _, k := range keep {
+	for _, k := range res.Kernels {
+		if !s.Selected(k) {
+			continue
+		}
 		if len(s.names) >= MaxKernelNames {
 			clear(s.names)
 		}

@@ -2034,12 +2034,20 @@ FC_API CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes,
 	return mod_global(dptr, bytes, library, name);
 }
 
-/* A library's module: one handle for the library's life, on which
- * cuModuleGetGlobal finds the library's variables. */
+/* Library m's module: one handle for the library's life, on which
+ * cuModuleGetGlobal finds the library's variables.  Caller holds
+ * fc_mod_lock. */
+static void *lib_module(struct fc_mod *m)
+{
+	if (!m->libmod)
+		m->libmod = handle_new(HK_MODULE);
+	return m->libmod;
+}
+
 FC_API CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 {
-	CUresult r = CUDA_ERROR_INVALID_HANDLE;
 	struct fc_mod *m;
+	CUresult r;
 
 	ENTER(cuLibraryGetModule);
 	if ((r = need_ctx()))
@@ -2048,9 +2056,7 @@ FC_API CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&fc_mod_lock);
 	if ((m = mod_find(library))) {
-		if (!m->libmod)
-			m->libmod = handle_new(HK_MODULE);
-		*pMod = m->libmod;
+		*pMod = lib_module(m);
 	} else {
 		*pMod = handle_new(HK_MODULE);
 	}
@@ -2078,9 +2084,7 @@ FC_API CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 	pthread_mutex_lock(&fc_mod_lock);
 	if ((k = kernel_find(hfunc, &cm))) {
 		m = (struct fc_mod *)cm;
-		if (m->lib && !m->libmod)
-			m->libmod = handle_new(HK_MODULE);
-		*hmod = m->lib ? m->libmod : m->handle;
+		*hmod = m->lib ? lib_module(m) : m->handle;
 		r = CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&fc_mod_lock);
